@@ -1,0 +1,85 @@
+/*
+ * CPU-set helpers (see internal/cpuset.h). Masks are sized from the highest
+ * CPU id involved, never from a fixed CPU_SETSIZE, so machines with more
+ * than 1024 CPUs work.
+ */
+#include "domains/internal/cpuset.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "runtime/internal/sys.h"
+
+/* The kernel refuses masks smaller than its own nr_cpu_ids; 8192 bits is
+ * larger than any Linux configuration in practice (CONFIG_NR_CPUS <= 8192). */
+#define KERNEL_MASK_BITS 8192
+
+int nxr__cpumask_alloc(struct nxr__cpumask *mask, int max_cpu)
+{
+    int bits = max_cpu + 1 > KERNEL_MASK_BITS ? max_cpu + 1 : KERNEL_MASK_BITS;
+    mask->set = NULL;
+    mask->size = 0;
+    if (nxr__fault_hit(NXR_FAULT_ALLOC))
+        return -ENOMEM;
+    mask->set = CPU_ALLOC(bits);
+    if (mask->set == NULL)
+        return -ENOMEM;
+    mask->size = CPU_ALLOC_SIZE(bits);
+    CPU_ZERO_S(mask->size, mask->set);
+    return 0;
+}
+
+int nxr__cpumask_from_bitmap(struct nxr__cpumask *mask, hwloc_const_bitmap_t cpus)
+{
+    int rc = nxr__cpumask_alloc(mask, hwloc_bitmap_last(cpus));
+    if (rc != 0)
+        return rc;
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET_S((size_t)cpu, mask->size, mask->set);
+    hwloc_bitmap_foreach_end();
+    return 0;
+}
+
+void nxr__cpumask_free(struct nxr__cpumask *mask)
+{
+    if (mask->set != NULL)
+        CPU_FREE(mask->set);
+    mask->set = NULL;
+    mask->size = 0;
+}
+
+int nxr__cpumask_to_bitmap(const struct nxr__cpumask *mask, hwloc_bitmap_t out)
+{
+    hwloc_bitmap_zero(out);
+    size_t bits = mask->size * 8;
+    for (size_t cpu = 0; cpu < bits; cpu++) {
+        if (CPU_ISSET_S(cpu, mask->size, mask->set) && hwloc_bitmap_set(out, (unsigned)cpu) != 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int nxr__affinity_self(hwloc_bitmap_t out)
+{
+    struct nxr__cpumask mask;
+    int rc = nxr__cpumask_alloc(&mask, 0);
+    if (rc != 0)
+        return rc;
+    rc = nxr__getaffinity_self(mask.set, mask.size);
+    if (rc == 0)
+        rc = nxr__cpumask_to_bitmap(&mask, out);
+    nxr__cpumask_free(&mask);
+    return rc;
+}
+
+char *nxr__cpuset_list(hwloc_const_bitmap_t cpus, char *buf, size_t size)
+{
+    if (size == 0)
+        return buf;
+    buf[0] = '\0';
+    if (hwloc_bitmap_iszero(cpus))
+        return buf;
+    /* hwloc's list format is the kernel's ("0-3,8"). */
+    hwloc_bitmap_list_snprintf(buf, size, cpus);
+    return buf;
+}

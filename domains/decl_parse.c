@@ -1,0 +1,157 @@
+/*
+ * The NXR_DOMAINS parser (grammar in nxr_domains.h). Hand-written and
+ * strict: every rejected string gets NXR_ESYNTAX with the byte offset, and
+ * numbers are range-checked before they size anything.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domains/internal/plan.h"
+#include "runtime/internal/sys.h"
+#include "runtime/nxr_status.h"
+
+struct cursor {
+    const char *start;
+    const char *p;
+    char *err;
+    size_t errsz;
+};
+
+static void skip_space(struct cursor *c)
+{
+    while (*c->p == ' ' || *c->p == '\t')
+        c->p++;
+}
+
+static int syntax(struct cursor *c, const char *what)
+{
+    snprintf(c->err, c->errsz, "NXR_DOMAINS '%s': %s at offset %td", c->start, what,
+             c->p - c->start);
+    return NXR_ESYNTAX;
+}
+
+/* A decimal number in [0, max]. */
+static int number(struct cursor *c, long max, long *out, const char *what)
+{
+    skip_space(c);
+    if (!isdigit((unsigned char)*c->p))
+        return syntax(c, what);
+    long v = 0;
+    while (isdigit((unsigned char)*c->p)) {
+        v = v * 10 + (*c->p - '0');
+        if (v > max)
+            return syntax(c, "number out of range");
+        c->p++;
+    }
+    skip_space(c);
+    *out = v;
+    return 0;
+}
+
+static int cpulist(struct cursor *c, hwloc_bitmap_t cpus)
+{
+    for (;;) {
+        long first, last;
+        int rc = number(c, NXR_CPU_ID_MAX, &first, "expected a CPU id");
+        if (rc != 0)
+            return rc;
+        last = first;
+        if (*c->p == '-') {
+            c->p++;
+            rc = number(c, NXR_CPU_ID_MAX, &last, "expected the last CPU of a range");
+            if (rc != 0)
+                return rc;
+            if (last < first)
+                return syntax(c, "range ends before it starts");
+        }
+        if (hwloc_bitmap_set_range(cpus, (unsigned)first, (int)last) != 0)
+            return -ENOMEM;
+        if (*c->p != ',')
+            return 0;
+        c->p++;
+    }
+}
+
+static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
+{
+    long id, budget;
+    int rc = number(c, INT_MAX, &id, "expected a domain id");
+    if (rc != 0)
+        return rc;
+    if (*c->p != ':')
+        return syntax(c, "expected ':' after the domain id");
+    c->p++;
+    hwloc_bitmap_t cpus = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : hwloc_bitmap_alloc();
+    if (cpus == NULL)
+        return -ENOMEM;
+    d->id = (int)id;
+    d->cpus = cpus;
+    d->budget = NXR_BUDGET_ALL;
+    rc = cpulist(c, cpus);
+    if (rc != 0)
+        return rc;
+    if (*c->p == '/') {
+        c->p++;
+        rc = number(c, INT_MAX, &budget, "expected a budget");
+        if (rc != 0)
+            return rc;
+        d->budget = (int)budget;
+    }
+    return 0;
+}
+
+void nxr__decls_free(struct nxr_domain_decl *decls, size_t count)
+{
+    if (decls == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        hwloc_bitmap_free((hwloc_bitmap_t)decls[i].cpus);
+    free(decls);
+}
+
+int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *count, char *err,
+                     size_t errsz)
+{
+    struct cursor c = {.start = spec, .p = spec, .err = err, .errsz = errsz};
+    *out = NULL;
+    *count = 0;
+    /* At most one domain per ';' plus one: the array never grows. */
+    size_t cap = 1;
+    for (const char *p = spec; *p != '\0'; p++)
+        cap += *p == ';';
+    struct nxr_domain_decl *decls = nxr__calloc(cap, sizeof(*decls));
+    if (decls == NULL)
+        return -ENOMEM;
+    size_t n = 0;
+    int rc = 0;
+    skip_space(&c);
+    if (*c.p == '\0') {
+        rc = syntax(&c, "no domain");
+        goto out_free;
+    }
+    while (*c.p != '\0') {
+        rc = one_domain(&c, &decls[n]);
+        if (decls[n].cpus != NULL)
+            n++; /* owned from here on, freed on error too */
+        if (rc != 0)
+            goto out_free;
+        if (*c.p == ';') {
+            c.p++;
+            skip_space(&c);
+        } else if (*c.p != '\0') {
+            rc = syntax(&c, "expected ';' or the end");
+            goto out_free;
+        }
+    }
+    *out = decls;
+    *count = n;
+    return 0;
+
+out_free:
+    nxr__decls_free(decls, n);
+    return rc;
+}

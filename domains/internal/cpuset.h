@@ -1,0 +1,37 @@
+/*
+ * CPU-set helpers: conversions between hwloc bitmaps (nxr's one CPU-set
+ * representation) and the kernel's dynamically sized cpu_set_t, and the
+ * OS CPU list format ("0-3,8").
+ */
+#ifndef NXR_INTERNAL_CPUSET_H
+#define NXR_INTERNAL_CPUSET_H
+
+#include <hwloc.h>
+#include <sched.h>
+#include <stddef.h>
+
+/* A kernel CPU mask sized for a bitmap. */
+struct nxr__cpumask {
+    cpu_set_t *set;
+    size_t size; /* bytes, for the *_S macros and sched_*affinity */
+};
+
+/* Allocates a mask holding exactly the CPUs of `cpus`; 0 or -ENOMEM. */
+int nxr__cpumask_from_bitmap(struct nxr__cpumask *mask, hwloc_const_bitmap_t cpus);
+
+/* Allocates an empty mask able to hold CPU ids up to max_cpu; 0 or -ENOMEM. */
+int nxr__cpumask_alloc(struct nxr__cpumask *mask, int max_cpu);
+
+void nxr__cpumask_free(struct nxr__cpumask *mask);
+
+/* Replaces `out` with the CPUs set in mask. 0 or -ENOMEM. */
+int nxr__cpumask_to_bitmap(const struct nxr__cpumask *mask, hwloc_bitmap_t out);
+
+/* The calling thread's affinity as a bitmap (read through the sys seam).
+ * 0, -ENOMEM or the errno of sched_getaffinity. */
+int nxr__affinity_self(hwloc_bitmap_t out);
+
+/* Writes "0-3,8" (or "" for an empty set) into buf; returns buf. */
+char *nxr__cpuset_list(hwloc_const_bitmap_t cpus, char *buf, size_t size);
+
+#endif /* NXR_INTERNAL_CPUSET_H */

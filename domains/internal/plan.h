@@ -1,0 +1,64 @@
+/*
+ * Domain planning: from a topology (and, optionally, caller declarations) to
+ * the validated list of domains a runtime will build. Pure data: no thread
+ * starts here, which is why every validation error surfaces before any does.
+ */
+#ifndef NXR_INTERNAL_PLAN_H
+#define NXR_INTERNAL_PLAN_H
+
+#include <hwloc.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "domains/internal/topology.h"
+#include "domains/nxr_domains.h"
+
+struct nxr__domain_spec {
+    int id;
+    int node;            /* OS node id or NXR_NODE_NONE */
+    hwloc_bitmap_t cpus; /* owned; subset of the allowed set */
+    unsigned budget;     /* 1..weight(cpus) */
+    enum nxr_admission admission;
+};
+
+struct nxr__plan {
+    struct nxr__domain_spec *domains;
+    size_t count;
+    bool declared; /* from caller declarations rather than the node layout */
+};
+
+/*
+ * The default plan: one MANAGED domain per NUMA node with at least one
+ * allowed CPU (id = node OS id, CPUs = node set ∩ allowed, budget = their
+ * count), or, without NUMA information, one domain 0 over the allowed set.
+ * Returns 0, NXR_ENODOMAIN (no allowed CPU at all) or -ENOMEM.
+ */
+int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, char *err,
+                      size_t errsz);
+
+/*
+ * A plan from caller declarations, validated in this order, first failure
+ * wins: per declaration (in order) -EINVAL (negative id), NXR_EEMPTYSET,
+ * NXR_EDISALLOWED, NXR_EBUDGET; then across declarations NXR_EDUPID and
+ * NXR_EOVERLAP. The message in err names the domain(s) and CPUs.
+ * n == 0 is NXR_ENODOMAIN.
+ */
+int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,
+                       const struct nxr_domain_decl *decls, size_t n, char *err, size_t errsz);
+
+/* Lowers every budget to at most cap (cap 0: no change). */
+void nxr__plan_cap_budgets(struct nxr__plan *plan, unsigned cap);
+
+void nxr__plan_fini(struct nxr__plan *plan);
+
+/*
+ * Parses the NXR_DOMAINS grammar (see nxr_domains.h) into declarations whose
+ * `cpus` bitmaps the caller frees with nxr__decls_free. Returns 0,
+ * NXR_ESYNTAX (message names the position) or -ENOMEM; *out is NULL on error.
+ */
+int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *count, char *err,
+                     size_t errsz);
+
+void nxr__decls_free(struct nxr_domain_decl *decls, size_t count);
+
+#endif /* NXR_INTERNAL_PLAN_H */

@@ -1,0 +1,161 @@
+/*
+ * Topology loading (see internal/topology.h).
+ *
+ * hwloc only binds for real on a topology it considers "this system"; nxr
+ * never asks it to bind (workers pin with sched_setaffinity), so synthetic
+ * and XML topologies behave exactly like the real one here.
+ */
+#include "domains/internal/topology.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "domains/internal/cpuset.h"
+#include "domains/nxr_domains.h"
+#include "runtime/internal/sys.h"
+#include "runtime/nxr_status.h"
+
+const char *nxr__topology_source_name(enum nxr__topology_source source)
+{
+    switch (source) {
+    case NXR_TOPOLOGY_SYNTHETIC:
+        return "synthetic";
+    case NXR_TOPOLOGY_XML:
+        return "xml";
+    case NXR_TOPOLOGY_HWLOC:
+    default:
+        return "hwloc";
+    }
+}
+
+/* A synthetic description carries NUMA information only if it names a NUMA
+ * level; otherwise hwloc invents a single node 0, which would be a claim. */
+static bool synthetic_names_numa(const char *desc)
+{
+    for (const char *p = desc; *p != '\0'; p++) {
+        if (strncasecmp(p, "numa", 4) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int parse_spec(const char *spec, enum nxr__topology_source *source, const char **arg,
+                      char *err, size_t errsz)
+{
+    *arg = NULL;
+    if (spec == NULL || spec[0] == '\0' || strcmp(spec, "hwloc") == 0) {
+        *source = NXR_TOPOLOGY_HWLOC;
+        return 0;
+    }
+    if (strncmp(spec, "synthetic:", 10) == 0 && spec[10] != '\0') {
+        *source = NXR_TOPOLOGY_SYNTHETIC;
+        *arg = spec + 10;
+        return 0;
+    }
+    if (strncmp(spec, "xml:", 4) == 0 && spec[4] != '\0') {
+        *source = NXR_TOPOLOGY_XML;
+        *arg = spec + 4;
+        return 0;
+    }
+    snprintf(err, errsz,
+             "topology '%s': expected 'hwloc', 'synthetic:<description>' or 'xml:<path>'", spec);
+    return NXR_ESYNTAX;
+}
+
+static int load_hwloc(struct nxr__topology *topo, const char *arg, char *err, size_t errsz)
+{
+    if (hwloc_topology_init(&topo->hw) != 0) {
+        snprintf(err, errsz, "hwloc_topology_init failed");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    if (topo->source == NXR_TOPOLOGY_SYNTHETIC)
+        rc = hwloc_topology_set_synthetic(topo->hw, arg);
+    else if (topo->source == NXR_TOPOLOGY_XML)
+        rc = hwloc_topology_set_xml(topo->hw, arg);
+    if (rc != 0) {
+        snprintf(err, errsz, "hwloc rejected %s topology '%s'",
+                 nxr__topology_source_name(topo->source), arg);
+        goto out_destroy;
+    }
+    if (nxr__fault_hit(NXR_FAULT_TOPOLOGY_LOAD) || hwloc_topology_load(topo->hw) != 0) {
+        snprintf(err, errsz, "hwloc could not load the %s topology",
+                 nxr__topology_source_name(topo->source));
+        goto out_destroy;
+    }
+    return 0;
+
+out_destroy:
+    hwloc_topology_destroy(topo->hw);
+    topo->hw = NULL;
+    return NXR_ETOPOLOGY;
+}
+
+int nxr__topology_load(struct nxr__topology *topo, const char *spec, hwloc_const_bitmap_t narrow,
+                       char *err, size_t errsz)
+{
+    const char *arg;
+    memset(topo, 0, sizeof(*topo));
+    int rc = parse_spec(spec, &topo->source, &arg, err, errsz);
+    if (rc != 0)
+        return rc;
+    rc = load_hwloc(topo, arg, err, errsz);
+    if (rc != 0)
+        return rc;
+
+    topo->allowed = hwloc_bitmap_alloc();
+    if (topo->allowed == NULL) {
+        rc = -ENOMEM;
+        goto out_fini;
+    }
+    rc = nxr__affinity_self(topo->allowed);
+    if (rc != 0) {
+        snprintf(err, errsz, "sched_getaffinity failed: %s", nxr_strerror(rc));
+        goto out_fini;
+    }
+    if (narrow != NULL)
+        hwloc_bitmap_and(topo->allowed, topo->allowed, narrow);
+
+    topo->node_count = hwloc_get_nbobjs_by_type(topo->hw, HWLOC_OBJ_NUMANODE);
+    topo->cpu_count = hwloc_get_nbobjs_by_type(topo->hw, HWLOC_OBJ_PU);
+    switch (topo->source) {
+    case NXR_TOPOLOGY_HWLOC:
+        topo->has_numa = numa_available() >= 0 && topo->node_count > 0;
+        break;
+    case NXR_TOPOLOGY_SYNTHETIC:
+        topo->has_numa = synthetic_names_numa(arg);
+        break;
+    case NXR_TOPOLOGY_XML:
+        topo->has_numa = topo->node_count > 0;
+        break;
+    }
+    return 0;
+
+out_fini:
+    nxr__topology_fini(topo);
+    return rc;
+}
+
+void nxr__topology_fini(struct nxr__topology *topo)
+{
+    if (topo->allowed != NULL)
+        hwloc_bitmap_free(topo->allowed);
+    if (topo->hw != NULL)
+        hwloc_topology_destroy(topo->hw);
+    memset(topo, 0, sizeof(*topo));
+}
+
+int nxr__topology_node_of(const struct nxr__topology *topo, hwloc_const_bitmap_t cpus)
+{
+    if (!topo->has_numa || hwloc_bitmap_iszero(cpus))
+        return NXR_NODE_NONE;
+    hwloc_obj_t node = NULL;
+    while ((node = hwloc_get_next_obj_by_type(topo->hw, HWLOC_OBJ_NUMANODE, node)) != NULL) {
+        if (node->cpuset != NULL && hwloc_bitmap_isincluded(cpus, node->cpuset))
+            return (int)node->os_index;
+    }
+    return NXR_NODE_NONE;
+}

@@ -1,0 +1,65 @@
+/*
+ * The built-in worker team: a fixed set of threads confined to one domain's
+ * whole CPU set, each of which verified its own affinity before the team was
+ * handed out. The team runs one fork-join job at a time: the dispatcher
+ * publishes a job and bumps a generation counter; workers spin a bounded
+ * number of iterations on that counter, then park on a futex, so an idle
+ * team uses no CPU.
+ */
+#ifndef NXR_INTERNAL_TEAM_H
+#define NXR_INTERNAL_TEAM_H
+
+#include <hwloc.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct nxr__team;
+
+/* One fork-join job: called once per participant with its index in
+ * [0, nparticipants). Index 0 is the dispatcher when it takes part. */
+typedef void (*nxr__team_fn)(void *arg, unsigned index, unsigned nparticipants);
+
+struct nxr__team_opts {
+    int domain_id;     /* for thread names and messages */
+    unsigned size;     /* workers to start, >= 1 */
+    unsigned spin;     /* iterations a worker spins before it parks (0: park at once) */
+};
+
+/*
+ * Starts opts->size workers, each confined to `cpus` and verified. Blocks
+ * until every worker has reported. Returns 0; -EAGAIN (or another negative
+ * errno) when a thread cannot be created; NXR_EPLACEMENT when a worker could
+ * not set its affinity or read back a different one; -ENOMEM. On failure
+ * every started worker has been joined, nothing is allocated and *out is NULL;
+ * err names the worker and the CPUs.
+ */
+int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
+                     const struct nxr__team_opts *opts, char *err, size_t errsz);
+
+/* Stops and joins every worker, frees the team. NULL is a no-op. Must not be
+ * called while a job runs or from one of the team's workers. */
+void nxr__team_destroy(struct nxr__team *team);
+
+unsigned nxr__team_size(const struct nxr__team *team);
+
+/* The kernel thread id of worker i (for diagnostics and tests). */
+pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
+
+/* True when the calling thread is one of this team's workers. */
+bool nxr__team_is_own_worker(const struct nxr__team *team);
+
+/* True when the calling thread is a worker of any nxr team. */
+bool nxr__team_in_worker(void);
+
+/*
+ * Runs fn on n participants (1 <= n <= size + caller_joins) and returns when
+ * all have finished. When caller_joins, the calling thread is participant 0
+ * and n - 1 workers join it; otherwise n workers run it while the caller
+ * waits (spinning briefly, then parked). Jobs on one team are serialised.
+ * Must not be called from the team's own workers (the caller checks).
+ */
+void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
+                   bool caller_joins);
+
+#endif /* NXR_INTERNAL_TEAM_H */

@@ -1,0 +1,351 @@
+/*
+ * The built-in worker team (see internal/team.h).
+ *
+ * Protocol. A job is published in one 64-bit word, `job`: generation (high
+ * 32 bits), "caller joins" (bit 31) and the number of workers taking part
+ * (bits 0..30). One word, so that a worker can never pair a generation with
+ * another job's count. fn/arg are plain fields: only participants read them,
+ * and the dispatcher rewrites them only after every participant finished.
+ *
+ * Parking. Workers spin at most `spin` iterations on `job`, then park on the
+ * futex word `wake_seq`, which the dispatcher bumps after each publish. The
+ * sleeper count and wake_seq form a Dekker pair (both seq_cst): either the
+ * dispatcher sees a sleeper and wakes it, or the sleeper sees the new
+ * wake_seq and does not sleep; FUTEX_WAIT's own compare closes the rest.
+ * Completion is the mirror image: participants count `remaining` down, and
+ * the last one wakes the dispatcher if it parked (`dispatcher_parked`).
+ *
+ * Lock order: run_lock (one dispatcher at a time) is the only lock held while
+ * a job runs; start_lock is used only during creation, never with run_lock.
+ */
+#include "executor/internal/team.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "domains/internal/cpuset.h"
+#include "runtime/internal/sys.h"
+#include "runtime/nxr_status.h"
+
+#define CACHE_LINE 64
+#define JOB_CALLER_JOINS (UINT64_C(1) << 31)
+#define JOB_COUNT_MASK (JOB_CALLER_JOINS - 1)
+
+struct worker {
+    pthread_t thread;
+    struct nxr__team *team;
+    unsigned index;
+    pid_t tid;
+};
+
+struct nxr__team {
+    /* Dispatcher writes, every worker polls: alone on its line. */
+    _Alignas(CACHE_LINE) _Atomic uint64_t job;
+    nxr__team_fn fn;
+    void *arg;
+    /* Futex word the workers park on. */
+    _Alignas(CACHE_LINE) atomic_uint wake_seq;
+    atomic_uint sleepers;
+    /* Participants count down; the dispatcher parks on it. */
+    _Alignas(CACHE_LINE) atomic_uint remaining;
+    atomic_uint dispatcher_parked;
+
+    _Alignas(CACHE_LINE) atomic_bool stop;
+    unsigned size;
+    unsigned spin;
+    int domain_id;
+    struct nxr__cpumask mask;
+    hwloc_bitmap_t cpus;
+    struct worker *workers;
+    pthread_mutex_t run_lock;
+
+    /* Creation handshake only. */
+    pthread_mutex_t start_lock;
+    pthread_cond_t start_cond;
+    unsigned reported;
+    int start_status;
+    char start_err[256];
+};
+
+static _Thread_local const struct nxr__team *current_team;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void report_start(struct nxr__team *team, int status, const char *msg)
+{
+    pthread_mutex_lock(&team->start_lock);
+    if (status != 0 && team->start_status == 0) {
+        team->start_status = status;
+        snprintf(team->start_err, sizeof(team->start_err), "%s", msg);
+    }
+    team->reported++;
+    pthread_cond_signal(&team->start_cond);
+    pthread_mutex_unlock(&team->start_lock);
+}
+
+/* Pins the calling worker to the whole domain set and reads it back. */
+static int pin_and_verify(struct worker *w, char *msg, size_t msgsz)
+{
+    struct nxr__team *team = w->team;
+    char want[256], got[256];
+    int rc = nxr__setaffinity_self(team->mask.set, team->mask.size);
+    if (rc != 0) {
+        snprintf(msg, msgsz, "domain %d worker %u: sched_setaffinity to CPUs '%s' failed: %s",
+                 team->domain_id, w->index, nxr__cpuset_list(team->cpus, want, sizeof(want)),
+                 nxr_strerror(rc));
+        return NXR_EPLACEMENT;
+    }
+    hwloc_bitmap_t actual = hwloc_bitmap_alloc();
+    if (actual == NULL) {
+        snprintf(msg, msgsz, "domain %d worker %u: out of memory", team->domain_id, w->index);
+        return -ENOMEM;
+    }
+    rc = nxr__affinity_self(actual);
+    if (rc == 0 && !hwloc_bitmap_isequal(actual, team->cpus)) {
+        snprintf(msg, msgsz, "domain %d worker %u: affinity reads back as '%s', expected '%s'",
+                 team->domain_id, w->index, nxr__cpuset_list(actual, got, sizeof(got)),
+                 nxr__cpuset_list(team->cpus, want, sizeof(want)));
+        rc = NXR_EPLACEMENT;
+    } else if (rc != 0) {
+        snprintf(msg, msgsz, "domain %d worker %u: sched_getaffinity failed: %s",
+                 team->domain_id, w->index, nxr_strerror(rc));
+        rc = NXR_EPLACEMENT;
+    }
+    hwloc_bitmap_free(actual);
+    return rc;
+}
+
+/* Waits for a job newer than `seen`: spins, then parks. Returns the job word. */
+static uint64_t await_job(struct nxr__team *team, uint32_t seen)
+{
+    for (unsigned i = 0; i < team->spin; i++) {
+        /* Acquire pairs with the release publish in nxr__team_run: fn/arg
+         * written before it are visible once the new generation is. */
+        uint64_t job = atomic_load_explicit(&team->job, memory_order_acquire);
+        if ((uint32_t)(job >> 32) != seen)
+            return job;
+        cpu_relax();
+    }
+    for (;;) {
+        unsigned seq = atomic_load_explicit(&team->wake_seq, memory_order_seq_cst);
+        uint64_t job = atomic_load_explicit(&team->job, memory_order_acquire);
+        if ((uint32_t)(job >> 32) != seen)
+            return job;
+        /* seq_cst: the Dekker pair with the dispatcher's wake_seq bump and
+         * its sleepers load (see the file comment). */
+        atomic_fetch_add_explicit(&team->sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&team->wake_seq, memory_order_seq_cst) == seq)
+            nxr__futex_wait(&team->wake_seq, seq);
+        atomic_fetch_sub_explicit(&team->sleepers, 1, memory_order_relaxed);
+    }
+}
+
+static void finish_share(struct nxr__team *team)
+{
+    /* seq_cst: release so the dispatcher sees this participant's writes, and
+     * the Dekker pair with dispatcher_parked. */
+    if (atomic_fetch_sub_explicit(&team->remaining, 1, memory_order_seq_cst) == 1 &&
+        atomic_load_explicit(&team->dispatcher_parked, memory_order_seq_cst) != 0)
+        nxr__futex_wake(&team->remaining, 1);
+}
+
+static void *worker_main(void *p)
+{
+    struct worker *w = p;
+    struct nxr__team *team = w->team;
+    char name[16], msg[256];
+    snprintf(name, sizeof(name), "nxr-d%d-w%u", team->domain_id, w->index);
+    pthread_setname_np(pthread_self(), name);
+    w->tid = (pid_t)syscall(SYS_gettid);
+    current_team = team;
+
+    int rc = pin_and_verify(w, msg, sizeof(msg));
+    report_start(team, rc, msg);
+    if (rc != 0)
+        return NULL;
+
+    uint32_t seen = 0;
+    for (;;) {
+        uint64_t job = await_job(team, seen);
+        seen = (uint32_t)(job >> 32);
+        /* Acquire pairs with the release store of stop in team_stop. */
+        if (atomic_load_explicit(&team->stop, memory_order_acquire))
+            return NULL;
+        unsigned count = (unsigned)(job & JOB_COUNT_MASK);
+        if (w->index >= count)
+            continue; /* not a participant of this job */
+        unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
+        team->fn(team->arg, w->index + offset, count + offset);
+        finish_share(team);
+    }
+}
+
+/* Tells every started worker to exit and joins it. */
+static void team_stop(struct nxr__team *team, unsigned started)
+{
+    atomic_store_explicit(&team->stop, true, memory_order_release);
+    uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
+    atomic_store_explicit(&team->job, job + (UINT64_C(1) << 32), memory_order_release);
+    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
+    nxr__futex_wake(&team->wake_seq, INT_MAX);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(team->workers[i].thread, NULL);
+}
+
+static void team_free(struct nxr__team *team)
+{
+    nxr__cpumask_free(&team->mask);
+    if (team->cpus != NULL)
+        hwloc_bitmap_free(team->cpus);
+    pthread_mutex_destroy(&team->run_lock);
+    pthread_mutex_destroy(&team->start_lock);
+    pthread_cond_destroy(&team->start_cond);
+    free(team->workers);
+    free(team);
+}
+
+int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
+                     const struct nxr__team_opts *opts, char *err, size_t errsz)
+{
+    *out = NULL;
+    if (opts->size == 0 || hwloc_bitmap_iszero(cpus))
+        return -EINVAL;
+    /* aligned_alloc: the struct has cache-line-aligned members. */
+    struct nxr__team *team = nxr__fault_hit(NXR_FAULT_ALLOC)
+                                 ? NULL
+                                 : aligned_alloc(CACHE_LINE, (sizeof(*team) + CACHE_LINE - 1) /
+                                                                 CACHE_LINE * CACHE_LINE);
+    if (team == NULL)
+        return -ENOMEM;
+    memset(team, 0, sizeof(*team));
+    team->size = opts->size;
+    team->spin = opts->spin;
+    team->domain_id = opts->domain_id;
+    pthread_mutex_init(&team->run_lock, NULL);
+    pthread_mutex_init(&team->start_lock, NULL);
+    pthread_cond_init(&team->start_cond, NULL);
+    team->workers = nxr__calloc(opts->size, sizeof(*team->workers));
+    team->cpus = team->workers == NULL ? NULL : hwloc_bitmap_dup(cpus);
+    int rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
+    if (rc != 0) {
+        team_free(team);
+        return rc;
+    }
+
+    unsigned started = 0;
+    for (; started < team->size; started++) {
+        struct worker *w = &team->workers[started];
+        w->team = team;
+        w->index = started;
+        rc = nxr__thread_create(&w->thread, worker_main, w);
+        if (rc != 0) {
+            snprintf(err, errsz, "domain %d: could not start worker %u: %s", team->domain_id,
+                     started, nxr_strerror(rc));
+            break;
+        }
+    }
+    /* Every started worker reports exactly once, success or failure. */
+    pthread_mutex_lock(&team->start_lock);
+    while (team->reported < started)
+        pthread_cond_wait(&team->start_cond, &team->start_lock);
+    if (rc == 0 && team->start_status != 0) {
+        rc = team->start_status;
+        snprintf(err, errsz, "%s", team->start_err);
+    }
+    pthread_mutex_unlock(&team->start_lock);
+
+    if (rc != 0) {
+        team_stop(team, started);
+        team_free(team);
+        return rc;
+    }
+    *out = team;
+    return 0;
+}
+
+void nxr__team_destroy(struct nxr__team *team)
+{
+    if (team == NULL)
+        return;
+    team_stop(team, team->size);
+    team_free(team);
+}
+
+unsigned nxr__team_size(const struct nxr__team *team)
+{
+    return team->size;
+}
+
+pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i)
+{
+    return i < team->size ? team->workers[i].tid : 0;
+}
+
+bool nxr__team_is_own_worker(const struct nxr__team *team)
+{
+    return current_team == team;
+}
+
+bool nxr__team_in_worker(void)
+{
+    return current_team != NULL;
+}
+
+void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
+                   bool caller_joins)
+{
+    unsigned offset = caller_joins ? 1u : 0u;
+    unsigned nworkers = n - offset;
+    if (nworkers > team->size)
+        nworkers = team->size;
+    if (nworkers == 0) {
+        fn(arg, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&team->run_lock);
+    team->fn = fn;
+    team->arg = arg;
+    atomic_store_explicit(&team->remaining, nworkers, memory_order_relaxed);
+    atomic_store_explicit(&team->dispatcher_parked, 0, memory_order_relaxed);
+    uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
+    uint64_t gen = (job >> 32) + 1;
+    /* Release: fn, arg and remaining are visible to a worker that sees gen. */
+    atomic_store_explicit(&team->job, (gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
+                          memory_order_release);
+    /* seq_cst: Dekker pair with the worker's sleepers increment. */
+    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
+        nxr__futex_wake(&team->wake_seq, INT_MAX);
+
+    if (caller_joins)
+        fn(arg, 0, nworkers + 1);
+
+    /* Wait for the participants: spin, then park on `remaining`. */
+    unsigned left;
+    for (unsigned i = 0; i < team->spin; i++) {
+        /* Acquire pairs with the participants' decrements. */
+        if (atomic_load_explicit(&team->remaining, memory_order_acquire) == 0)
+            goto out_done;
+        cpu_relax();
+    }
+    atomic_store_explicit(&team->dispatcher_parked, 1, memory_order_seq_cst);
+    while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0)
+        nxr__futex_wait(&team->remaining, left);
+out_done:
+    pthread_mutex_unlock(&team->run_lock);
+}

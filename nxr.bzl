@@ -1,0 +1,54 @@
+"""Compiler flags and rule macros for nxr: the one place where they are defined."""
+
+NXR_COPTS = [
+    "-std=c11",
+    "-D_GNU_SOURCE",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wshadow",
+    "-Wstrict-prototypes",
+    "-Wmissing-prototypes",
+    "-fvisibility=hidden",
+    "-O2",
+    "-g",
+]
+
+# Tests and benchmarks are looser: Criterion's macros trip -Wmissing-prototypes.
+NXR_TEST_COPTS = [
+    "-std=c11",
+    "-D_GNU_SOURCE",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-O2",
+    "-g",
+]
+
+def nxr_library(name, copts = [], **kwargs):
+    """A library of nxr itself: project flags, private unless it says otherwise."""
+    native.cc_library(
+        name = name,
+        copts = NXR_COPTS + copts,
+        **kwargs
+    )
+
+def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts = [], **kwargs):
+    """A Criterion test binary (tests/<pkg>/<unit>_test.c)."""
+    native.cc_test(
+        name = name,
+        srcs = srcs,
+        copts = NXR_TEST_COPTS + copts,
+        deps = deps + ["//third_party:criterion"],
+        size = size,
+        timeout = timeout,
+        **kwargs
+    )
+
+def nxr_binary(name, copts = [], **kwargs):
+    """A program (the nxr tool, a benchmark, an example)."""
+    native.cc_binary(
+        name = name,
+        copts = NXR_TEST_COPTS + copts,
+        **kwargs
+    )

@@ -1,0 +1,60 @@
+/*
+ * nxr system seam: every OS call that can fail and that nxr must survive goes
+ * through here (thread creation, affinity, heap allocation, topology load,
+ * memory binding), so that one test hook can make the Nth such call fail.
+ * Also the futex wrappers the worker teams park on.
+ *
+ * Fault injection: nxr__fault_arm(points, n) makes the n-th call (1-based,
+ * counted over the armed points only) fail as the OS would. The counter is
+ * process-global on purpose: it is a test facility, disarmed by default, and
+ * costs one relaxed load when disarmed.
+ */
+#ifndef NXR_INTERNAL_SYS_H
+#define NXR_INTERNAL_SYS_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum nxr__fault_point {
+    NXR_FAULT_ALLOC = 1u << 0,           /* nxr__malloc/nxr__calloc return NULL */
+    NXR_FAULT_THREAD_CREATE = 1u << 1,   /* nxr__thread_create returns -EAGAIN */
+    NXR_FAULT_SETAFFINITY = 1u << 2,     /* nxr__setaffinity_self returns -EINVAL */
+    NXR_FAULT_VERIFY_AFFINITY = 1u << 3, /* nxr__getaffinity_self reports CPU set {} */
+    NXR_FAULT_TOPOLOGY_LOAD = 1u << 4,   /* topology load fails */
+    NXR_FAULT_MBIND = 1u << 5,           /* memory binding fails */
+    NXR_FAULT_ALL = (1u << 6) - 1,
+};
+
+/* Arms the hook: the nth call (n >= 1) through any point in `points` fails;
+ * n == 0 disarms. Resets the call counter. Test-only; not thread-safe with
+ * respect to concurrent arming. */
+void nxr__fault_arm(unsigned points, long n);
+
+/* How many calls the armed points have seen since the last arm. */
+long nxr__fault_calls(void);
+
+/* True when this call through `point` must fail. */
+bool nxr__fault_hit(enum nxr__fault_point point);
+
+void *nxr__malloc(size_t size);
+void *nxr__calloc(size_t n, size_t size);
+
+/* pthread_create that returns 0 or a negative errno. */
+int nxr__thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+/* Sets the calling thread's affinity; 0 or a negative errno. */
+int nxr__setaffinity_self(const cpu_set_t *mask, size_t size);
+
+/* Reads the calling thread's affinity; 0 or a negative errno. */
+int nxr__getaffinity_self(cpu_set_t *mask, size_t size);
+
+/* Sleeps while *word == expected (spurious wake-ups possible). */
+void nxr__futex_wait(atomic_uint *word, unsigned expected);
+
+/* Wakes up to n sleepers on word. */
+void nxr__futex_wake(atomic_uint *word, int n);
+
+#endif /* NXR_INTERNAL_SYS_H */

@@ -1,0 +1,78 @@
+/*
+ * nxr status codes.
+ *
+ * Every fallible nxr call returns an int: 0 on success, a negative errno
+ * (-EINVAL, -ENOMEM, -EBUSY, ...) when the failure is what that errno means,
+ * or one of the nxr codes below, which live in a reserved negative range
+ * (NXR_ERANGE_FIRST..NXR_ERANGE_LAST) far from any errno value.
+ * nxr_strerror() names every one of them.
+ */
+#ifndef NXR_STATUS_H
+#define NXR_STATUS_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NXR_API __attribute__((visibility("default")))
+#else
+#define NXR_API
+#endif
+
+enum nxr_status {
+    NXR_OK = 0,
+    NXR_ERANGE_FIRST = -1000,
+    /* A domain was entered from one of its own workers (or while it is active). */
+    NXR_EREENTRANT = -1001,
+    /* Two managed domains' CPU sets overlap and neither declares the overlap. */
+    NXR_EOVERLAP = -1002,
+    /* Placement could not be applied or verified (pinning, binding, a provider
+     * whose threads cannot be confined to the domain). */
+    NXR_EPLACEMENT = -1003,
+    /* A domain's CPU set is empty. */
+    NXR_EEMPTYSET = -1004,
+    /* A domain names a CPU outside the process's allowed set. */
+    NXR_EDISALLOWED = -1005,
+    /* Two domains share an id. */
+    NXR_EDUPID = -1006,
+    /* A thread budget is 0, negative or larger than the domain's CPU set. */
+    NXR_EBUDGET = -1007,
+    /* A configuration string (NXR_DOMAINS, NXR_TOPOLOGY, ...) is malformed. */
+    NXR_ESYNTAX = -1008,
+    /* The topology could not be discovered or loaded. */
+    NXR_ETOPOLOGY = -1009,
+    /* No domain has that id, or no domain could be formed at all. */
+    NXR_ENODOMAIN = -1010,
+    /* The request is valid but nothing configured can serve it. */
+    NXR_EUNSUPPORTED = -1011,
+    /* A caller-managed domain is already active (the admission guard). */
+    NXR_EADMISSION = -1012,
+    /* Buffers were still outstanding when their pool was shut down. */
+    NXR_EOUTSTANDING = -1013,
+    /* The object failed earlier and refuses further work. */
+    NXR_EBROKEN = -1014,
+    /* Foreign code changed the floating-point environment (it was restored). */
+    NXR_EFPENV = -1015,
+    /* An executor table is incomplete or inconsistent. */
+    NXR_EEXECUTOR = -1016,
+    NXR_ERANGE_LAST = -1016,
+};
+
+/*
+ * Names a status code: "NXR_EOVERLAP: ..." for nxr codes, the errno's
+ * description for negative errnos, "success" for 0. Never returns NULL; the
+ * string is static. Any thread may call it.
+ */
+NXR_API const char *nxr_strerror(int status);
+
+/* True when status is one of nxr's own codes (not an errno). */
+NXR_API bool nxr_status_is_nxr(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_STATUS_H */

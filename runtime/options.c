@@ -1,0 +1,74 @@
+/*
+ * Runtime options and the environment: the one place where NXR_* variables
+ * are read. Options set in the struct win over the environment.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal/runtime.h"
+
+void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->spin = -1;
+}
+
+static const char *env(const struct nxr_runtime_opts *opts, const char *name)
+{
+    if (opts->ignore_env)
+        return NULL;
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* A whole decimal number in [0, max]; anything else is NXR_ESYNTAX. */
+static int env_uint(const char *name, const char *value, unsigned max, unsigned *out, char *err,
+                    size_t errsz)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v > max) {
+        snprintf(err, errsz, "%s='%s': expected a whole number from 0 to %u", name, value, max);
+        return NXR_ESYNTAX;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,
+                          size_t errsz)
+{
+    memset(s, 0, sizeof(*s));
+    if (opts->domains != NULL && opts->domain_decls != NULL) {
+        snprintf(err, errsz, "set either opts.domains or opts.domain_decls, not both");
+        return -EINVAL;
+    }
+    if (opts->num_threads < 0 || opts->spin < -1) {
+        snprintf(err, errsz, "opts.num_threads must be >= 0 and opts.spin >= -1");
+        return -EINVAL;
+    }
+    s->topology = opts->topology != NULL ? opts->topology : env(opts, "NXR_TOPOLOGY");
+    s->domains = opts->domains;
+    if (s->domains == NULL && opts->domain_decls == NULL)
+        s->domains = env(opts, "NXR_DOMAINS");
+
+    int rc;
+    const char *v;
+    s->num_threads = (unsigned)opts->num_threads;
+    if (s->num_threads == 0 && (v = env(opts, "NXR_NUM_THREADS")) != NULL &&
+        (rc = env_uint("NXR_NUM_THREADS", v, INT_MAX, &s->num_threads, err, errsz)) != 0)
+        return rc;
+    s->spin = NXR_SPIN_DEFAULT;
+    if (opts->spin >= 0)
+        s->spin = (unsigned)opts->spin;
+    else if ((v = env(opts, "NXR_SPIN")) != NULL &&
+             (rc = env_uint("NXR_SPIN", v, INT_MAX, &s->spin, err, errsz)) != 0)
+        return rc;
+    v = env(opts, "NXR_DISPLAY_ENV");
+    s->display_env = v != NULL && strcmp(v, "0") != 0;
+    return 0;
+}

@@ -1,0 +1,92 @@
+/*
+ * The system seam (see internal/sys.h): thin wrappers that convert OS
+ * conventions into nxr's (0 or a negative errno) and consult the fault hook.
+ */
+#include "runtime/internal/sys.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static atomic_uint fault_points; /* armed points; 0 = disarmed */
+static atomic_long fault_target; /* the call number that fails */
+static atomic_long fault_seen;   /* calls seen through armed points */
+
+void nxr__fault_arm(unsigned points, long n)
+{
+    atomic_store_explicit(&fault_seen, 0, memory_order_relaxed);
+    atomic_store_explicit(&fault_target, n, memory_order_relaxed);
+    /* Release: a thread that sees the points armed also sees target/seen. */
+    atomic_store_explicit(&fault_points, n > 0 ? points : 0, memory_order_release);
+}
+
+long nxr__fault_calls(void)
+{
+    return atomic_load_explicit(&fault_seen, memory_order_relaxed);
+}
+
+bool nxr__fault_hit(enum nxr__fault_point point)
+{
+    /* Acquire pairs with the release in nxr__fault_arm. */
+    unsigned armed = atomic_load_explicit(&fault_points, memory_order_acquire);
+    if ((armed & (unsigned)point) == 0)
+        return false;
+    long call = atomic_fetch_add_explicit(&fault_seen, 1, memory_order_relaxed) + 1;
+    return call == atomic_load_explicit(&fault_target, memory_order_relaxed);
+}
+
+void *nxr__malloc(size_t size)
+{
+    if (nxr__fault_hit(NXR_FAULT_ALLOC))
+        return NULL;
+    return malloc(size);
+}
+
+void *nxr__calloc(size_t n, size_t size)
+{
+    if (nxr__fault_hit(NXR_FAULT_ALLOC))
+        return NULL;
+    return calloc(n, size);
+}
+
+int nxr__thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    if (nxr__fault_hit(NXR_FAULT_THREAD_CREATE))
+        return -EAGAIN;
+    int rc = pthread_create(thread, NULL, fn, arg);
+    return -rc;
+}
+
+int nxr__setaffinity_self(const cpu_set_t *mask, size_t size)
+{
+    if (nxr__fault_hit(NXR_FAULT_SETAFFINITY))
+        return -EINVAL;
+    if (sched_setaffinity(0, size, mask) != 0)
+        return -errno;
+    return 0;
+}
+
+int nxr__getaffinity_self(cpu_set_t *mask, size_t size)
+{
+    if (sched_getaffinity(0, size, mask) != 0)
+        return -errno;
+    if (nxr__fault_hit(NXR_FAULT_VERIFY_AFFINITY))
+        CPU_ZERO_S(size, mask); /* simulate a mask that did not stick */
+    return 0;
+}
+
+void nxr__futex_wait(atomic_uint *word, unsigned expected)
+{
+    /* atomic_uint has the size and alignment of a 32-bit futex word. */
+    _Static_assert(sizeof(atomic_uint) == sizeof(uint32_t), "futex word must be 32 bits");
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void nxr__futex_wake(atomic_uint *word, int n)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}

@@ -1,0 +1,19 @@
+"""Thin wrappers over the native C/C++ rules (offline stand-in for rules_cc)."""
+
+def cc_library(**kwargs):
+    native.cc_library(**kwargs)
+
+def cc_binary(**kwargs):
+    native.cc_binary(**kwargs)
+
+def cc_test(**kwargs):
+    native.cc_test(**kwargs)
+
+def cc_import(**kwargs):
+    native.cc_import(**kwargs)
+
+def cc_toolchain(**kwargs):
+    native.cc_toolchain(**kwargs)
+
+def cc_toolchain_suite(**kwargs):
+    native.cc_toolchain_suite(**kwargs)

@@ -1,0 +1,60 @@
+/*
+ * nxr: the command-line face of the runtime.
+ *
+ *     nxr info [--json]     describe the runtime nxr builds on this machine
+ *
+ * Exit status: 0 on success, 1 when the runtime cannot be created (the
+ * message says why), 2 on a usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/nxr.h"
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: nxr info [--json]\n"
+                    "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
+                    "  --json   one JSON object instead of text\n");
+    return 2;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    enum nxr_describe_format format = NXR_DESCRIBE_TEXT;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            format = NXR_DESCRIBE_JSON;
+        else
+            return usage();
+    }
+    char err[512] = "";
+    struct nxr_runtime_opts opts;
+    nxr_runtime_opts_init(&opts);
+    opts.errbuf = err;
+    opts.errbuf_size = sizeof(err);
+    nxr_runtime_t *rt;
+    int rc = nxr_runtime_create(&rt, &opts);
+    if (rc != 0) {
+        fprintf(stderr, "nxr: %s%s%s\n", nxr_strerror(rc), err[0] ? ": " : "", err);
+        return 1;
+    }
+    char *text;
+    rc = nxr_runtime_describe(rt, format, &text);
+    if (rc == 0) {
+        fputs(text, stdout);
+        free(text);
+    } else {
+        fprintf(stderr, "nxr: describe: %s\n", nxr_strerror(rc));
+    }
+    nxr_runtime_destroy(rt);
+    return rc == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "info") == 0)
+        return cmd_info(argc - 2, argv + 2);
+    return usage();
+}
