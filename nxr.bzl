@@ -33,7 +33,7 @@ def nxr_library(name, copts = [], **kwargs):
         **kwargs
     )
 
-def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts = [], **kwargs):
+def nxr_test(name, srcs, deps = [], size = "small", copts = [], **kwargs):
     """A Criterion test binary (tests/<pkg>/<unit>_test.c)."""
     native.cc_test(
         name = name,
@@ -41,7 +41,9 @@ def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts 
         copts = NXR_TEST_COPTS + copts,
         deps = deps + ["//third_party:criterion"],
         size = size,
-        timeout = timeout,
+        # Static: nxr builds with -fvisibility=hidden, so its internal symbols
+        # (which white-box tests call) exist only inside a static link.
+        linkstatic = True,
         **kwargs
     )
 

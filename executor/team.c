@@ -122,9 +122,10 @@ static int pin_and_verify(struct worker *w, char *msg, size_t msgsz)
                  nxr__cpuset_list(team->cpus, want, sizeof(want)));
         rc = NXR_EPLACEMENT;
     } else if (rc != 0) {
-        snprintf(msg, msgsz, "domain %d worker %u: sched_getaffinity failed: %s",
+        snprintf(msg, msgsz, "domain %d worker %u: reading its affinity back failed: %s",
                  team->domain_id, w->index, nxr_strerror(rc));
-        rc = NXR_EPLACEMENT;
+        if (rc != -ENOMEM)
+            rc = NXR_EPLACEMENT; /* the mask could not be verified */
     }
     hwloc_bitmap_free(actual);
     return rc;

@@ -1,0 +1,66 @@
+/*
+ * The NXR_DOMAINS grammar: what parses, into what, and what is refused.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "domains/internal/plan.h"
+#include "runtime/nxr_status.h"
+
+static char err[512];
+
+static void expect_cpus(const struct nxr_domain_decl *d, const char *list)
+{
+    char got[128];
+    hwloc_bitmap_list_snprintf(got, sizeof(got), d->cpus);
+    cr_expect_str_eq(got, list);
+}
+
+Test(domains_decl_parse, two_domains_with_and_without_budget)
+{
+    struct nxr_domain_decl *d;
+    size_t n;
+    cr_assert_eq(nxr__decls_parse("0:0-3;1:4-7/2", &d, &n, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(d[0].id, 0);
+    expect_cpus(&d[0], "0-3");
+    cr_expect_eq(d[0].budget, NXR_BUDGET_ALL);
+    cr_expect_eq(d[1].id, 1);
+    expect_cpus(&d[1], "4-7");
+    cr_expect_eq(d[1].budget, 2);
+    nxr__decls_free(d, n);
+}
+
+Test(domains_decl_parse, lists_spaces_sparse_ids_and_trailing_separator)
+{
+    struct nxr_domain_decl *d;
+    size_t n;
+    cr_assert_eq(nxr__decls_parse(" 12 : 1,3, 5-6 ; 40:0 ;", &d, &n, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(d[0].id, 12);
+    expect_cpus(&d[0], "1,3,5-6");
+    cr_expect_eq(d[1].id, 40);
+    expect_cpus(&d[1], "0");
+    nxr__decls_free(d, n);
+}
+
+Test(domains_decl_parse, malformed_strings_are_esyntax)
+{
+    static const char *const bad[] = {
+        "",        ";",        "0",        "0:",         ":1",        "0:1-",
+        "0:3-1",   "0:1/",     "0:1/x",    "0:1;;1:2",   "a:1",       "0:1 2",
+        "-1:0",    "0:-1",     "0:99999",  "0:1/99999999999", "0:1,", "0:1:2",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct nxr_domain_decl *d = (void *)1;
+        size_t n = 99;
+        err[0] = '\0';
+        int rc = nxr__decls_parse(bad[i], &d, &n, err, sizeof(err));
+        cr_expect_eq(rc, NXR_ESYNTAX, "'%s' gave %d", bad[i], rc);
+        cr_expect_null(d, "'%s' left output", bad[i]);
+        cr_expect_eq(n, 0);
+        cr_expect_neq(strstr(err, "offset"), NULL, "'%s': message '%s' has no position", bad[i],
+                      err);
+    }
+}

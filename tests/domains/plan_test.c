@@ -1,0 +1,159 @@
+/*
+ * Domain planning on synthetic topologies: the multi-node logic, tested on a
+ * one-node machine. The allowed set is widened to the synthetic machine's
+ * CPUs by the test (a process cannot be allowed CPUs this machine lacks), so
+ * what is tested is the mapping from nodes and allowed CPUs to domains.
+ */
+#include <criterion/criterion.h>
+
+#include "domains/internal/plan.h"
+#include "domains/internal/topology.h"
+#include "runtime/nxr_status.h"
+
+static struct nxr__topology topo;
+static char err[512];
+
+/* Loads a synthetic topology and pretends the process may run on `allowed`
+ * (a list like "0-7"; NULL: every CPU of the topology). */
+static void load(const char *desc, const char *allowed)
+{
+    char spec[256];
+    snprintf(spec, sizeof(spec), "synthetic:%s", desc);
+    cr_assert_eq(nxr__topology_load(&topo, spec, NULL, err, sizeof(err)), 0, "%s", err);
+    if (allowed == NULL)
+        hwloc_bitmap_copy(topo.allowed, hwloc_topology_get_topology_cpuset(topo.hw));
+    else
+        hwloc_bitmap_list_sscanf(topo.allowed, allowed);
+}
+
+static void expect_domain(const struct nxr__plan *plan, size_t i, int id, int node,
+                          const char *cpus, unsigned budget)
+{
+    char list[128];
+    cr_assert_lt(i, plan->count);
+    const struct nxr__domain_spec *d = &plan->domains[i];
+    hwloc_bitmap_list_snprintf(list, sizeof(list), d->cpus);
+    cr_expect_eq(d->id, id, "domain %zu id %d, expected %d", i, d->id, id);
+    cr_expect_eq(d->node, node, "domain %zu node %d, expected %d", i, d->node, node);
+    cr_expect_str_eq(list, cpus, "domain %zu cpus", i);
+    cr_expect_eq(d->budget, budget, "domain %zu budget", i);
+    cr_expect_eq(d->admission, NXR_ADMISSION_MANAGED);
+}
+
+static void teardown(void)
+{
+    nxr__topology_fini(&topo);
+}
+
+TestSuite(domains_plan, .fini = teardown);
+
+Test(domains_plan, two_nodes_one_domain_each)
+{
+    struct nxr__plan plan;
+    load("pack:2 numa:1 core:2 pu:2", NULL);
+    cr_assert(topo.has_numa);
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 2);
+    expect_domain(&plan, 0, 0, 0, "0-3", 4);
+    expect_domain(&plan, 1, 1, 1, "4-7", 4);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, four_nodes_one_domain_each)
+{
+    struct nxr__plan plan;
+    load("pack:4 numa:1 pu:3", NULL);
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 4);
+    expect_domain(&plan, 0, 0, 0, "0-2", 3);
+    expect_domain(&plan, 1, 1, 1, "3-5", 3);
+    expect_domain(&plan, 2, 2, 2, "6-8", 3);
+    expect_domain(&plan, 3, 3, 3, "9-11", 3);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, sparse_node_ids_are_kept)
+{
+    struct nxr__plan plan;
+    load("pack:2 numa:1(indexes=0,2) pu:2", NULL);
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 2);
+    expect_domain(&plan, 0, 0, 0, "0-1", 2);
+    expect_domain(&plan, 1, 2, 2, "2-3", 2); /* node 2, not a dense index 1 */
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, allowed_set_shrinks_domains)
+{
+    struct nxr__plan plan;
+    load("pack:2 numa:1 pu:4", "1-2,6");
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 2);
+    expect_domain(&plan, 0, 0, 0, "1-2", 2);
+    expect_domain(&plan, 1, 1, 1, "6", 1);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, node_without_allowed_cpu_yields_no_domain)
+{
+    struct nxr__plan plan;
+    load("pack:4 numa:1 pu:2", "0-1,6-7");
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 2);
+    expect_domain(&plan, 0, 0, 0, "0-1", 2);
+    expect_domain(&plan, 1, 3, 3, "6-7", 2);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, no_allowed_cpu_at_all_is_enodomain)
+{
+    struct nxr__plan plan;
+    load("pack:2 numa:1 pu:2", "");
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), NXR_ENODOMAIN);
+    cr_assert_null(plan.domains);
+}
+
+Test(domains_plan, no_numa_information_gives_one_nodeless_domain)
+{
+    struct nxr__plan plan;
+    load("pu:4", NULL);
+    cr_assert_not(topo.has_numa);
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan.count, 1);
+    expect_domain(&plan, 0, 0, NXR_NODE_NONE, "0-3", 4);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, declared_domain_gets_the_node_that_contains_it)
+{
+    struct nxr__plan plan;
+    struct nxr_domain_decl d[2];
+    load("pack:2 numa:1 pu:4", NULL);
+    hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(a, "4-5");
+    hwloc_bitmap_list_sscanf(b, "2-5"); /* straddles nodes 0 and 1 */
+    nxr_domain_decl_init(&d[0]);
+    nxr_domain_decl_init(&d[1]);
+    d[0].id = 7, d[0].cpus = a, d[0].budget = 1;
+    d[1].id = 3, d[1].cpus = b;
+    /* Overlapping: plan them one at a time. */
+    cr_assert_eq(nxr__plan_declared(&plan, &topo, &d[0], 1, err, sizeof(err)), 0, "%s", err);
+    expect_domain(&plan, 0, 7, 1, "4-5", 1);
+    nxr__plan_fini(&plan);
+    cr_assert_eq(nxr__plan_declared(&plan, &topo, &d[1], 1, err, sizeof(err)), 0, "%s", err);
+    expect_domain(&plan, 0, 3, NXR_NODE_NONE, "2-5", 4);
+    nxr__plan_fini(&plan);
+    hwloc_bitmap_free(a);
+    hwloc_bitmap_free(b);
+}
+
+Test(domains_plan, budget_cap_lowers_never_raises)
+{
+    struct nxr__plan plan;
+    load("pack:2 numa:1 pu:4", "0-4");
+    cr_assert_eq(nxr__plan_default(&plan, &topo, err, sizeof(err)), 0, "%s", err);
+    nxr__plan_cap_budgets(&plan, 2);
+    cr_expect_eq(plan.domains[0].budget, 2);
+    cr_expect_eq(plan.domains[1].budget, 1); /* already below the cap */
+    nxr__plan_fini(&plan);
+}

@@ -1,0 +1,353 @@
+/*
+ * Runtime creation: domains as built for real (threads started, pinned and
+ * verified), every validation error with nothing left running, and failures
+ * injected at thread creation and pinning.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "runtime/internal/runtime.h"
+#include "runtime/internal/sys.h"
+#include "tests/support/procfs.h"
+
+static char err[512];
+
+static void opts_for(struct nxr_runtime_opts *o, const char *topology, const char *domains)
+{
+    nxr_runtime_opts_init(o);
+    o->ignore_env = true;
+    o->topology = topology;
+    o->domains = domains;
+    o->errbuf = err;
+    o->errbuf_size = sizeof(err);
+}
+
+/* Creation must fail with `want` and leave the thread count as it was. */
+static void expect_create_fails(const char *topology, const char *domains, int want)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, topology, domains);
+    int before = nxr_test_thread_count();
+    nxr_runtime_t *rt = (nxr_runtime_t *)0x1;
+    int rc = nxr_runtime_create(&rt, &o);
+    cr_assert_eq(rc, want, "domains '%s': got %d (%s), want %d (%s); message: %s",
+                 domains ? domains : "", rc, nxr_strerror(rc), want, nxr_strerror(want), err);
+    cr_assert_null(rt);
+    cr_assert_neq(err[0], '\0', "a failed create explains itself");
+    cr_assert_eq(nxr_test_wait_thread_count(before), before, "threads left running");
+}
+
+/* Every worker of every domain is confined to exactly its domain's set. */
+static void expect_workers_pinned(const nxr_runtime_t *rt)
+{
+    for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
+        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        char prefix[16];
+        pid_t tids[64];
+        snprintf(prefix, sizeof(prefix), "nxr-d%d-w", nxr_domain_id(d));
+        size_t n = nxr_test_threads_named(prefix, tids, 64);
+        cr_assert_eq(n, nxr_domain_workers(d), "domain %d: %zu threads named %s, %u workers",
+                     nxr_domain_id(d), n, prefix, nxr_domain_workers(d));
+        hwloc_bitmap_t actual = hwloc_bitmap_alloc();
+        for (size_t k = 0; k < n; k++) {
+            cr_assert_eq(nxr_test_thread_affinity(tids[k], actual), 0);
+            cr_expect(hwloc_bitmap_isequal(actual, nxr_domain_cpuset(d)),
+                      "domain %d worker tid %d has a different affinity", nxr_domain_id(d),
+                      (int)tids[k]);
+        }
+        hwloc_bitmap_free(actual);
+    }
+}
+
+Test(runtime_create, default_domains_cover_the_allowed_set)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, NULL);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    hwloc_bitmap_t all = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
+        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        cr_expect(hwloc_bitmap_isincluded(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(rt)));
+        cr_expect_eq(nxr_domain_budget(d), (unsigned)hwloc_bitmap_weight(nxr_domain_cpuset(d)));
+        cr_expect_eq(nxr_domain_workers(d), nxr_domain_budget(d));
+        cr_expect_eq(nxr_domain_placement(d), NXR_PLACEMENT_VERIFIED);
+        hwloc_bitmap_or(all, all, nxr_domain_cpuset(d));
+    }
+    cr_expect(hwloc_bitmap_isequal(all, nxr_runtime_allowed_cpus(rt)));
+    expect_workers_pinned(rt);
+    hwloc_bitmap_free(all);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_create, synthetic_two_nodes_run_real_pinned_teams)
+{
+    struct nxr_runtime_opts o;
+    /* One CPU per node, so both nodes exist on a 2-CPU machine. */
+    opts_for(&o, "synthetic:pack:2 numa:1(indexes=0,2) pu:1", NULL);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 2);
+    const nxr_domain_t *d0, *d2, *none;
+    cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0);
+    cr_assert_eq(nxr_runtime_domain(rt, 2, &d2), 0);
+    cr_assert_eq(nxr_runtime_domain(rt, 1, &none), NXR_ENODOMAIN, "node ids are sparse");
+    cr_assert_null(none);
+    cr_expect_eq(nxr_domain_node(d2), 2);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d2)), 1);
+    cr_expect_str_eq(nxr_runtime_topology_source(rt), "synthetic");
+    expect_workers_pinned(rt);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_create, narrowed_process_affinity_shrinks_domains)
+{
+    /* The test narrows its own affinity: what taskset or a cgroup would do. */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+    struct nxr_runtime_opts o;
+    opts_for(&o, "synthetic:pack:2 numa:1 pu:1", NULL);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 1, "node 0 has no allowed CPU: no domain");
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_expect_eq(nxr_domain_id(d), 1);
+    cr_expect_eq(hwloc_bitmap_weight(nxr_domain_cpuset(d)), 1);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d)), 1);
+    expect_workers_pinned(rt);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_create, allowed_cpus_option_narrows_never_widens)
+{
+    hwloc_bitmap_t narrow = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(narrow, "1,5-9"); /* 5-9 do not exist here */
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, NULL);
+    o.allowed_cpus = narrow;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    char list[64];
+    hwloc_bitmap_list_snprintf(list, sizeof(list), nxr_runtime_allowed_cpus(rt));
+    cr_expect_str_eq(list, "1");
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1);
+    nxr_runtime_destroy(rt);
+    hwloc_bitmap_free(narrow);
+}
+
+Test(runtime_create, num_threads_lowers_budgets)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, "0:0-1");
+    o.num_threads = 1;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_expect_eq(nxr_domain_budget(d), 1);
+    cr_expect_eq(nxr_domain_workers(d), 1);
+    expect_workers_pinned(rt);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_create, no_numa_information_is_reported)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, "synthetic:pu:2", NULL);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_expect_not(nxr_runtime_has_numa(rt));
+    cr_assert_eq(nxr_runtime_domain_count(rt), 1);
+    cr_expect_eq(nxr_domain_node(nxr_runtime_domain_at(rt, 0)), NXR_NODE_NONE);
+    char *text;
+    cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), 0);
+    cr_expect_neq(strstr(text, "no NUMA information"), NULL, "%s", text);
+    free(text);
+    nxr_runtime_destroy(rt);
+}
+
+/* One test per validation error, each leaving no thread behind. */
+Test(runtime_create, empty_set_is_eemptyset)
+{
+    hwloc_bitmap_t empty = hwloc_bitmap_alloc();
+    struct nxr_domain_decl d;
+    nxr_domain_decl_init(&d);
+    d.cpus = empty;
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, NULL);
+    o.domain_decls = &d;
+    o.domain_decl_count = 1;
+    int before = nxr_test_thread_count();
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), NXR_EEMPTYSET);
+    cr_assert_null(rt);
+    cr_assert_neq(strstr(err, "domain 0"), NULL, "%s", err);
+    cr_assert_eq(nxr_test_thread_count(), before);
+    hwloc_bitmap_free(empty);
+}
+
+Test(runtime_create, cpu_outside_allowed_set_is_edisallowed)
+{
+    expect_create_fails(NULL, "0:0;1:1,4000", NXR_EDISALLOWED);
+    cr_expect_neq(strstr(err, "domain 1: CPUs '4000'"), NULL, "%s", err);
+}
+
+Test(runtime_create, duplicate_id_is_edupid)
+{
+    expect_create_fails(NULL, "3:0;3:1", NXR_EDUPID);
+    cr_expect_neq(strstr(err, "3"), NULL, "%s", err);
+}
+
+Test(runtime_create, overlap_between_managed_domains_is_eoverlap)
+{
+    expect_create_fails(NULL, "0:0-1;1:1", NXR_EOVERLAP);
+    cr_expect_neq(strstr(err, "domains 0 and 1 overlap on CPUs '1'"), NULL, "%s", err);
+}
+
+Test(runtime_create, zero_budget_is_ebudget)
+{
+    expect_create_fails(NULL, "0:0/0", NXR_EBUDGET);
+}
+
+Test(runtime_create, budget_above_set_is_ebudget)
+{
+    expect_create_fails(NULL, "0:0-1/3", NXR_EBUDGET);
+    cr_expect_neq(strstr(err, "budget 3"), NULL, "%s", err);
+}
+
+Test(runtime_create, malformed_domains_is_esyntax)
+{
+    expect_create_fails(NULL, "0:1-", NXR_ESYNTAX);
+}
+
+Test(runtime_create, malformed_topology_is_esyntax)
+{
+    expect_create_fails("carrier-pigeon:", NULL, NXR_ESYNTAX);
+}
+
+Test(runtime_create, unloadable_topology_is_etopology)
+{
+    expect_create_fails("synthetic:not a topology", NULL, NXR_ETOPOLOGY);
+    expect_create_fails("xml:/nonexistent/topology.xml", NULL, NXR_ETOPOLOGY);
+}
+
+Test(runtime_create, both_domain_forms_is_einval)
+{
+    struct nxr_domain_decl d;
+    nxr_domain_decl_init(&d);
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, "0:0");
+    o.domain_decls = &d;
+    o.domain_decl_count = 1;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), -EINVAL);
+    cr_assert_null(rt);
+    cr_assert_eq(nxr_runtime_create(NULL, &o), -EINVAL);
+}
+
+Test(runtime_create, bad_environment_knob_is_esyntax)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.errbuf = err;
+    o.errbuf_size = sizeof(err);
+    setenv("NXR_NUM_THREADS", "two", 1);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), NXR_ESYNTAX);
+    cr_assert_neq(strstr(err, "NXR_NUM_THREADS"), NULL, "%s", err);
+    unsetenv("NXR_NUM_THREADS");
+}
+
+Test(runtime_create, environment_declares_domains)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    setenv("NXR_DOMAINS", "5:1", 1);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    const nxr_domain_t *d;
+    cr_expect_eq(nxr_runtime_domain(rt, 5, &d), 0);
+    nxr_runtime_destroy(rt);
+    unsetenv("NXR_DOMAINS");
+}
+
+/* Fault injection: the n-th thread creation or pinning fails; creation
+ * reports it, and every worker started before it is joined. */
+static void expect_injected_failure(unsigned point, long nth, int want)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, "0:0;1:1");
+    int before = nxr_test_thread_count();
+    nxr__fault_arm(point, nth);
+    nxr_runtime_t *rt;
+    int rc = nxr_runtime_create(&rt, &o);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, want, "fault %u #%ld: got %d (%s)", point, nth, rc, nxr_strerror(rc));
+    cr_assert_null(rt);
+    cr_assert_eq(nxr_test_wait_thread_count(before), before, "threads left running");
+}
+
+Test(runtime_create, thread_creation_failure_leaves_nothing_running)
+{
+    expect_injected_failure(NXR_FAULT_THREAD_CREATE, 1, -EAGAIN);
+    expect_injected_failure(NXR_FAULT_THREAD_CREATE, 2, -EAGAIN); /* after one team started */
+}
+
+Test(runtime_create, pinning_failure_is_eplacement)
+{
+    expect_injected_failure(NXR_FAULT_SETAFFINITY, 2, NXR_EPLACEMENT);
+    cr_expect_neq(strstr(err, "sched_setaffinity"), NULL, "%s", err);
+}
+
+Test(runtime_create, affinity_mismatch_is_eplacement)
+{
+    /* Call 1 is the allowed-set read at load; call 3 is worker 0 of domain 1. */
+    expect_injected_failure(NXR_FAULT_VERIFY_AFFINITY, 3, NXR_EPLACEMENT);
+    cr_expect_neq(strstr(err, "reads back as"), NULL, "%s", err);
+}
+
+Test(runtime_create, allocation_failures_never_leak_threads)
+{
+    /* Every allocation during creation, failed in turn. */
+    int before = nxr_test_thread_count();
+    long n = 1;
+    for (;; n++) {
+        struct nxr_runtime_opts o;
+        opts_for(&o, NULL, "0:0;1:1");
+        nxr_runtime_t *rt;
+        nxr__fault_arm(NXR_FAULT_ALLOC, n);
+        int rc = nxr_runtime_create(&rt, &o);
+        long seen = nxr__fault_calls();
+        nxr__fault_arm(0, 0);
+        if (rc == 0) {
+            cr_assert_lt(seen, n, "the armed failure was ignored");
+            nxr_runtime_destroy(rt);
+            break;
+        }
+        cr_assert_eq(rc, -ENOMEM, "allocation %ld: %d (%s)", n, rc, nxr_strerror(rc));
+        cr_assert_null(rt);
+        cr_assert_eq(nxr_test_wait_thread_count(before), before, "allocation %ld", n);
+    }
+    cr_assert_gt(n, 3, "creation makes several allocations");
+}
+
+Test(runtime_destroy, null_is_a_no_op)
+{
+    nxr_runtime_destroy(NULL);
+    cr_assert(true);
+}
+
+Test(runtime_destroy, joins_every_worker)
+{
+    int before = nxr_test_thread_count();
+    nxr_runtime_t *rt;
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, "0:0;1:1");
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_test_thread_count(), before + 2);
+    nxr_runtime_destroy(rt);
+    cr_assert_eq(nxr_test_wait_thread_count(before), before);
+}

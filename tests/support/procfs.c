@@ -1,0 +1,79 @@
+/* Test support: /proc readers (see procfs.h). */
+#include "tests/support/procfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int nxr_test_thread_count(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (dir == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] != '.')
+            n++;
+    }
+    closedir(dir);
+    return n;
+}
+
+size_t nxr_test_threads_named(const char *prefix, pid_t *tids, size_t max)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (dir == NULL)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        if (fgets(comm, sizeof(comm), f) == NULL)
+            comm[0] = '\0';
+        fclose(f);
+        if (strncmp(comm, prefix, strlen(prefix)) == 0) {
+            if (n < max)
+                tids[n] = (pid_t)atoi(e->d_name);
+            n++;
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
+int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out)
+{
+    cpu_set_t *set = CPU_ALLOC(8192);
+    size_t size = CPU_ALLOC_SIZE(8192);
+    if (set == NULL)
+        return -ENOMEM;
+    int rc = sched_getaffinity(tid, size, set) == 0 ? 0 : -errno;
+    hwloc_bitmap_zero(out);
+    for (int cpu = 0; rc == 0 && cpu < 8192; cpu++) {
+        if (CPU_ISSET_S(cpu, size, set))
+            hwloc_bitmap_set(out, (unsigned)cpu);
+    }
+    CPU_FREE(set);
+    return rc;
+}
+
+int nxr_test_wait_thread_count(int want)
+{
+    int n = nxr_test_thread_count();
+    for (int i = 0; i < 200 && n != want; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+        n = nxr_test_thread_count();
+    }
+    return n;
+}

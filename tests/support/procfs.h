@@ -1,0 +1,26 @@
+/*
+ * Test support: what the kernel says about this process's threads, read
+ * from /proc so tests do not take nxr's word for it.
+ */
+#ifndef NXR_TESTS_PROCFS_H
+#define NXR_TESTS_PROCFS_H
+
+#include <hwloc.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Number of threads in this process (entries of /proc/self/task). */
+int nxr_test_thread_count(void);
+
+/* Thread ids whose name (comm) starts with prefix; returns how many were
+ * found (at most max are stored). */
+size_t nxr_test_threads_named(const char *prefix, pid_t *tids, size_t max);
+
+/* The affinity of thread tid, read with sched_getaffinity. 0 or -errno. */
+int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out);
+
+/* Waits (bounded, ~2 s) until the thread count equals want; returns the
+ * last count seen. Exited threads can linger briefly in /proc. */
+int nxr_test_wait_thread_count(int want);
+
+#endif /* NXR_TESTS_PROCFS_H */

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `nxr info --json` parses as JSON and matches the runtime: the domains' CPUs
+# are this process's allowed CPUs (read independently, by Python), each
+# domain's placement is verified and its workers equal its budget. Bad flags
+# print usage and exit 2.
+set -euo pipefail
+nxr=$1
+
+"$nxr" info --json > info.json
+"$nxr" info > info.txt
+python3 - info.json <<'PY'
+import json, os, sys
+info = json.load(open(sys.argv[1]))
+topo, domains = info["topology"], info["domains"]
+allowed = sorted(os.sched_getaffinity(0))
+assert topo["source"] == "hwloc", topo
+assert sorted(topo["allowed"]) == allowed, (topo["allowed"], allowed)
+assert topo["cpus"] >= len(allowed) and topo["nodes"] >= 1, topo
+seen = []
+for d in domains:
+    for key in ("id", "node", "cpus", "admission", "placement", "workers", "budget"):
+        assert key in d, (key, d)
+    assert d["admission"] == "managed" and d["placement"] == "verified", d
+    assert d["workers"] == d["budget"] == len(d["cpus"]), d
+    seen += d["cpus"]
+assert sorted(seen) == allowed, (seen, allowed)
+assert len(set(seen)) == len(seen), "domains overlap"
+print("nxr info --json: %d domain(s) over CPUs %s" % (len(domains), allowed))
+PY
+grep -q "placement verified" info.txt
+
+# Sparse node ids survive into the JSON.
+NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1" "$nxr" info --json > sparse.json
+python3 -c 'import json,sys; d=json.load(open("sparse.json"))["domains"]; ids=[x["id"] for x in d]; assert ids==[0,3], ids; assert [x["node"] for x in d]==[0,3]; print("sparse ids", ids)'
+
+# A configuration error exits 1 with the typed error named.
+if NXR_DOMAINS="0:0-1;1:1" "$nxr" info 2> err.txt; then echo "overlap accepted"; exit 1; fi
+grep -q NXR_EOVERLAP err.txt
+
+# Usage errors exit 2.
+set +e
+"$nxr" info --bogus 2> /dev/null; rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "bad flag exited $rc, want 2"; exit 1; }

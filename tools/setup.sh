@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what nxr needs on a fresh Debian machine (root, or sudo without a
+# password). Installs only what is missing; `apt-get update` runs once, and
+# only if something is missing. Safe to run again.
+set -euo pipefail
+
+PACKAGES=(
+    bazel-bootstrap   # Bazel 4.2.3, needs no download of its own
+    gcc libc6-dev     # the C toolchain
+    clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer
+    libhwloc-dev hwloc    # topology discovery, lstopo
+    libnuma-dev numactl   # memory policy, numactl
+    libjemalloc-dev       # per-node arenas (linked privately)
+    libopenblas-dev       # the GEMM provider
+    libcriterion-dev      # tests
+    python3               # the JSON checks of `nxr info --json`
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "setup: all ${#PACKAGES[@]} packages present"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
