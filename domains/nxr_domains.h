@@ -52,9 +52,9 @@ enum nxr_placement {
 
 /* A caller-declared managed domain. Initialise with nxr_domain_decl_init. */
 struct nxr_domain_decl {
-    int id;                   /* stable id, >= 0, unique in the runtime */
+    int id;                    /* stable id, >= 0, unique in the runtime */
     hwloc_const_bitmap_t cpus; /* OS CPU ids; borrowed for the create call only */
-    int budget;               /* 1..|cpus|, or NXR_BUDGET_ALL (the default) */
+    int budget;                /* 1..|cpus|, or NXR_BUDGET_ALL (the default) */
 };
 
 /* Sets id 0, no CPUs, budget NXR_BUDGET_ALL. */

@@ -103,8 +103,7 @@ int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, 
          * node claimed for it. */
         hwloc_bitmap_and(cpus, hwloc_topology_get_topology_cpuset(topo->hw), topo->allowed);
         if (!hwloc_bitmap_iszero(cpus))
-            rc = plan_append(plan, 0, NXR_NODE_NONE, cpus,
-                             (unsigned)hwloc_bitmap_weight(cpus));
+            rc = plan_append(plan, 0, NXR_NODE_NONE, cpus, (unsigned)hwloc_bitmap_weight(cpus));
     } else {
         hwloc_obj_t node = NULL;
         while (rc == 0 &&

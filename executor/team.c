@@ -15,8 +15,16 @@
  * Completion is the mirror image: participants count `remaining` down, and
  * the last one wakes the dispatcher if it parked (`dispatcher_parked`).
  *
- * Lock order: run_lock (one dispatcher at a time) is the only lock held while
- * a job runs; start_lock is used only during creation, never with run_lock.
+ * Submitted items. Asynchronous work is a FIFO of batches under queue_lock;
+ * `queued` is a hint (1: the queue may hold unclaimed items) that workers
+ * poll with the job word and that the submitter sets before bumping
+ * wake_seq, so the same Dekker pair covers it. A worker claims one item at a
+ * time, runs it without any lock held, and the one that finishes a batch's
+ * last item calls its done callback, then counts the batch out.
+ *
+ * Lock order: no two of run_lock, queue_lock and start_lock are ever held
+ * together. run_lock serialises dispatchers; queue_lock guards the batch
+ * FIFO and the outstanding count; start_lock is used only during creation.
  */
 #include "executor/internal/team.h"
 
@@ -35,9 +43,20 @@
 #include "runtime/internal/sys.h"
 #include "runtime/nxr_status.h"
 
-#define CACHE_LINE 64
+#define CACHE_LINE       64
 #define JOB_CALLER_JOINS (UINT64_C(1) << 31)
-#define JOB_COUNT_MASK (JOB_CALLER_JOINS - 1)
+#define JOB_COUNT_MASK   (JOB_CALLER_JOINS - 1)
+
+struct batch {
+    nxr_item_fn fn;
+    void *arg;
+    size_t count;
+    size_t next; /* next unclaimed index; under queue_lock */
+    _Atomic size_t remaining;
+    nxr_done_fn done;
+    void *done_arg;
+    struct batch *link;
+};
 
 struct worker {
     pthread_t thread;
@@ -57,6 +76,13 @@ struct nxr__team {
     /* Participants count down; the dispatcher parks on it. */
     _Alignas(CACHE_LINE) atomic_uint remaining;
     atomic_uint dispatcher_parked;
+
+    /* Submitters set, workers poll: 1 while the FIFO may hold items. */
+    _Alignas(CACHE_LINE) atomic_uint queued;
+    pthread_mutex_t queue_lock;
+    pthread_cond_t drained;
+    struct batch *head, *tail;
+    size_t outstanding; /* batches not finished yet; under queue_lock */
 
     _Alignas(CACHE_LINE) atomic_bool stop;
     unsigned size;
@@ -131,21 +157,32 @@ static int pin_and_verify(struct worker *w, char *msg, size_t msgsz)
     return rc;
 }
 
-/* Waits for a job newer than `seen`: spins, then parks. Returns the job word. */
-static uint64_t await_job(struct nxr__team *team, uint32_t seen)
+/* True when there is something for a worker to do: a job newer than `seen`
+ * (stored in *job) or queued items. */
+static bool has_work(struct nxr__team *team, uint32_t seen, uint64_t *job)
 {
+    /* Acquire pairs with the release publish in nxr__team_run: fn/arg
+     * written before it are visible once the new generation is. */
+    *job = atomic_load_explicit(&team->job, memory_order_acquire);
+    if ((uint32_t)(*job >> 32) != seen)
+        return true;
+    /* Relaxed: only a hint; the FIFO itself is read under queue_lock. */
+    return atomic_load_explicit(&team->queued, memory_order_relaxed) != 0;
+}
+
+/* Waits for work (see has_work): spins at most team->spin iterations, then
+ * parks. Returns the job word. */
+static uint64_t await_work(struct nxr__team *team, uint32_t seen)
+{
+    uint64_t job;
     for (unsigned i = 0; i < team->spin; i++) {
-        /* Acquire pairs with the release publish in nxr__team_run: fn/arg
-         * written before it are visible once the new generation is. */
-        uint64_t job = atomic_load_explicit(&team->job, memory_order_acquire);
-        if ((uint32_t)(job >> 32) != seen)
+        if (has_work(team, seen, &job))
             return job;
         cpu_relax();
     }
     for (;;) {
         unsigned seq = atomic_load_explicit(&team->wake_seq, memory_order_seq_cst);
-        uint64_t job = atomic_load_explicit(&team->job, memory_order_acquire);
-        if ((uint32_t)(job >> 32) != seen)
+        if (has_work(team, seen, &job))
             return job;
         /* seq_cst: the Dekker pair with the dispatcher's wake_seq bump and
          * its sleepers load (see the file comment). */
@@ -165,6 +202,45 @@ static void finish_share(struct nxr__team *team)
         nxr__futex_wake(&team->remaining, 1);
 }
 
+/* Claims and runs one queued item; false when the FIFO is empty. */
+static bool run_one_item(struct nxr__team *team)
+{
+    if (atomic_load_explicit(&team->queued, memory_order_relaxed) == 0)
+        return false;
+    pthread_mutex_lock(&team->queue_lock);
+    struct batch *b = team->head;
+    if (b == NULL) {
+        atomic_store_explicit(&team->queued, 0, memory_order_relaxed);
+        pthread_mutex_unlock(&team->queue_lock);
+        return false;
+    }
+    size_t index = b->next++;
+    if (b->next == b->count) { /* fully claimed: unlink, it finishes on its own */
+        team->head = b->link;
+        if (team->head == NULL) {
+            team->tail = NULL;
+            atomic_store_explicit(&team->queued, 0, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&team->queue_lock);
+
+    b->fn(b->arg, index);
+    /* acq_rel: the finisher of the last item sees every other item's writes
+     * before it calls done. */
+    if (atomic_fetch_sub_explicit(&b->remaining, 1, memory_order_acq_rel) == 1) {
+        nxr_done_fn done = b->done;
+        void *done_arg = b->done_arg;
+        free(b);
+        if (done != NULL)
+            done(done_arg);
+        pthread_mutex_lock(&team->queue_lock);
+        if (--team->outstanding == 0)
+            pthread_cond_broadcast(&team->drained);
+        pthread_mutex_unlock(&team->queue_lock);
+    }
+    return true;
+}
+
 static void *worker_main(void *p)
 {
     struct worker *w = p;
@@ -182,17 +258,21 @@ static void *worker_main(void *p)
 
     uint32_t seen = 0;
     for (;;) {
-        uint64_t job = await_job(team, seen);
-        seen = (uint32_t)(job >> 32);
-        /* Acquire pairs with the release store of stop in team_stop. */
-        if (atomic_load_explicit(&team->stop, memory_order_acquire))
-            return NULL;
-        unsigned count = (unsigned)(job & JOB_COUNT_MASK);
-        if (w->index >= count)
-            continue; /* not a participant of this job */
-        unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
-        team->fn(team->arg, w->index + offset, count + offset);
-        finish_share(team);
+        uint64_t job = await_work(team, seen);
+        if ((uint32_t)(job >> 32) != seen) {
+            seen = (uint32_t)(job >> 32);
+            /* Acquire pairs with the release store of stop in team_stop. */
+            if (atomic_load_explicit(&team->stop, memory_order_acquire))
+                return NULL;
+            unsigned count = (unsigned)(job & JOB_COUNT_MASK);
+            if (w->index < count) {
+                unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
+                team->fn(team->arg, w->index + offset, count + offset);
+                finish_share(team);
+            }
+        }
+        while (run_one_item(team))
+            ;
     }
 }
 
@@ -214,6 +294,8 @@ static void team_free(struct nxr__team *team)
     if (team->cpus != NULL)
         hwloc_bitmap_free(team->cpus);
     pthread_mutex_destroy(&team->run_lock);
+    pthread_mutex_destroy(&team->queue_lock);
+    pthread_cond_destroy(&team->drained);
     pthread_mutex_destroy(&team->start_lock);
     pthread_cond_destroy(&team->start_cond);
     free(team->workers);
@@ -227,10 +309,10 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     if (opts->size == 0 || hwloc_bitmap_iszero(cpus))
         return -EINVAL;
     /* aligned_alloc: the struct has cache-line-aligned members. */
-    struct nxr__team *team = nxr__fault_hit(NXR_FAULT_ALLOC)
-                                 ? NULL
-                                 : aligned_alloc(CACHE_LINE, (sizeof(*team) + CACHE_LINE - 1) /
-                                                                 CACHE_LINE * CACHE_LINE);
+    struct nxr__team *team =
+        nxr__fault_hit(NXR_FAULT_ALLOC)
+            ? NULL
+            : aligned_alloc(CACHE_LINE, (sizeof(*team) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE);
     if (team == NULL)
         return -ENOMEM;
     memset(team, 0, sizeof(*team));
@@ -238,6 +320,8 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     team->spin = opts->spin;
     team->domain_id = opts->domain_id;
     pthread_mutex_init(&team->run_lock, NULL);
+    pthread_mutex_init(&team->queue_lock, NULL);
+    pthread_cond_init(&team->drained, NULL);
     pthread_mutex_init(&team->start_lock, NULL);
     pthread_cond_init(&team->start_cond, NULL);
     team->workers = nxr__calloc(opts->size, sizeof(*team->workers));
@@ -279,12 +363,56 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     return 0;
 }
 
+bool nxr__team_drain(struct nxr__team *team)
+{
+    bool waited = false;
+    pthread_mutex_lock(&team->queue_lock);
+    while (team->outstanding != 0) {
+        waited = true;
+        pthread_cond_wait(&team->drained, &team->queue_lock);
+    }
+    pthread_mutex_unlock(&team->queue_lock);
+    return waited;
+}
+
 void nxr__team_destroy(struct nxr__team *team)
 {
     if (team == NULL)
         return;
+    nxr__team_drain(team);
     team_stop(team, team->size);
     team_free(team);
+}
+
+int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t count,
+                     nxr_done_fn done, void *done_arg)
+{
+    if (count == 0) {
+        if (done != NULL)
+            done(done_arg);
+        return 0;
+    }
+    struct batch *b = nxr__malloc(sizeof(*b));
+    if (b == NULL)
+        return -ENOMEM;
+    *b = (struct batch){.fn = fn, .arg = arg, .count = count, .done = done, .done_arg = done_arg};
+    atomic_init(&b->remaining, count);
+    pthread_mutex_lock(&team->queue_lock);
+    if (team->tail != NULL)
+        team->tail->link = b;
+    else
+        team->head = b;
+    team->tail = b;
+    team->outstanding++;
+    /* Relaxed: the hint's visibility is ordered by the seq_cst wake_seq bump
+     * below (workers re-check after loading wake_seq). */
+    atomic_store_explicit(&team->queued, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&team->queue_lock);
+    /* seq_cst: Dekker pair with the worker's sleepers increment. */
+    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
+        nxr__futex_wake(&team->wake_seq, count < team->size ? (int)count : (int)team->size);
+    return 0;
 }
 
 unsigned nxr__team_size(const struct nxr__team *team)
@@ -300,6 +428,31 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i)
 bool nxr__team_is_own_worker(const struct nxr__team *team)
 {
     return current_team == team;
+}
+
+bool nxr__team_caller_inside(const struct nxr__team *team)
+{
+    /* The masks are KERNEL_MASK_BITS (1 KiB) unless the machine has more
+     * CPUs; the common case uses the stack. */
+    unsigned char stack[2][1024];
+    size_t size = team->mask.size;
+    cpu_set_t *mine = (cpu_set_t *)stack[0], *both = (cpu_set_t *)stack[1];
+    if (size > sizeof(stack[0])) {
+        mine = CPU_ALLOC(size * 8);
+        both = CPU_ALLOC(size * 8);
+    }
+    bool inside = mine != NULL && both != NULL && nxr__getaffinity_self(mine, size) == 0;
+    if (inside) {
+        CPU_AND_S(size, both, mine, team->mask.set);
+        inside = CPU_EQUAL_S(size, both, mine);
+    }
+    if (size > sizeof(stack[0])) {
+        if (mine != NULL)
+            CPU_FREE(mine);
+        if (both != NULL)
+            CPU_FREE(both);
+    }
+    return inside;
 }
 
 bool nxr__team_in_worker(void)
@@ -326,7 +479,8 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
     uint64_t gen = (job >> 32) + 1;
     /* Release: fn, arg and remaining are visible to a worker that sees gen. */
-    atomic_store_explicit(&team->job, (gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
+    atomic_store_explicit(&team->job,
+                          (gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
                           memory_order_release);
     /* seq_cst: Dekker pair with the worker's sleepers increment. */
     atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);

@@ -33,8 +33,9 @@ static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
 
 static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
-    nxr__strbuf_printf(sb, "{\"topology\":{\"source\":\"%s\",\"numa\":%s,\"nodes\":%d,\"cpus\":%d,"
-                           "\"allowed\":",
+    nxr__strbuf_printf(sb,
+                       "{\"topology\":{\"source\":\"%s\",\"numa\":%s,\"nodes\":%d,\"cpus\":%d,"
+                       "\"allowed\":",
                        nxr__topology_source_name(rt->topo.source),
                        rt->topo.has_numa ? "true" : "false", rt->topo.node_count,
                        rt->topo.cpu_count);
@@ -74,7 +75,8 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
             nxr__strbuf_printf(sb, "none");
         else
             nxr__strbuf_printf(sb, "%d", d->spec.node);
-        nxr__strbuf_printf(sb, ", cpus %s, %s, placement %s, %u worker(s), budget %u, executor %s\n",
+        nxr__strbuf_printf(sb,
+                           ", cpus %s, %s, placement %s, %u worker(s), budget %u, executor %s\n",
                            cpus != NULL ? nxr__cpuset_list(cpus, list, sizeof(list)) : "(none)",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "domains/nxr_domains.h"
+#include "executor/nxr_executor.h"
 #include "runtime/nxr_status.h"
 
 #ifdef __cplusplus
@@ -68,8 +69,10 @@ NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
  */
 NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts);
 
-/* Stops and joins every worker and frees the runtime. NULL is a no-op. Must
- * not be called from an nxr worker or while other threads use the runtime. */
+/* Drains submitted work (jobs' side effects are visible when it returns),
+ * stops and joins every worker and frees the runtime. NULL is a no-op. Must
+ * not be called from an nxr worker, while other threads use the runtime, or
+ * with contexts still open (destroy them first). */
 NXR_API void nxr_runtime_destroy(nxr_runtime_t *rt);
 
 /* Number of domains (>= 1). */
@@ -101,6 +104,22 @@ NXR_API enum nxr_placement nxr_domain_placement(const nxr_domain_t *d);
 NXR_API unsigned nxr_domain_workers(const nxr_domain_t *d);
 /* Most threads one operation in the domain may use. */
 NXR_API unsigned nxr_domain_budget(const nxr_domain_t *d);
+
+/*
+ * Opens a context on domain `domain_id`: the handle a service thread runs
+ * work through (executor/nxr_executor.h). Any number of contexts may share a
+ * domain; a context may be used from any thread, and regions on one domain
+ * are serialised. Returns 0 and *out, -EINVAL, NXR_ENODOMAIN or -ENOMEM.
+ */
+NXR_API int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id);
+
+/* Closes a context; its submitted jobs keep running. NULL is a no-op. */
+NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
+
+NXR_API const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
+
+/* The most participants one operation of this context may use. */
+NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
 
 enum nxr_describe_format {
     NXR_DESCRIBE_TEXT = 0,

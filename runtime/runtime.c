@@ -18,8 +18,8 @@ static int build_plan(struct nxr__plan *plan, const nxr_runtime_t *rt,
                       const struct nxr_runtime_opts *opts, char *err, size_t errsz)
 {
     if (opts->domain_decls != NULL)
-        return nxr__plan_declared(plan, &rt->topo, opts->domain_decls, opts->domain_decl_count,
-                                  err, errsz);
+        return nxr__plan_declared(plan, &rt->topo, opts->domain_decls, opts->domain_decl_count, err,
+                                  errsz);
     if (rt->settings.domains == NULL)
         return nxr__plan_default(plan, &rt->topo, err, errsz);
 
@@ -64,6 +64,10 @@ static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
         int rc = nxr__team_create(&d->team, d->spec.cpus, &topts, err, errsz);
         if (rc != 0)
             return rc;
+        d->exec.cpus = d->spec.cpus;
+        d->exec.budget = d->spec.budget;
+        d->exec.domain_id = d->spec.id;
+        nxr__exec_use_team(&d->exec, d->team);
     }
     return 0;
 }
@@ -71,7 +75,8 @@ static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
 static void display_env(const nxr_runtime_t *rt)
 {
     char list[256];
-    fprintf(stderr, "NXR: topology=%s numa=%s allowed=%s domains=%zu NXR_NUM_THREADS=%u NXR_SPIN=%u\n",
+    fprintf(stderr,
+            "NXR: topology=%s numa=%s allowed=%s domains=%zu NXR_NUM_THREADS=%u NXR_SPIN=%u\n",
             nxr__topology_source_name(rt->topo.source), rt->topo.has_numa ? "yes" : "no",
             nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)), rt->domain_count,
             rt->settings.num_threads, rt->settings.spin);
@@ -135,10 +140,25 @@ out_free:
     return rc;
 }
 
+/* Waits until no domain has submitted work left. A job may submit to another
+ * domain, so passes repeat until one finds every domain idle. */
+static void drain_all(nxr_runtime_t *rt)
+{
+    bool waited;
+    do {
+        waited = false;
+        for (size_t i = 0; i < rt->domain_count; i++) {
+            if (rt->domains[i].team != NULL && nxr__team_drain(rt->domains[i].team))
+                waited = true;
+        }
+    } while (waited);
+}
+
 void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
+    drain_all(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i].team);
         hwloc_bitmap_free(rt->domains[i].spec.cpus);

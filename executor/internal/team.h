@@ -14,16 +14,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "executor/nxr_executor.h"
+
 struct nxr__team;
 
 /* One fork-join job: called once per participant with its index in
  * [0, nparticipants). Index 0 is the dispatcher when it takes part. */
-typedef void (*nxr__team_fn)(void *arg, unsigned index, unsigned nparticipants);
+typedef nxr_region_fn nxr__team_fn;
 
 struct nxr__team_opts {
-    int domain_id;     /* for thread names and messages */
-    unsigned size;     /* workers to start, >= 1 */
-    unsigned spin;     /* iterations a worker spins before it parks (0: park at once) */
+    int domain_id; /* for thread names and messages */
+    unsigned size; /* workers to start, >= 1 */
+    unsigned spin; /* iterations a worker spins before it parks (0: park at once) */
 };
 
 /*
@@ -37,8 +39,9 @@ struct nxr__team_opts {
 int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
                      const struct nxr__team_opts *opts, char *err, size_t errsz);
 
-/* Stops and joins every worker, frees the team. NULL is a no-op. Must not be
- * called while a job runs or from one of the team's workers. */
+/* Drains submitted work, stops and joins every worker, frees the team. NULL
+ * is a no-op. Must not be called while a job runs or from one of the team's
+ * workers. */
 void nxr__team_destroy(struct nxr__team *team);
 
 unsigned nxr__team_size(const struct nxr__team *team);
@@ -48,6 +51,10 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
 
 /* True when the calling thread is one of this team's workers. */
 bool nxr__team_is_own_worker(const struct nxr__team *team);
+
+/* True when the calling thread's whole affinity lies inside the team's CPU
+ * set (one sched_getaffinity call). */
+bool nxr__team_caller_inside(const struct nxr__team *team);
 
 /* True when the calling thread is a worker of any nxr team. */
 bool nxr__team_in_worker(void);
@@ -61,5 +68,17 @@ bool nxr__team_in_worker(void);
  */
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
                    bool caller_joins);
+
+/*
+ * Queues items [0, count) for the workers (FIFO across submissions) and
+ * returns at once; done(done_arg) runs on the worker that finishes the last
+ * item (at once, on the caller, when count is 0). 0 or -ENOMEM.
+ */
+int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t count,
+                     nxr_done_fn done, void *done_arg);
+
+/* Blocks until every submitted batch finished. Returns whether it had to
+ * wait. Submissions made meanwhile are waited for too. */
+bool nxr__team_drain(struct nxr__team *team);
 
 #endif /* NXR_INTERNAL_TEAM_H */

@@ -7,6 +7,7 @@
 
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
+#include "executor/internal/exec.h"
 #include "executor/internal/team.h"
 #include "runtime/nxr.h"
 
@@ -17,6 +18,7 @@ struct nxr_domain {
     struct nxr__domain_spec spec; /* id, node, cpus, budget, admission */
     enum nxr_placement placement;
     struct nxr__team *team; /* managed domains: the built-in team */
+    struct nxr__exec exec;  /* what contexts on this domain run work through */
     nxr_runtime_t *rt;
 };
 

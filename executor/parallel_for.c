@@ -1,0 +1,184 @@
+/*
+ * nxr_parallel_for and nxr_parallel_reduce: one loop over a domain (INNER).
+ *
+ * The decision tree, cheapest first: an empty range returns; a caller already
+ * inside a body (nxr__tls.depth > 0) or a range of one chunk runs fn on the
+ * calling thread; only then does the loop become a region on the domain's
+ * executor, with min(chunks, budget) participants.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/internal/exec.h"
+#include "runtime/internal/sys.h"
+
+#define CACHE_LINE 64
+
+struct loop {
+    nxr_for_fn fn;
+    void *arg;
+    size_t begin, end, grain, chunks;
+    /* Dynamic schedule: claimed by every participant, so alone on its line. */
+    _Alignas(CACHE_LINE) atomic_size_t next_chunk;
+};
+
+void nxr_for_opts_init(struct nxr_for_opts *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->schedule = NXR_SCHEDULE_STATIC;
+}
+
+/* [begin, end) of chunks [c0, c1), clipped to the loop's end. */
+static void chunk_range(const struct loop *l, size_t c0, size_t c1, size_t *b, size_t *e)
+{
+    *b = l->begin + c0 * l->grain;
+    *e = c1 >= l->chunks ? l->end : l->begin + c1 * l->grain;
+}
+
+static void static_body(void *p, unsigned participant, unsigned count)
+{
+    struct loop *l = p;
+    /* Participant p takes chunks [p*base + min(p, rem), ...): the shares
+     * differ by at most one chunk and never overflow. */
+    size_t base = l->chunks / count, rem = l->chunks % count;
+    size_t c0 = participant * base + (participant < rem ? participant : rem);
+    size_t c1 = c0 + base + (participant < rem ? 1 : 0);
+    if (c0 == c1)
+        return;
+    size_t b, e;
+    chunk_range(l, c0, c1, &b, &e);
+    struct nxr__exec_tls saved = nxr__tls;
+    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    l->fn(l->arg, b, e, participant);
+    nxr__tls = saved;
+}
+
+static void dynamic_body(void *p, unsigned participant, unsigned count)
+{
+    struct loop *l = p;
+    (void)count;
+    struct nxr__exec_tls saved = nxr__tls;
+    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    for (;;) {
+        /* Relaxed: the counter only hands out distinct chunks; the region's
+         * join orders the bodies' writes for the caller. */
+        size_t c = atomic_fetch_add_explicit(&l->next_chunk, 1, memory_order_relaxed);
+        if (c >= l->chunks)
+            break;
+        size_t b, e;
+        chunk_range(l, c, c + 1, &b, &e);
+        l->fn(l->arg, b, e, participant);
+    }
+    nxr__tls = saved;
+}
+
+int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
+                          nxr_for_fn fn, void *arg)
+{
+    struct nxr_for_opts defaults;
+    if (ctx == NULL || fn == NULL || begin > end)
+        return -EINVAL;
+    if (begin == end)
+        return 0;
+    if (opts == NULL) {
+        nxr_for_opts_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->schedule != NXR_SCHEDULE_STATIC && opts->schedule != NXR_SCHEDULE_DYNAMIC)
+        return -EINVAL;
+    struct nxr__exec *exec = ctx->exec;
+    size_t grain = opts->grain != 0 ? opts->grain : NXR_GRAIN_DEFAULT;
+    size_t len = end - begin;
+    size_t chunks = len / grain + (len % grain != 0);
+    unsigned budget = exec->budget;
+    if (opts->max_threads != 0 && opts->max_threads < budget)
+        budget = opts->max_threads;
+    unsigned n = chunks < budget ? (unsigned)chunks : budget;
+
+    if (nxr__tls.depth > 0) {
+        /* One fan-out level: already inside a body, so run in place as the
+         * participant we already are. */
+        fn(arg, begin, end, nxr__tls.participant);
+        return 0;
+    }
+    if (chunks <= 1) {
+        /* Small work stays on the calling thread: no team, no permit. */
+        fn(arg, begin, end, 0);
+        return 0;
+    }
+    /* n == 1 (a budget of one) still goes to the executor: the team runs it
+     * on the caller when the caller is inside the domain, else on a worker,
+     * so the work stays on the domain's CPUs. */
+    struct loop l = {
+        .fn = fn,
+        .arg = arg,
+        .begin = begin,
+        .end = end,
+        .grain = grain,
+        .chunks = chunks,
+    };
+    atomic_init(&l.next_chunk, 0);
+    nxr_region_fn body = opts->schedule == NXR_SCHEDULE_DYNAMIC ? dynamic_body : static_body;
+    return exec->executor.ops->install(exec->executor.self, body, &l, n);
+}
+
+int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
+                     void *arg)
+{
+    struct nxr_for_opts opts;
+    nxr_for_opts_init(&opts);
+    opts.grain = grain;
+    return nxr_parallel_for_opts(ctx, begin, end, &opts, fn, arg);
+}
+
+struct reduction {
+    void (*map)(void *arg, size_t b, size_t e, void *partial);
+    void *arg;
+    unsigned char *partials;
+    size_t elem_size;
+};
+
+static void reduce_body(void *p, size_t begin, size_t end, unsigned worker)
+{
+    struct reduction *r = p;
+    r->map(r->arg, begin, end, r->partials + (size_t)worker * r->elem_size);
+}
+
+#define REDUCE_STACK_BYTES (64 * 256)
+
+int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, size_t elem_size,
+                        const void *identity,
+                        void (*map)(void *arg, size_t b, size_t e, void *partial),
+                        void (*combine)(void *arg, void *result, const void *partial), void *arg,
+                        void *result)
+{
+    if (ctx == NULL || map == NULL || combine == NULL || identity == NULL || result == NULL ||
+        elem_size == 0 || begin > end)
+        return -EINVAL;
+    /* Participants are numbered below the budget, or run as the enclosing
+     * body's participant when nested: size the partials for both. */
+    unsigned slots = ctx->exec->budget;
+    if (nxr__tls.depth > 0 && nxr__tls.participant >= slots)
+        slots = nxr__tls.participant + 1;
+    _Alignas(64) unsigned char stack[REDUCE_STACK_BYTES];
+    unsigned char *partials = stack;
+    if ((size_t)slots * elem_size > sizeof(stack)) {
+        partials = nxr__malloc((size_t)slots * elem_size);
+        if (partials == NULL)
+            return -ENOMEM;
+    }
+    for (unsigned i = 0; i < slots; i++)
+        memcpy(partials + (size_t)i * elem_size, identity, elem_size);
+    struct reduction r = {.map = map, .arg = arg, .partials = partials, .elem_size = elem_size};
+    int rc = nxr_parallel_for(ctx, begin, end, grain, reduce_body, &r);
+    if (rc == 0) {
+        memmove(result, identity, elem_size);
+        for (unsigned i = 0; i < slots; i++)
+            combine(arg, result, partials + (size_t)i * elem_size);
+    }
+    if (partials != stack)
+        free(partials);
+    return rc;
+}

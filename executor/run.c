@@ -1,0 +1,188 @@
+/*
+ * Tasks: nxr_run (synchronous, in a chosen mode) and nxr_submit with its job
+ * handles (asynchronous, OUTER). Both record the first task error and skip
+ * the tasks that have not started when it occurs.
+ *
+ * A job handle is reference-counted: one reference for the caller's handle,
+ * one for the executor's done callback. Whichever lets go last frees it, so
+ * detaching never blocks and a waiter never touches freed memory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "executor/internal/exec.h"
+#include "runtime/internal/sys.h"
+
+#define CACHE_LINE 64
+
+/* Runs one task with the "inside a body" marker set. */
+static int run_task(nxr_task_fn fn, void *arg, size_t index, unsigned participant)
+{
+    struct nxr__exec_tls saved = nxr__tls;
+    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    int rc = fn(arg, index);
+    nxr__tls = saved;
+    return rc;
+}
+
+/* Records rc as the first error if none was recorded yet. */
+static void record_error(atomic_int *status, int rc)
+{
+    int none = 0;
+    /* Relaxed: the status is read only after the region or job completed,
+     * which orders it. */
+    atomic_compare_exchange_strong_explicit(status, &none, rc, memory_order_relaxed,
+                                            memory_order_relaxed);
+}
+
+struct outer {
+    nxr_task_fn fn;
+    void *arg;
+    size_t count;
+    _Alignas(CACHE_LINE) atomic_size_t next;
+    _Alignas(CACHE_LINE) atomic_int status;
+};
+
+static void outer_body(void *p, unsigned participant, unsigned count)
+{
+    struct outer *o = p;
+    (void)count;
+    for (;;) {
+        if (atomic_load_explicit(&o->status, memory_order_relaxed) != 0)
+            return; /* first error wins: start nothing new */
+        /* Relaxed: hands out distinct indices; see dynamic_body. */
+        size_t i = atomic_fetch_add_explicit(&o->next, 1, memory_order_relaxed);
+        if (i >= o->count)
+            return;
+        int rc = run_task(o->fn, o->arg, i, participant);
+        if (rc != 0)
+            record_error(&o->status, rc);
+    }
+}
+
+int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg)
+{
+    if (ctx == NULL || fn == NULL)
+        return -EINVAL;
+    struct nxr__exec *exec = ctx->exec;
+    if (mode != NXR_MODE_SEQUENTIAL && nxr__exec_is_own_worker(exec))
+        return NXR_EREENTRANT;
+    switch (mode) {
+    case NXR_MODE_SEQUENTIAL:
+        for (size_t i = 0; i < count; i++) {
+            int rc = run_task(fn, arg, i, nxr__tls.participant);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    case NXR_MODE_INNER:
+        /* No marker: each task's loops fan out over the domain. */
+        for (size_t i = 0; i < count; i++) {
+            int rc = fn(arg, i);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    case NXR_MODE_OUTER:
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (count == 0)
+        return 0;
+    if (nxr__tls.depth > 0) /* one fan-out level */
+        return nxr_run(ctx, NXR_MODE_SEQUENTIAL, count, fn, arg);
+    unsigned n = count < exec->budget ? (unsigned)count : exec->budget;
+    struct outer o = {.fn = fn, .arg = arg, .count = count};
+    atomic_init(&o.next, 0);
+    atomic_init(&o.status, 0);
+    int rc = exec->executor.ops->install(exec->executor.self, outer_body, &o, n);
+    return rc != 0 ? rc : atomic_load_explicit(&o.status, memory_order_relaxed);
+}
+
+struct nxr_job {
+    nxr_task_fn fn;
+    void *arg;
+    const struct nxr__exec *exec;
+    atomic_int status;
+    atomic_uint finished; /* futex word: 0 running, 1 finished */
+    atomic_uint refs;
+};
+
+static void job_release(struct nxr_job *job)
+{
+    /* acq_rel: the last releaser sees every write made through the other
+     * reference before it frees. */
+    if (atomic_fetch_sub_explicit(&job->refs, 1, memory_order_acq_rel) == 1)
+        free(job);
+}
+
+static void job_item(void *p, size_t index)
+{
+    struct nxr_job *job = p;
+    if (atomic_load_explicit(&job->status, memory_order_relaxed) != 0)
+        return; /* first error wins: skip what has not started */
+    int rc = run_task(job->fn, job->arg, index, 0);
+    if (rc != 0)
+        record_error(&job->status, rc);
+}
+
+static void job_done(void *p)
+{
+    struct nxr_job *job = p;
+    /* Release pairs with the acquire load in nxr_job_wait. */
+    atomic_store_explicit(&job->finished, 1, memory_order_release);
+    nxr__futex_wake(&job->finished, INT_MAX);
+    job_release(job);
+}
+
+int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (ctx == NULL || fn == NULL)
+        return -EINVAL;
+    struct nxr__exec *exec = ctx->exec;
+    if (nxr__exec_is_own_worker(exec))
+        return NXR_EREENTRANT;
+    struct nxr_job *job = nxr__malloc(sizeof(*job));
+    if (job == NULL)
+        return -ENOMEM;
+    job->fn = fn;
+    job->arg = arg;
+    job->exec = exec;
+    atomic_init(&job->status, 0);
+    atomic_init(&job->finished, 0);
+    atomic_init(&job->refs, out != NULL ? 2 : 1);
+    int rc = exec->executor.ops->submit(exec->executor.self, job_item, job, count, job_done, job);
+    if (rc != 0) {
+        free(job);
+        return rc;
+    }
+    if (out != NULL)
+        *out = job;
+    return 0;
+}
+
+int nxr_job_wait(nxr_job_t *job)
+{
+    if (job == NULL)
+        return -EINVAL;
+    if (nxr__exec_is_own_worker(job->exec))
+        return NXR_EREENTRANT;
+    /* Acquire pairs with the release store in job_done: the tasks' writes
+     * and the status are visible once finished reads 1. */
+    while (atomic_load_explicit(&job->finished, memory_order_acquire) == 0)
+        nxr__futex_wait(&job->finished, 0);
+    int rc = atomic_load_explicit(&job->status, memory_order_relaxed);
+    job_release(job);
+    return rc;
+}
+
+void nxr_job_detach(nxr_job_t *job)
+{
+    if (job != NULL)
+        job_release(job);
+}

@@ -1,0 +1,299 @@
+/*
+ * Tasks: nxr_run in each mode, re-entry from a worker, asynchronous submit
+ * with wait/detach, first-error-wins, and draining at runtime destruction.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/internal/runtime.h"
+#include "tests/support/procfs.h"
+
+static nxr_runtime_t *rt;
+static nxr_ctx_t *ctx;
+
+static void open_runtime(const char *domains)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = domains;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+}
+
+static void teardown(void)
+{
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    ctx = NULL;
+    rt = NULL;
+}
+
+TestSuite(executor_tasks, .fini = teardown, .timeout = 30);
+
+static bool on_worker(void)
+{
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(comm, sizeof(comm), f) == NULL)
+            comm[0] = '\0';
+        fclose(f);
+    }
+    return strncmp(comm, "nxr-d", 5) == 0;
+}
+
+struct record {
+    atomic_uint ran;
+    atomic_uint on_workers;
+    atomic_uint order_violations;
+    atomic_size_t last;
+    int fail_at; /* index whose task returns -EIO; -1 none */
+};
+
+static int record_task(void *p, size_t index)
+{
+    struct record *r = p;
+    if (on_worker())
+        atomic_fetch_add(&r->on_workers, 1);
+    size_t last = atomic_exchange(&r->last, index + 1);
+    if (last != index)
+        atomic_fetch_add(&r->order_violations, 1);
+    atomic_fetch_add(&r->ran, 1);
+    return (int)index == r->fail_at ? -EIO : 0;
+}
+
+Test(executor_tasks, sequential_runs_in_order_on_the_caller)
+{
+    open_runtime(NULL);
+    struct record r = {.fail_at = -1};
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_SEQUENTIAL, 50, record_task, &r), 0);
+    cr_expect_eq(atomic_load(&r.ran), 50);
+    cr_expect_eq(atomic_load(&r.on_workers), 0);
+    cr_expect_eq(atomic_load(&r.order_violations), 0);
+}
+
+Test(executor_tasks, sequential_stops_at_the_first_error)
+{
+    open_runtime(NULL);
+    struct record r = {.fail_at = 3};
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_SEQUENTIAL, 50, record_task, &r), -EIO);
+    cr_expect_eq(atomic_load(&r.ran), 4);
+}
+
+struct inner_probe {
+    nxr_ctx_t *ctx;
+    atomic_uint worker_chunks;
+    atomic_uint tasks_on_workers;
+};
+
+static void note_chunk(void *p, size_t b, size_t e, unsigned w)
+{
+    struct inner_probe *ip = p;
+    (void)b, (void)e, (void)w;
+    if (on_worker())
+        atomic_fetch_add(&ip->worker_chunks, 1);
+}
+
+static int inner_task(void *p, size_t index)
+{
+    struct inner_probe *ip = p;
+    (void)index;
+    if (on_worker())
+        atomic_fetch_add(&ip->tasks_on_workers, 1);
+    return nxr_parallel_for(ip->ctx, 0, 64, 1, note_chunk, ip);
+}
+
+Test(executor_tasks, inner_tasks_run_on_the_caller_and_their_loops_fan_out)
+{
+    open_runtime("0:0-1");
+    struct inner_probe ip = {.ctx = ctx};
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_INNER, 3, inner_task, &ip), 0);
+    cr_expect_eq(atomic_load(&ip.tasks_on_workers), 0);
+    cr_expect_gt(atomic_load(&ip.worker_chunks), 0, "the loops used the domain's workers");
+}
+
+struct rendezvous {
+    nxr_ctx_t *ctx;
+    atomic_uint arrived;
+    atomic_uint met;
+    struct inner_probe ip;
+};
+
+/* Tasks 0 and 1 wait (bounded) for each other: they can only meet if two
+ * threads run tasks at once. Every task also runs a nested loop. */
+static int meet_task(void *p, size_t index)
+{
+    struct rendezvous *rv = p;
+    if (index < 2) {
+        atomic_fetch_add(&rv->arrived, 1);
+        for (int i = 0; i < 5000 && atomic_load(&rv->arrived) < 2; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+        if (atomic_load(&rv->arrived) >= 2)
+            atomic_fetch_add(&rv->met, 1);
+    }
+    return inner_task(&rv->ip, index);
+}
+
+Test(executor_tasks, outer_tasks_fan_out_and_nest_sequentially)
+{
+    open_runtime("0:0-1");
+    int threads = nxr_test_thread_count();
+    struct rendezvous rv = {.ctx = ctx, .ip = {.ctx = ctx}};
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 40, meet_task, &rv), 0);
+    cr_expect_eq(atomic_load(&rv.met), 2, "two tasks ran at the same time");
+    cr_expect_gt(atomic_load(&rv.ip.tasks_on_workers), 0, "tasks ran on workers");
+    cr_expect_eq(nxr_test_thread_count(), threads, "no thread was added");
+}
+
+Test(executor_tasks, outer_reports_the_error_and_skips_the_rest)
+{
+    open_runtime(NULL);
+    struct record r = {.fail_at = 0};
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 100000, record_task, &r), -EIO);
+    cr_expect_lt(atomic_load(&r.ran), 100000, "tasks after the error were skipped");
+}
+
+struct reentry {
+    nxr_ctx_t *ctx;
+    atomic_int run_rc, submit_rc, wait_rc;
+    nxr_job_t *job;
+};
+
+static int noop_task(void *p, size_t i)
+{
+    (void)p, (void)i;
+    return 0;
+}
+
+static int reenter_task(void *p, size_t index)
+{
+    struct reentry *re = p;
+    (void)index;
+    if (!on_worker())
+        return 0; /* the caller's share, if it takes part: not a re-entry */
+    atomic_store(&re->run_rc, nxr_run(re->ctx, NXR_MODE_OUTER, 4, noop_task, NULL));
+    nxr_job_t *job = NULL;
+    atomic_store(&re->submit_rc, nxr_submit(re->ctx, 1, noop_task, NULL, &job));
+    atomic_store(&re->wait_rc, nxr_job_wait(re->job));
+    return 0;
+}
+
+Test(executor_tasks, entering_from_an_own_worker_is_ereentrant)
+{
+    /* Domain 0 is CPU 1 alone and the test thread may also run on CPU 0, so
+     * the task runs on the worker. */
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = "0:1";
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    struct reentry re = {.ctx = ctx};
+    cr_assert_eq(nxr_submit(ctx, 1, noop_task, NULL, &re.job), 0);
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, reenter_task, &re), 0);
+    cr_expect_eq(atomic_load(&re.run_rc), NXR_EREENTRANT);
+    cr_expect_eq(atomic_load(&re.submit_rc), NXR_EREENTRANT);
+    cr_expect_eq(atomic_load(&re.wait_rc), NXR_EREENTRANT, "the handle is kept");
+    /* The domain still works, and the kept handle can still be waited on. */
+    cr_expect_eq(nxr_job_wait(re.job), 0);
+    struct record r = {.fail_at = -1};
+    cr_expect_eq(nxr_run(ctx, NXR_MODE_OUTER, 10, record_task, &r), 0);
+    cr_expect_eq(atomic_load(&r.ran), 10);
+}
+
+Test(executor_tasks, submit_wait_returns_the_job_status)
+{
+    open_runtime(NULL);
+    struct record ok = {.fail_at = -1}, bad = {.fail_at = 5};
+    nxr_job_t *a, *b;
+    cr_assert_eq(nxr_submit(ctx, 20, record_task, &ok, &a), 0);
+    cr_assert_eq(nxr_submit(ctx, 1000, record_task, &bad, &b), 0);
+    cr_expect_eq(nxr_job_wait(a), 0);
+    cr_expect_eq(atomic_load(&ok.ran), 20, "every task's effect is visible after wait");
+    cr_expect_eq(nxr_job_wait(b), -EIO);
+    cr_expect_lt(atomic_load(&bad.ran), 1000, "tasks after the first error were skipped");
+}
+
+Test(executor_tasks, zero_tasks_complete_at_once)
+{
+    open_runtime(NULL);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 0, noop_task, NULL, &job), 0);
+    cr_expect_eq(nxr_job_wait(job), 0);
+}
+
+struct slow {
+    atomic_uint done;
+};
+
+static int slow_task(void *p, size_t index)
+{
+    struct slow *s = p;
+    (void)index;
+    nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
+    atomic_fetch_add(&s->done, 1);
+    return 0;
+}
+
+Test(executor_tasks, detached_jobs_finish_and_destroy_drains_them)
+{
+    open_runtime(NULL);
+    static struct slow s; /* outlives the runtime on purpose */
+    atomic_store(&s.done, 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 30, slow_task, &s, &job), 0);
+    nxr_job_detach(job); /* never blocks */
+    cr_assert_eq(nxr_submit(ctx, 30, slow_task, &s, NULL), 0);
+    cr_expect_lt(atomic_load(&s.done), 60, "submit returned before the work was done");
+    teardown();
+    cr_expect_eq(atomic_load(&s.done), 60, "destroy drained every job");
+}
+
+Test(executor_tasks, bad_arguments)
+{
+    open_runtime(NULL);
+    nxr_job_t *job = (nxr_job_t *)1;
+    cr_expect_eq(nxr_submit(NULL, 1, noop_task, NULL, &job), -EINVAL);
+    cr_expect_null(job);
+    cr_expect_eq(nxr_submit(ctx, 1, NULL, NULL, NULL), -EINVAL);
+    cr_expect_eq(nxr_run(ctx, (enum nxr_mode)9, 1, noop_task, NULL), -EINVAL);
+    cr_expect_eq(nxr_run(NULL, NXR_MODE_OUTER, 1, noop_task, NULL), -EINVAL);
+    cr_expect_eq(nxr_job_wait(NULL), -EINVAL);
+    nxr_job_detach(NULL);
+    nxr_ctx_t *c = (nxr_ctx_t *)1;
+    cr_expect_eq(nxr_ctx_create(&c, rt, 42), NXR_ENODOMAIN);
+    cr_expect_null(c);
+    cr_expect_eq(nxr_ctx_create(&c, NULL, 0), -EINVAL);
+}
+
+static double process_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void touch(void *p, size_t b, size_t e, unsigned w)
+{
+    (void)p, (void)b, (void)e, (void)w;
+}
+
+Test(executor_tasks, an_idle_team_is_parked)
+{
+    open_runtime(NULL);
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 1000, 1, touch, NULL), 0);
+    /* Past the spin window (a few thousand pause iterations: microseconds). */
+    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    double cpu0 = process_cpu_seconds();
+    nanosleep(&(struct timespec){.tv_nsec = 500 * 1000 * 1000}, NULL);
+    double used = process_cpu_seconds() - cpu0;
+    /* Generous on purpose: the benchmark reports the real figure. */
+    cr_expect_lt(used / 0.5, 0.10, "idle team used %.1f%% of a core", 100 * used / 0.5);
+}
