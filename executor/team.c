@@ -430,7 +430,9 @@ bool nxr__team_is_own_worker(const struct nxr__team *team)
     return current_team == team;
 }
 
-bool nxr__team_caller_inside(const struct nxr__team *team)
+/* Whether the calling thread's whole affinity lies inside the team's set:
+ * one sched_getaffinity call. */
+static bool affinity_inside(const struct nxr__team *team)
 {
     /* The masks are KERNEL_MASK_BITS (1 KiB) unless the machine has more
      * CPUs; the common case uses the stack. */
@@ -453,6 +455,40 @@ bool nxr__team_caller_inside(const struct nxr__team *team)
             CPU_FREE(both);
     }
     return inside;
+}
+
+/* The affinity answer, cached per thread: a syscall per region would cost
+ * more than the region. A cached "inside" is re-confirmed on every call by
+ * the CPU the thread is on (sched_getcpu, no syscall): a thread seen outside
+ * the set cannot have an affinity inside it, so the cache is refreshed. A
+ * cached "outside" is only refreshed every RECHECK calls; being wrong there
+ * costs the caller a wait, never a placement. */
+#define RECHECK 1024
+
+struct caller_cache {
+    const struct nxr__team *team;
+    bool inside;
+    unsigned left;
+};
+
+static _Thread_local struct caller_cache caller_cache;
+
+bool nxr__team_caller_inside(const struct nxr__team *team)
+{
+    struct caller_cache *c = &caller_cache;
+    if (c->team == team && c->left > 0) {
+        c->left--;
+        if (!c->inside)
+            return false;
+        int cpu = sched_getcpu();
+        if (cpu >= 0 && (size_t)cpu < team->mask.size * 8 &&
+            CPU_ISSET_S((size_t)cpu, team->mask.size, team->mask.set))
+            return true;
+    }
+    c->team = team;
+    c->inside = affinity_inside(team);
+    c->left = RECHECK;
+    return c->inside;
 }
 
 bool nxr__team_in_worker(void)
