@@ -50,6 +50,27 @@ static int adopt_plan(nxr_runtime_t *rt, struct nxr__plan *plan)
     return 0;
 }
 
+/*
+ * The oversubscription guard: a team spins between regions only when it has
+ * its CPUs to itself. When another domain's set overlaps its own (allowed
+ * only where arbitration keeps them from running at once) or the team is
+ * larger than its set, a spinning worker would steal the CPU from the thread
+ * that has work, so its workers park at once.
+ */
+unsigned nxr__team_spin_for(const nxr_runtime_t *rt, const struct nxr_domain *d)
+{
+    if (d->spec.budget > (unsigned)hwloc_bitmap_weight(d->spec.cpus))
+        return 0;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        const struct nxr_domain *other = &rt->domains[i];
+        if (other != d && other->spec.cpus != NULL &&
+            other->spec.admission != NXR_ADMISSION_CALLER_MANAGED &&
+            hwloc_bitmap_intersects(other->spec.cpus, d->spec.cpus))
+            return 0;
+    }
+    return rt->settings.spin;
+}
+
 static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
 {
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -59,7 +80,7 @@ static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
         struct nxr__team_opts topts = {
             .domain_id = d->spec.id,
             .size = d->spec.budget,
-            .spin = rt->settings.spin,
+            .spin = nxr__team_spin_for(rt, d),
         };
         int rc = nxr__team_create(&d->team, d->spec.cpus, &topts, err, errsz);
         if (rc != 0)

@@ -4,6 +4,7 @@
  * injected at thread creation and pinning.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -350,4 +351,70 @@ Test(runtime_destroy, joins_every_worker)
     cr_assert_eq(nxr_test_thread_count(), before + 2);
     nxr_runtime_destroy(rt);
     cr_assert_eq(nxr_test_wait_thread_count(before), before);
+}
+
+Test(runtime_spin, teams_with_their_own_cpus_spin_as_configured)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, "0:0;1:1");
+    o.spin = 777;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    for (size_t i = 0; i < rt->domain_count; i++)
+        cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[i]), 777);
+    /* Make domain 1 share domain 0's CPU, as an overlapping declared domain
+     * would: both must then park at once. */
+    hwloc_bitmap_set(rt->domains[1].spec.cpus, 0);
+    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[0]), 0);
+    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[1]), 0);
+    hwloc_bitmap_clr(rt->domains[1].spec.cpus, 0);
+    /* A team larger than its CPU set parks at once too. */
+    rt->domains[0].spec.budget = 2;
+    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[0]), 0);
+    rt->domains[0].spec.budget = 1;
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_spin, environment_sets_the_spin_bound)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    setenv("NXR_SPIN", "0", 1);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_expect_eq(rt->settings.spin, 0);
+    nxr_runtime_destroy(rt);
+    unsetenv("NXR_SPIN");
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_expect_eq(rt->settings.spin, NXR_SPIN_DEFAULT);
+    nxr_runtime_destroy(rt);
+}
+
+static void redirect_stderr(void)
+{
+    cr_redirect_stderr();
+}
+
+Test(runtime_display_env, prints_the_resolved_settings_once, .init = redirect_stderr)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = "0:0-1/1";
+    setenv("NXR_DISPLAY_ENV", "1", 1);
+    setenv("NXR_SPIN", "12", 1);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    nxr_runtime_destroy(rt);
+    fflush(stderr);
+    char text[1024] = "";
+    FILE *f = cr_get_redirected_stderr();
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    cr_expect_eq(strncmp(text, "NXR: topology=hwloc ", 20), 0, "%s", text);
+    cr_expect_neq(strstr(text, "NXR_SPIN=12\n"), NULL, "%s", text);
+    cr_expect_neq(strstr(text, "NXR: domain 0 node 0 cpus 0-1 budget 1 managed\n"), NULL, "%s",
+                  text);
+    cr_expect_eq(strstr(text + 1, "NXR: topology"), NULL, "printed once: %s", text);
+    unsetenv("NXR_DISPLAY_ENV");
+    unsetenv("NXR_SPIN");
 }
