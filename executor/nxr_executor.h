@@ -118,7 +118,11 @@ NXR_API void nxr_for_opts_init(struct nxr_for_opts *opts);
  * domain's workers run the chunks; the caller takes part only when its
  * affinity lies inside the domain's CPU set (so work never leaves the
  * socket), else it waits. Blocks until every chunk ran.
- * Returns 0, -EINVAL (NULL ctx/fn, begin > end) or the executor's error.
+ * Before the region the domain's permit is taken (waiting while an
+ * overlapping domain runs) and released after; a caller-managed domain's
+ * guard instead, NXR_EADMISSION if it is already active.
+ * Returns 0, -EINVAL (NULL ctx/fn, begin > end), NXR_EADMISSION, or the
+ * executor's error.
  */
 NXR_API int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
                              void *arg);
@@ -170,7 +174,11 @@ typedef struct nxr_job nxr_job_t;
  * == NULL the job is detached at once. The first task error wins; tasks of the
  * batch not yet started when it occurs are skipped. Runtime destruction
  * drains every submitted job first.
- * Returns 0, -EINVAL, -ENOMEM, NXR_EREENTRANT (from the domain's own worker).
+ * Admission happens here: the call may wait until the domain's permit is
+ * granted (an overlapping domain is running); from inside another
+ * operation's body it never waits and returns -EBUSY instead.
+ * Returns 0, -EINVAL, -ENOMEM, -EBUSY, NXR_EREENTRANT (from the domain's own
+ * worker), NXR_EADMISSION (a caller-managed domain already active).
  */
 NXR_API int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out);
 

@@ -3,8 +3,9 @@
  *
  * The decision tree, cheapest first: an empty range returns; a caller already
  * inside a body (nxr__tls.depth > 0) or a range of one chunk runs fn on the
- * calling thread; only then does the loop become a region on the domain's
- * executor, with min(chunks, budget) participants.
+ * calling thread; only then is the domain entered (its permit, or for a
+ * caller-managed domain its guard) and the loop becomes a region on the
+ * domain's executor, with min(chunks, budget) participants.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -121,7 +122,12 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     };
     atomic_init(&l.next_chunk, 0);
     nxr_region_fn body = opts->schedule == NXR_SCHEDULE_DYNAMIC ? dynamic_body : static_body;
-    return exec->executor.ops->install(exec->executor.self, body, &l, n);
+    int rc = nxr__exec_enter(exec); /* the permit (or guard), held for the region */
+    if (rc != 0)
+        return rc;
+    rc = exec->executor.ops->install(exec->executor.self, body, &l, n);
+    nxr__exec_leave(exec);
+    return rc;
 }
 
 int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,

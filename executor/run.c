@@ -98,14 +98,18 @@ int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, vo
     struct outer o = {.fn = fn, .arg = arg, .count = count};
     atomic_init(&o.next, 0);
     atomic_init(&o.status, 0);
-    int rc = exec->executor.ops->install(exec->executor.self, outer_body, &o, n);
+    int rc = nxr__exec_enter(exec);
+    if (rc != 0)
+        return rc;
+    rc = exec->executor.ops->install(exec->executor.self, outer_body, &o, n);
+    nxr__exec_leave(exec);
     return rc != 0 ? rc : atomic_load_explicit(&o.status, memory_order_relaxed);
 }
 
 struct nxr_job {
     nxr_task_fn fn;
     void *arg;
-    const struct nxr__exec *exec;
+    struct nxr__exec *exec;
     atomic_int status;
     atomic_uint finished; /* futex word: 0 running, 1 finished */
     atomic_uint refs;
@@ -132,6 +136,7 @@ static void job_item(void *p, size_t index)
 static void job_done(void *p)
 {
     struct nxr_job *job = p;
+    nxr__exec_leave(job->exec); /* before waiters wake: a drained domain is idle */
     /* Release pairs with the acquire load in nxr_job_wait. */
     atomic_store_explicit(&job->finished, 1, memory_order_release);
     nxr__futex_wake(&job->finished, INT_MAX);
@@ -150,14 +155,22 @@ int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_
     struct nxr_job *job = nxr__malloc(sizeof(*job));
     if (job == NULL)
         return -ENOMEM;
+    /* Admitted here, left in job_done: the batch holds the domain's permit
+     * (or guard) from submission to its last task. */
+    int rc = nxr__exec_enter(exec);
+    if (rc != 0) {
+        free(job);
+        return rc;
+    }
     job->fn = fn;
     job->arg = arg;
     job->exec = exec;
     atomic_init(&job->status, 0);
     atomic_init(&job->finished, 0);
     atomic_init(&job->refs, out != NULL ? 2 : 1);
-    int rc = exec->executor.ops->submit(exec->executor.self, job_item, job, count, job_done, job);
+    rc = exec->executor.ops->submit(exec->executor.self, job_item, job, count, job_done, job);
     if (rc != 0) {
+        nxr__exec_leave(exec);
         free(job);
         return rc;
     }

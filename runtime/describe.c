@@ -42,7 +42,7 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     json_cpu_array(sb, rt->topo.allowed);
     nxr__strbuf_printf(sb, "},\"domains\":[");
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = &rt->domains[i];
+        const struct nxr_domain *d = rt->domains[i];
         nxr__strbuf_printf(sb, "%s{\"id\":%d,\"node\":", i ? "," : "", d->spec.id);
         if (d->spec.node == NXR_NODE_NONE)
             nxr__strbuf_printf(sb, "null");
@@ -68,7 +68,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        rt->topo.cpu_count, nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)));
     nxr__strbuf_printf(sb, "domains: %zu\n", rt->domain_count);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = &rt->domains[i];
+        const struct nxr_domain *d = rt->domains[i];
         hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
         nxr__strbuf_printf(sb, "  domain %d: node ", d->spec.id);
         if (d->spec.node == NXR_NODE_NONE)
@@ -91,9 +91,12 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
     if (rt == NULL || (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON))
         return -EINVAL;
     struct nxr__strbuf sb = {0};
+    /* The table may grow under an attach. */
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
     if (format == NXR_DESCRIBE_JSON)
         describe_json(rt, &sb);
     else
         describe_text(rt, &sb);
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
     return nxr__strbuf_take(&sb, out);
 }

@@ -5,14 +5,32 @@
 
 #include "runtime/internal/runtime.h"
 
+/* The table may grow under an attach: every read takes the lock. The cast
+ * drops const only to lock; the runtime's observable state is unchanged. */
+static void lock(const nxr_runtime_t *rt)
+{
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
+}
+
+static void unlock(const nxr_runtime_t *rt)
+{
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
+}
+
 size_t nxr_runtime_domain_count(const nxr_runtime_t *rt)
 {
-    return rt->domain_count;
+    lock(rt);
+    size_t n = rt->domain_count;
+    unlock(rt);
+    return n;
 }
 
 const nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_t i)
 {
-    return i < rt->domain_count ? &rt->domains[i] : NULL;
+    lock(rt);
+    const nxr_domain_t *d = i < rt->domain_count ? rt->domains[i] : NULL;
+    unlock(rt);
+    return d;
 }
 
 int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out)
@@ -23,13 +41,17 @@ int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out
     if (rt == NULL)
         return -EINVAL;
     /* Linear: a runtime has a handful of domains, and ids are sparse. */
+    int rc = NXR_ENODOMAIN;
+    lock(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        if (rt->domains[i].spec.id == id) {
-            *out = &rt->domains[i];
-            return 0;
+        if (rt->domains[i]->spec.id == id) {
+            *out = rt->domains[i];
+            rc = 0;
+            break;
         }
     }
-    return NXR_ENODOMAIN;
+    unlock(rt);
+    return rc;
 }
 
 const char *nxr_runtime_topology_source(const nxr_runtime_t *rt)
@@ -74,7 +96,7 @@ enum nxr_placement nxr_domain_placement(const nxr_domain_t *d)
 
 unsigned nxr_domain_workers(const nxr_domain_t *d)
 {
-    return d->team != NULL ? nxr__team_size(d->team) : 0;
+    return d->exec.executor.workers;
 }
 
 unsigned nxr_domain_budget(const nxr_domain_t *d)

@@ -2,8 +2,9 @@
  * Runtime creation and destruction.
  *
  * Creation is staged so that a failure at any step unwinds everything before
- * it: settings -> topology -> domain plan (all validation) -> teams. No
- * thread starts before the plan is complete and valid.
+ * it: settings -> topology -> domain plan (all validation) -> arbiter ->
+ * domains (admission state, then teams). No thread starts before the plan is
+ * complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,21 +34,58 @@ static int build_plan(struct nxr__plan *plan, const nxr_runtime_t *rt,
     return rc;
 }
 
-/* Moves the plan's specs into the runtime's domain array. */
+int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d)
+{
+    if (rt->domain_count == rt->domain_cap) {
+        size_t cap = rt->domain_cap ? rt->domain_cap * 2 : 4;
+        struct nxr_domain **table =
+            nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : realloc(rt->domains, cap * sizeof(*table));
+        if (table == NULL)
+            return -ENOMEM;
+        rt->domains = table;
+        rt->domain_cap = cap;
+    }
+    rt->domains[rt->domain_count++] = d;
+    return 0;
+}
+
+void nxr__domain_free(struct nxr_domain *d)
+{
+    nxr__team_destroy(d->team);
+    if (d->admission_ready)
+        nxr__exec_admission_fini(&d->exec);
+    if (d->spec.cpus != NULL)
+        hwloc_bitmap_free(d->spec.cpus);
+    free(d);
+}
+
+/* Moves the plan's specs into managed domains with their admission state. */
 static int adopt_plan(nxr_runtime_t *rt, struct nxr__plan *plan)
 {
-    rt->domains = nxr__calloc(plan->count, sizeof(*rt->domains));
-    if (rt->domains == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < plan->count; i++) {
-        rt->domains[i].spec = plan->domains[i];
-        rt->domains[i].rt = rt;
-        rt->domains[i].placement = NXR_PLACEMENT_VERIFIED;
+    int rc = 0;
+    size_t i = 0;
+    for (; i < plan->count && rc == 0; i++) {
+        struct nxr_domain *d = nxr__calloc(1, sizeof(*d));
+        if (d == NULL) {
+            rc = -ENOMEM;
+            break;
+        }
+        d->spec = plan->domains[i];
+        plan->domains[i].cpus = NULL; /* the domain owns it now */
+        d->rt = rt;
+        d->placement = NXR_PLACEMENT_VERIFIED;
+        d->exec.cpus = d->spec.cpus;
+        d->exec.budget = d->spec.budget;
+        d->exec.domain_id = d->spec.id;
+        d->exec.admission = NXR_ADMISSION_MANAGED;
+        rc = nxr__exec_admission_init(&d->exec, rt->arbiter);
+        d->admission_ready = rc == 0;
+        if (rc == 0)
+            rc = nxr__runtime_add_domain(rt, d);
+        if (rc != 0)
+            nxr__domain_free(d);
     }
-    rt->domain_count = plan->count;
-    free(plan->domains); /* the bitmaps now belong to rt->domains */
-    memset(plan, 0, sizeof(*plan));
-    return 0;
+    return rc;
 }
 
 /*
@@ -62,9 +100,8 @@ unsigned nxr__team_spin_for(const nxr_runtime_t *rt, const struct nxr_domain *d)
     if (d->spec.budget > (unsigned)hwloc_bitmap_weight(d->spec.cpus))
         return 0;
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *other = &rt->domains[i];
+        const struct nxr_domain *other = rt->domains[i];
         if (other != d && other->spec.cpus != NULL &&
-            other->spec.admission != NXR_ADMISSION_CALLER_MANAGED &&
             hwloc_bitmap_intersects(other->spec.cpus, d->spec.cpus))
             return 0;
     }
@@ -74,9 +111,7 @@ unsigned nxr__team_spin_for(const nxr_runtime_t *rt, const struct nxr_domain *d)
 static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
 {
     for (size_t i = 0; i < rt->domain_count; i++) {
-        struct nxr_domain *d = &rt->domains[i];
-        if (d->spec.admission != NXR_ADMISSION_MANAGED)
-            continue;
+        struct nxr_domain *d = rt->domains[i];
         struct nxr__team_opts topts = {
             .domain_id = d->spec.id,
             .size = d->spec.budget,
@@ -85,9 +120,6 @@ static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
         int rc = nxr__team_create(&d->team, d->spec.cpus, &topts, err, errsz);
         if (rc != 0)
             return rc;
-        d->exec.cpus = d->spec.cpus;
-        d->exec.budget = d->spec.budget;
-        d->exec.domain_id = d->spec.id;
         nxr__exec_use_team(&d->exec, d->team);
     }
     return 0;
@@ -102,7 +134,7 @@ static void display_env(const nxr_runtime_t *rt)
             nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)), rt->domain_count,
             rt->settings.num_threads, rt->settings.spin);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = &rt->domains[i];
+        const struct nxr_domain *d = rt->domains[i];
         fprintf(stderr, "NXR: domain %d node %d cpus %s budget %u %s\n", d->spec.id, d->spec.node,
                 nxr__cpuset_list(d->spec.cpus, list, sizeof(list)), d->spec.budget,
                 nxr_admission_name(d->spec.admission));
@@ -127,6 +159,7 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     nxr_runtime_t *rt = nxr__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return -ENOMEM;
+    pthread_mutex_init(&rt->domains_lock, NULL);
     struct nxr__plan plan = {0};
     int rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
     if (rc != 0)
@@ -138,9 +171,14 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rc != 0)
         goto out_topology;
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
-    rc = adopt_plan(rt, &plan);
+    rc = nxr__fault_hit(NXR_FAULT_ALLOC) ? -ENOMEM
+                                         : nxr__arbiter_create(&rt->arbiter, rt->topo.allowed);
     if (rc != 0)
         goto out_plan;
+    rc = adopt_plan(rt, &plan);
+    nxr__plan_fini(&plan); /* what was not adopted */
+    if (rc != 0)
+        goto out_destroy;
     rc = start_teams(rt, err, errsz);
     if (rc != 0)
         goto out_destroy;
@@ -157,19 +195,20 @@ out_plan:
 out_topology:
     nxr__topology_fini(&rt->topo);
 out_free:
+    pthread_mutex_destroy(&rt->domains_lock);
     free(rt);
     return rc;
 }
 
-/* Waits until no domain has submitted work left. A job may submit to another
- * domain, so passes repeat until one finds every domain idle. */
+/* Waits until no domain has an operation in flight. A job may submit to
+ * another domain, so passes repeat until one finds every domain idle. */
 static void drain_all(nxr_runtime_t *rt)
 {
     bool waited;
     do {
         waited = false;
         for (size_t i = 0; i < rt->domain_count; i++) {
-            if (rt->domains[i].team != NULL && nxr__team_drain(rt->domains[i].team))
+            if (rt->domains[i]->admission_ready && nxr__exec_drain(&rt->domains[i]->exec))
                 waited = true;
         }
     } while (waited);
@@ -180,11 +219,11 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     if (rt == NULL)
         return;
     drain_all(rt);
-    for (size_t i = 0; i < rt->domain_count; i++) {
-        nxr__team_destroy(rt->domains[i].team);
-        hwloc_bitmap_free(rt->domains[i].spec.cpus);
-    }
+    for (size_t i = 0; i < rt->domain_count; i++)
+        nxr__domain_free(rt->domains[i]);
     free(rt->domains);
+    nxr__arbiter_destroy(rt->arbiter);
     nxr__topology_fini(&rt->topo);
+    pthread_mutex_destroy(&rt->domains_lock);
     free(rt);
 }

@@ -13,8 +13,12 @@
 #define NXR_INTERNAL_EXEC_H
 
 #include <hwloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
+#include "domains/internal/arbiter.h"
+#include "domains/nxr_domains.h"
 #include "executor/internal/team.h"
 #include "executor/nxr_executor.h"
 
@@ -24,6 +28,18 @@ struct nxr__exec {
     hwloc_const_bitmap_t cpus;    /* the domain's set; NULL for caller-managed */
     unsigned budget;              /* most participants one operation may use */
     int domain_id;
+    enum nxr_admission admission;
+
+    /* Admission (executor/admission.c). MANAGED and COOPERATIVE domains hold
+     * a permit for `cpus` while any operation of theirs is in flight
+     * (`active` > 0); CALLER_MANAGED ones hold `guard` instead. */
+    struct nxr__arbiter *arbiter; /* NULL: not arbitrated */
+    struct nxr__arbiter_request request;
+    atomic_uint guard; /* caller-managed: 1 while an operation runs */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    unsigned active; /* operations in flight; under lock */
+    bool acquiring;  /* a thread is acquiring the permit; under lock */
 };
 
 struct nxr__exec_tls {
@@ -39,6 +55,32 @@ void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team);
 
 /* True when the calling thread is a worker of exec's own executor. */
 bool nxr__exec_is_own_worker(const struct nxr__exec *exec);
+
+/*
+ * Prepares exec's admission state: a permit request for exec->cpus on
+ * `arbiter` (MANAGED, COOPERATIVE), or the guard (CALLER_MANAGED, arbiter
+ * ignored). 0, -EINVAL or -ENOMEM.
+ */
+int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbiter);
+void nxr__exec_admission_fini(struct nxr__exec *exec);
+
+/*
+ * Admits one operation (a region or a submitted batch) onto exec's executor
+ * and retains the executor for it. MANAGED/COOPERATIVE: the first operation
+ * in flight acquires the domain's permit (blocking), later ones join it; a
+ * thread already inside an operation's body never blocks here (it could wait
+ * on a permit its own operation keeps from being granted) and gets -EBUSY
+ * instead. CALLER_MANAGED: NXR_EADMISSION when an operation is already in
+ * flight, from any thread. Every success is paired with nxr__exec_leave.
+ */
+int nxr__exec_enter(struct nxr__exec *exec);
+
+/* Ends one admitted operation: releases the executor and, with the last
+ * operation, the permit or the guard. Any thread (a done callback too). */
+void nxr__exec_leave(struct nxr__exec *exec);
+
+/* Blocks until exec has no operation in flight; returns whether it waited. */
+bool nxr__exec_drain(struct nxr__exec *exec);
 
 struct nxr_ctx {
     struct nxr__exec *exec;

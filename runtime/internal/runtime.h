@@ -20,10 +20,11 @@
 #define NXR_SPIN_DEFAULT 4096u
 
 struct nxr_domain {
-    struct nxr__domain_spec spec; /* id, node, cpus, budget, admission */
+    struct nxr__domain_spec spec; /* id, node, cpus (NULL: caller-managed), budget, admission */
     enum nxr_placement placement;
     struct nxr__team *team; /* managed domains: the built-in team */
     struct nxr__exec exec;  /* what contexts on this domain run work through */
+    bool admission_ready;   /* exec's admission state is initialised */
     nxr_runtime_t *rt;
 };
 
@@ -39,9 +40,23 @@ struct nxr__settings {
 struct nxr_runtime {
     struct nxr__topology topo;
     struct nxr__settings settings;
-    struct nxr_domain *domains;
+    struct nxr__arbiter *arbiter; /* permits over the allowed set */
+    /* Domains are allocated one by one so that their addresses (held by
+     * contexts) survive an attach growing the table. The table and count are
+     * guarded by domains_lock; a domain itself is immutable once published. */
+    pthread_mutex_t domains_lock;
+    struct nxr_domain **domains;
     size_t domain_count;
+    size_t domain_cap;
 };
+
+/* Appends d to the runtime's table (growing it); 0 or -ENOMEM. Caller holds
+ * domains_lock or owns the runtime exclusively. */
+int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
+
+/* Tears one domain down (drained already): team, admission, executor
+ * reference, CPU set; frees it. */
+void nxr__domain_free(struct nxr_domain *d);
 
 /* Resolves opts + environment into settings. 0 or NXR_ESYNTAX/-EINVAL. */
 int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,

@@ -361,17 +361,17 @@ Test(runtime_spin, teams_with_their_own_cpus_spin_as_configured)
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     for (size_t i = 0; i < rt->domain_count; i++)
-        cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[i]), 777);
+        cr_expect_eq(nxr__team_spin_for(rt, rt->domains[i]), 777);
     /* Make domain 1 share domain 0's CPU, as an overlapping declared domain
      * would: both must then park at once. */
-    hwloc_bitmap_set(rt->domains[1].spec.cpus, 0);
-    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[0]), 0);
-    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[1]), 0);
-    hwloc_bitmap_clr(rt->domains[1].spec.cpus, 0);
+    hwloc_bitmap_set(rt->domains[1]->spec.cpus, 0);
+    cr_expect_eq(nxr__team_spin_for(rt, rt->domains[0]), 0);
+    cr_expect_eq(nxr__team_spin_for(rt, rt->domains[1]), 0);
+    hwloc_bitmap_clr(rt->domains[1]->spec.cpus, 0);
     /* A team larger than its CPU set parks at once too. */
-    rt->domains[0].spec.budget = 2;
-    cr_expect_eq(nxr__team_spin_for(rt, &rt->domains[0]), 0);
-    rt->domains[0].spec.budget = 1;
+    rt->domains[0]->spec.budget = 2;
+    cr_expect_eq(nxr__team_spin_for(rt, rt->domains[0]), 0);
+    rt->domains[0]->spec.budget = 1;
     nxr_runtime_destroy(rt);
 }
 

@@ -1,0 +1,139 @@
+/*
+ * Admission: who may run on a domain's executor, and when.
+ *
+ * MANAGED and COOPERATIVE domains take part in overlap arbitration: while
+ * any operation of the domain is in flight the runtime holds one permit for
+ * the domain's CPU set (the arbiter keeps overlapping sets apart). The
+ * permit belongs to the domain, not to a thread: the first operation to enter
+ * acquires it, later ones join, the last to leave releases it. That is what
+ * lets a batch be admitted by the submitting thread and finished by a worker.
+ *
+ * CALLER_MANAGED domains never enter the arbiter. Their guard admits one
+ * operation at a time; a second entry, from any thread (the caller pool's own
+ * workers included), is NXR_EADMISSION. The guard clears on every exit path
+ * because leave is paired with every successful enter.
+ *
+ * Lock order: exec->lock may be held while releasing a permit (the arbiter's
+ * mutex is a leaf); no lock is held while acquiring one.
+ */
+#include <errno.h>
+
+#include "executor/internal/exec.h"
+
+int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbiter)
+{
+    pthread_mutex_init(&exec->lock, NULL);
+    pthread_cond_init(&exec->changed, NULL);
+    atomic_init(&exec->guard, 0);
+    exec->active = 0;
+    exec->acquiring = false;
+    exec->arbiter = NULL;
+    if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
+        return 0;
+    int rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
+    if (rc != 0) {
+        pthread_cond_destroy(&exec->changed);
+        pthread_mutex_destroy(&exec->lock);
+        return rc;
+    }
+    exec->arbiter = arbiter;
+    return 0;
+}
+
+void nxr__exec_admission_fini(struct nxr__exec *exec)
+{
+    if (exec->arbiter != NULL)
+        nxr__arbiter_request_fini(&exec->request);
+    exec->arbiter = NULL;
+    pthread_cond_destroy(&exec->changed);
+    pthread_mutex_destroy(&exec->lock);
+}
+
+static void retain(const struct nxr__exec *exec)
+{
+    if (exec->executor.ops->retain != NULL)
+        exec->executor.ops->retain(exec->executor.self);
+}
+
+static void release(const struct nxr__exec *exec)
+{
+    if (exec->executor.ops->release != NULL)
+        exec->executor.ops->release(exec->executor.self);
+}
+
+static int enter_guarded(struct nxr__exec *exec)
+{
+    unsigned idle = 0;
+    /* acq_rel: acquire pairs with the release in leave (the previous
+     * operation's effects are visible); release publishes the claim. */
+    if (!atomic_compare_exchange_strong_explicit(&exec->guard, &idle, 1, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return NXR_EADMISSION;
+    pthread_mutex_lock(&exec->lock);
+    exec->active++;
+    pthread_mutex_unlock(&exec->lock);
+    return 0;
+}
+
+static int enter_arbitrated(struct nxr__exec *exec)
+{
+    pthread_mutex_lock(&exec->lock);
+    while (exec->acquiring)
+        pthread_cond_wait(&exec->changed, &exec->lock);
+    if (exec->active > 0) {
+        exec->active++; /* the domain holds its permit already: join it */
+        pthread_mutex_unlock(&exec->lock);
+        return 0;
+    }
+    int rc;
+    if (nxr__tls.depth > 0) {
+        /* Inside another operation's body: waiting here could wait on a
+         * permit that operation is itself holding back. */
+        rc = nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
+    } else {
+        exec->acquiring = true;
+        pthread_mutex_unlock(&exec->lock);
+        rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
+        pthread_mutex_lock(&exec->lock);
+        exec->acquiring = false;
+        pthread_cond_broadcast(&exec->changed);
+    }
+    if (rc == 0)
+        exec->active = 1;
+    pthread_mutex_unlock(&exec->lock);
+    return rc;
+}
+
+int nxr__exec_enter(struct nxr__exec *exec)
+{
+    int rc = exec->arbiter != NULL ? enter_arbitrated(exec) : enter_guarded(exec);
+    if (rc == 0)
+        retain(exec);
+    return rc;
+}
+
+void nxr__exec_leave(struct nxr__exec *exec)
+{
+    release(exec);
+    pthread_mutex_lock(&exec->lock);
+    if (--exec->active == 0) {
+        if (exec->arbiter != NULL)
+            nxr__arbiter_release(exec->arbiter, &exec->request);
+        else
+            atomic_store_explicit(&exec->guard, 0, memory_order_release);
+        pthread_cond_broadcast(&exec->changed);
+    }
+    pthread_mutex_unlock(&exec->lock);
+}
+
+bool nxr__exec_drain(struct nxr__exec *exec)
+{
+    bool waited = false;
+    pthread_mutex_lock(&exec->lock);
+    while (exec->active > 0 || exec->acquiring) {
+        waited = true;
+        pthread_cond_wait(&exec->changed, &exec->lock);
+    }
+    pthread_mutex_unlock(&exec->lock);
+    return waited;
+}
