@@ -91,6 +91,7 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
     d->id = (int)id;
     d->cpus = cpus;
     d->budget = NXR_BUDGET_ALL;
+    d->shared = false;
     rc = cpulist(c, cpus);
     if (rc != 0)
         return rc;
@@ -100,6 +101,12 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
         if (rc != 0)
             return rc;
         d->budget = (int)budget;
+    }
+    skip_space(c);
+    if (strncmp(c->p, "shared", 6) == 0) {
+        c->p += 6;
+        d->shared = true;
+        skip_space(c);
     }
     return 0;
 }

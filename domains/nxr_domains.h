@@ -9,17 +9,21 @@
  *
  * NXR_DOMAINS grammar (whitespace around tokens is ignored):
  *     spec    := domain { ';' domain } [ ';' ]
- *     domain  := id ':' cpulist [ '/' budget ]
+ *     domain  := id ':' cpulist [ '/' budget ] [ "shared" ]
  *     cpulist := range { ',' range }
  *     range   := cpu [ '-' cpu ]
  * id, cpu and budget are decimal; cpu <= NXR_CPU_ID_MAX; a range's first cpu
  * is <= its last. Example: "0:0-3;1:4-7/2" declares domain 0 on CPUs 0..3
  * (budget 4) and domain 1 on CPUs 4..7 with a budget of 2 threads.
+ * "shared" declares an overlap by intent: "0:0-3;1:4-7;9:0-7 shared" adds a
+ * domain 9 over both nodes. Overlapping domains are legal only when one of
+ * them says so; the arbiter then keeps them from running at the same time.
  */
 #ifndef NXR_DOMAINS_H
 #define NXR_DOMAINS_H
 
 #include <hwloc.h>
+#include <stdbool.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,9 +59,10 @@ struct nxr_domain_decl {
     int id;                    /* stable id, >= 0, unique in the runtime */
     hwloc_const_bitmap_t cpus; /* OS CPU ids; borrowed for the create call only */
     int budget;                /* 1..|cpus|, or NXR_BUDGET_ALL (the default) */
+    bool shared;               /* may overlap other domains (arbitrated) */
 };
 
-/* Sets id 0, no CPUs, budget NXR_BUDGET_ALL. */
+/* Sets id 0, no CPUs, budget NXR_BUDGET_ALL, not shared. */
 __attribute__((visibility("default"))) void nxr_domain_decl_init(struct nxr_domain_decl *decl);
 
 /* "managed", "cooperative", "caller-managed". */

@@ -19,6 +19,7 @@ void nxr_domain_decl_init(struct nxr_domain_decl *decl)
     decl->id = 0;
     decl->cpus = NULL;
     decl->budget = NXR_BUDGET_ALL;
+    decl->shared = false;
 }
 
 const char *nxr_admission_name(enum nxr_admission mode)
@@ -178,8 +179,9 @@ static int validate_pairs(const struct nxr_domain_decl *decls, size_t n, char *e
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t j = i + 1; j < n; j++) {
-            if (!hwloc_bitmap_intersects(decls[i].cpus, decls[j].cpus))
-                continue;
+            if (decls[i].shared || decls[j].shared ||
+                !hwloc_bitmap_intersects(decls[i].cpus, decls[j].cpus))
+                continue; /* an overlap by intent is the arbiter's to keep apart */
             char list[LIST_MAX];
             hwloc_bitmap_t shared = hwloc_bitmap_alloc();
             if (shared == NULL)

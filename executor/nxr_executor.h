@@ -62,9 +62,11 @@ struct nxr_executor_ops {
     /* Runs fn for participants [0, count) and returns when all finished.
      * count <= workers + 1. Returns 0 or a negative status. Required. */
     int (*install)(void *self, nxr_region_fn fn, void *arg, unsigned count);
-    /* Starts fn for items [0, count); returns at once; calls done(done_arg)
-     * after the last item finished. 0, or a negative status when nothing was
-     * started (done is then not called). Required. */
+    /* Starts fn for items [0, count) and calls done(done_arg) after the
+     * last item finished. Returns at once, or, for a pool with no queue of
+     * its own, after running the items (done is then called before it
+     * returns). 0, or a negative status when nothing was started (done is
+     * then not called). Required. */
     int (*submit)(void *self, nxr_item_fn fn, void *arg, size_t count, nxr_done_fn done,
                   void *done_arg);
     /* Optional: nxr starts using self (retain) and stops (release). */

@@ -86,7 +86,7 @@ struct nxr__team {
 
     _Alignas(CACHE_LINE) atomic_bool stop;
     unsigned size;
-    unsigned spin;
+    atomic_uint spin; /* read per wait; lowered to 0 by the oversubscription guard */
     int domain_id;
     struct nxr__cpumask mask;
     hwloc_bitmap_t cpus;
@@ -175,7 +175,9 @@ static bool has_work(struct nxr__team *team, uint32_t seen, uint64_t *job)
 static uint64_t await_work(struct nxr__team *team, uint32_t seen)
 {
     uint64_t job;
-    for (unsigned i = 0; i < team->spin; i++) {
+    /* Relaxed: a stale bound only changes how long this one wait spins. */
+    unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
+    for (unsigned i = 0; i < spin; i++) {
         if (has_work(team, seen, &job))
             return job;
         cpu_relax();
@@ -317,7 +319,7 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
         return -ENOMEM;
     memset(team, 0, sizeof(*team));
     team->size = opts->size;
-    team->spin = opts->spin;
+    atomic_init(&team->spin, opts->spin);
     team->domain_id = opts->domain_id;
     pthread_mutex_init(&team->run_lock, NULL);
     pthread_mutex_init(&team->queue_lock, NULL);
@@ -413,6 +415,16 @@ int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t c
     if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
         nxr__futex_wake(&team->wake_seq, count < team->size ? (int)count : (int)team->size);
     return 0;
+}
+
+void nxr__team_set_spin(struct nxr__team *team, unsigned spin)
+{
+    atomic_store_explicit(&team->spin, spin, memory_order_relaxed);
+}
+
+unsigned nxr__team_get_spin(const struct nxr__team *team)
+{
+    return atomic_load_explicit(&team->spin, memory_order_relaxed);
 }
 
 unsigned nxr__team_size(const struct nxr__team *team)
@@ -528,7 +540,8 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
 
     /* Wait for the participants: spin, then park on `remaining`. */
     unsigned left;
-    for (unsigned i = 0; i < team->spin; i++) {
+    unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
+    for (unsigned i = 0; i < spin; i++) {
         /* Acquire pairs with the participants' decrements. */
         if (atomic_load_explicit(&team->remaining, memory_order_acquire) == 0)
             goto out_done;

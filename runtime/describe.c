@@ -10,17 +10,20 @@
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/strbuf.h"
 
-/* The executor owner as reported: managed teams are nxr's own. */
 static const char *executor_owner(const struct nxr_domain *d)
 {
-    return d->spec.admission == NXR_ADMISSION_MANAGED ? "nxr" : "caller";
+    return d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller";
 }
 
 static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
 {
     int cpu, first = 1;
+    if (cpus == NULL) { /* caller-managed: no claim at all */
+        nxr__strbuf_printf(sb, "null");
+        return;
+    }
     nxr__strbuf_printf(sb, "[");
-    if (cpus != NULL) {
+    {
         hwloc_bitmap_foreach_begin(cpu, cpus)
         {
             nxr__strbuf_printf(sb, first ? "%d" : ",%d", cpu);

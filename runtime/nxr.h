@@ -121,6 +121,44 @@ NXR_API const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
 /* The most participants one operation of this context may use. */
 NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
 
+/*
+ * An external executor to attach as a domain: a pool the host already has,
+ * admitted under an explicit contract.
+ *  - COOPERATIVE: `cpus` is the exact set the pool's threads run on; nxr
+ *    validates it (non-empty, inside the allowed set) and arbitrates it like a
+ *    managed domain. nxr never creates, repins, verifies or stops those
+ *    threads: placement is reported "declared".
+ *  - CALLER_MANAGED: no CPU set (`cpus` must be NULL); never arbitrated; one
+ *    operation at a time (a second entry, from any thread, is
+ *    NXR_EADMISSION); the caller owns oversubscription.
+ * Initialise with nxr_external_decl_init.
+ */
+struct nxr_external_decl {
+    int id;                        /* >= 0, unique in the runtime */
+    enum nxr_admission admission;  /* COOPERATIVE or CALLER_MANAGED */
+    hwloc_const_bitmap_t cpus;     /* borrowed for the call */
+    int budget;                    /* 1..workers (and <= |cpus|), or NXR_BUDGET_ALL */
+    struct nxr_executor executor;  /* copied; ops must outlive the runtime's use */
+};
+
+/* id 0, CALLER_MANAGED, no CPUs, NXR_BUDGET_ALL, an empty executor. */
+NXR_API void nxr_external_decl_init(struct nxr_external_decl *decl);
+
+/*
+ * Attaches an external executor as a new domain. Validation, first failure
+ * wins: -EINVAL (NULL argument, negative id, an admission mode other than the
+ * two above, a caller-managed decl with a CPU set), NXR_EEXECUTOR (no
+ * install or submit, zero workers, retain without release or the reverse),
+ * NXR_EEMPTYSET, NXR_EDISALLOWED (cooperative set), NXR_EBUDGET, NXR_EDUPID;
+ * then -ENOMEM. On failure the runtime is unchanged and the executor was
+ * never retained; err (optional) names the problem.
+ * On success nxr retains the executor (ops->retain) and releases it once in
+ * nxr_runtime_destroy, after its last job ended: that release is how the
+ * caller learns nxr no longer uses it. Any thread; serialised with lookups.
+ */
+NXR_API int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
+                               size_t errsz);
+
 enum nxr_describe_format {
     NXR_DESCRIBE_TEXT = 0,
     NXR_DESCRIBE_JSON = 1,

@@ -52,6 +52,9 @@ int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d)
 void nxr__domain_free(struct nxr_domain *d)
 {
     nxr__team_destroy(d->team);
+    /* The reference an attach took (the built-in team has no retain/release). */
+    if (d->exec.executor.ops != NULL && d->exec.executor.ops->release != NULL)
+        d->exec.executor.ops->release(d->exec.executor.self);
     if (d->admission_ready)
         nxr__exec_admission_fini(&d->exec);
     if (d->spec.cpus != NULL)

@@ -40,7 +40,8 @@ int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, 
  * A plan from caller declarations, validated in this order, first failure
  * wins: per declaration (in order) -EINVAL (negative id), NXR_EEMPTYSET,
  * NXR_EDISALLOWED, NXR_EBUDGET; then across declarations NXR_EDUPID and
- * NXR_EOVERLAP. The message in err names the domain(s) and CPUs.
+ * NXR_EOVERLAP (two overlapping domains, neither declared shared). The
+ * message in err names the domain(s) and CPUs.
  * n == 0 is NXR_ENODOMAIN.
  */
 int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,

@@ -46,6 +46,11 @@ void nxr__team_destroy(struct nxr__team *team);
 
 unsigned nxr__team_size(const struct nxr__team *team);
 
+/* Changes the spin bound for the team's next waits (the oversubscription
+ * guard lowers it to 0 when another domain comes to share the CPUs). */
+void nxr__team_set_spin(struct nxr__team *team, unsigned spin);
+unsigned nxr__team_get_spin(const struct nxr__team *team);
+
 /* The kernel thread id of worker i (for diagnostics and tests). */
 pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
 

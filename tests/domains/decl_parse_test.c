@@ -63,3 +63,19 @@ Test(domains_decl_parse, malformed_strings_are_esyntax)
                       err);
     }
 }
+
+Test(domains_decl_parse, shared_marks_an_overlap_by_intent)
+{
+    struct nxr_domain_decl *d;
+    size_t n;
+    cr_assert_eq(nxr__decls_parse("0:0;1:1;9:0-1/2 shared", &d, &n, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_eq(n, 3);
+    cr_expect_not(d[0].shared);
+    cr_expect_not(d[1].shared);
+    cr_expect(d[2].shared);
+    cr_expect_eq(d[2].budget, 2);
+    nxr__decls_free(d, n);
+    cr_expect_eq(nxr__decls_parse("0:0 sharedx", &d, &n, err, sizeof(err)), NXR_ESYNTAX);
+    cr_expect_eq(nxr__decls_parse("0:0 shard", &d, &n, err, sizeof(err)), NXR_ESYNTAX);
+}

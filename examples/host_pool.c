@@ -1,0 +1,114 @@
+/* A plain pthread pool (see host_pool.h): one mutex, one FIFO, N threads. */
+#include "examples/host_pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct closure {
+    void (*fn)(void *);
+    void *arg;
+    struct closure *next;
+};
+
+struct host_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct closure *head, *tail;
+    bool stopping;
+    unsigned n;
+    pthread_t *threads;
+    cpu_set_t cpus;
+    bool pinned;
+};
+
+static _Thread_local const struct host_pool *current;
+
+static void *pool_thread(void *p)
+{
+    struct host_pool *pool = p;
+    current = pool;
+    if (pool->pinned)
+        sched_setaffinity(0, sizeof(pool->cpus), &pool->cpus);
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (pool->head == NULL && !pool->stopping)
+            pthread_cond_wait(&pool->work, &pool->lock);
+        struct closure *c = pool->head;
+        if (c == NULL)
+            break; /* stopping and drained */
+        pool->head = c->next;
+        if (pool->head == NULL)
+            pool->tail = NULL;
+        pthread_mutex_unlock(&pool->lock);
+        c->fn(c->arg);
+        free(c);
+        pthread_mutex_lock(&pool->lock);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus)
+{
+    struct host_pool *pool = calloc(1, sizeof(*pool));
+    if (pool == NULL)
+        return NULL;
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->work, NULL);
+    pool->threads = calloc(threads, sizeof(*pool->threads));
+    if (cpus != NULL) {
+        pool->cpus = *cpus;
+        pool->pinned = true;
+    }
+    for (unsigned i = 0; pool->threads != NULL && i < threads; i++) {
+        if (pthread_create(&pool->threads[i], NULL, pool_thread, pool) != 0)
+            break;
+        pool->n++;
+    }
+    if (pool->n != threads) {
+        host_pool_stop(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+void host_pool_stop(struct host_pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    for (unsigned i = 0; i < pool->n; i++)
+        pthread_join(pool->threads[i], NULL);
+    free(pool->threads);
+    pthread_cond_destroy(&pool->work);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+int host_pool_post(struct host_pool *pool, void (*fn)(void *), void *arg)
+{
+    struct closure *c = malloc(sizeof(*c));
+    if (c == NULL)
+        return -ENOMEM;
+    *c = (struct closure){.fn = fn, .arg = arg};
+    pthread_mutex_lock(&pool->lock);
+    if (pool->tail != NULL)
+        pool->tail->next = c;
+    else
+        pool->head = c;
+    pool->tail = c;
+    pthread_cond_signal(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    return 0;
+}
+
+bool host_pool_is_own_thread(const struct host_pool *pool)
+{
+    return current == pool;
+}
+
+unsigned host_pool_threads(const struct host_pool *pool)
+{
+    return pool->n;
+}

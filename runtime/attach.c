@@ -1,0 +1,162 @@
+/*
+ * Attaching external executors: a host's pool becomes a domain, cooperative
+ * (declared CPU set, arbitrated) or caller-managed (no set, guarded).
+ * Everything is validated before anything is allocated or retained, so a
+ * failed attach leaves the runtime exactly as it was.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domains/internal/cpuset.h"
+#include "runtime/internal/runtime.h"
+#include "runtime/internal/sys.h"
+
+void nxr_external_decl_init(struct nxr_external_decl *decl)
+{
+    memset(decl, 0, sizeof(*decl));
+    decl->admission = NXR_ADMISSION_CALLER_MANAGED;
+    decl->budget = NXR_BUDGET_ALL;
+}
+
+static int validate_executor(const struct nxr_executor *ex, int id, char *err, size_t errsz)
+{
+    const char *why = NULL;
+    if (ex->ops == NULL || ex->ops->install == NULL)
+        why = "has no install operation";
+    else if (ex->ops->submit == NULL)
+        why = "has no submit operation";
+    else if (ex->workers == 0)
+        why = "declares zero workers";
+    else if ((ex->ops->retain == NULL) != (ex->ops->release == NULL))
+        why = "has retain without release, or release without retain";
+    if (why == NULL)
+        return 0;
+    snprintf(err, errsz, "external domain %d: executor %s", id, why);
+    return NXR_EEXECUTOR;
+}
+
+static int validate_cpus(const nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
+                         size_t errsz)
+{
+    char list[256];
+    if (decl->admission == NXR_ADMISSION_CALLER_MANAGED) {
+        if (decl->cpus == NULL)
+            return 0;
+        snprintf(err, errsz, "external domain %d: a caller-managed domain declares no CPU set",
+                 decl->id);
+        return -EINVAL;
+    }
+    if (decl->cpus == NULL || hwloc_bitmap_iszero(decl->cpus)) {
+        snprintf(err, errsz, "external domain %d: a cooperative domain needs a non-empty CPU set",
+                 decl->id);
+        return NXR_EEMPTYSET;
+    }
+    if (!hwloc_bitmap_isincluded(decl->cpus, rt->topo.allowed)) {
+        snprintf(err, errsz, "external domain %d: CPUs '%s' reach outside the allowed set",
+                 decl->id, nxr__cpuset_list(decl->cpus, list, sizeof(list)));
+        return NXR_EDISALLOWED;
+    }
+    return 0;
+}
+
+static int validate(const nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
+                    size_t errsz)
+{
+    if (decl->id < 0 || (decl->admission != NXR_ADMISSION_COOPERATIVE &&
+                         decl->admission != NXR_ADMISSION_CALLER_MANAGED)) {
+        snprintf(err, errsz, "external domain %d: bad id or admission mode", decl->id);
+        return -EINVAL;
+    }
+    int rc = validate_executor(&decl->executor, decl->id, err, errsz);
+    if (rc == 0)
+        rc = validate_cpus(rt, decl, err, errsz);
+    if (rc != 0)
+        return rc;
+    unsigned limit = decl->executor.workers;
+    if (decl->cpus != NULL && (unsigned)hwloc_bitmap_weight(decl->cpus) < limit)
+        limit = (unsigned)hwloc_bitmap_weight(decl->cpus);
+    if (decl->budget != NXR_BUDGET_ALL && (decl->budget <= 0 || (unsigned)decl->budget > limit)) {
+        snprintf(err, errsz, "external domain %d: budget %d, allowed 1..%u", decl->id, decl->budget,
+                 limit);
+        return NXR_EBUDGET;
+    }
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        if (rt->domains[i]->spec.id == decl->id) {
+            snprintf(err, errsz, "external domain %d: the id is taken", decl->id);
+            return NXR_EDUPID;
+        }
+    }
+    return 0;
+}
+
+/* A cooperative pool on CPUs a managed team spins on would be starved by the
+ * spinning: those teams park at once from now on. */
+static void quiet_overlapping_teams(nxr_runtime_t *rt, hwloc_const_bitmap_t cpus)
+{
+    for (size_t i = 0; cpus != NULL && i < rt->domain_count; i++) {
+        struct nxr_domain *d = rt->domains[i];
+        if (d->team != NULL && hwloc_bitmap_intersects(d->spec.cpus, cpus))
+            nxr__team_set_spin(d->team, 0);
+    }
+}
+
+int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
+                       size_t errsz)
+{
+    char scratch[256];
+    if (err == NULL || errsz == 0) {
+        err = scratch;
+        errsz = sizeof(scratch);
+    }
+    err[0] = '\0';
+    if (rt == NULL || decl == NULL)
+        return -EINVAL;
+    pthread_mutex_lock(&rt->domains_lock);
+    int rc = validate(rt, decl, err, errsz);
+    if (rc != 0)
+        goto out_unlock;
+    struct nxr_domain *d = nxr__calloc(1, sizeof(*d));
+    rc = -ENOMEM;
+    if (d == NULL)
+        goto out_unlock;
+    bool coop = decl->admission == NXR_ADMISSION_COOPERATIVE;
+    d->rt = rt;
+    d->spec.id = decl->id;
+    d->spec.admission = decl->admission;
+    d->spec.budget =
+        decl->budget == NXR_BUDGET_ALL ? decl->executor.workers : (unsigned)decl->budget;
+    if (coop && d->spec.budget > (unsigned)hwloc_bitmap_weight(decl->cpus))
+        d->spec.budget = (unsigned)hwloc_bitmap_weight(decl->cpus);
+    d->spec.cpus = coop ? hwloc_bitmap_dup(decl->cpus) : NULL;
+    d->spec.node = coop ? nxr__topology_node_of(&rt->topo, decl->cpus) : NXR_NODE_NONE;
+    d->placement = coop ? NXR_PLACEMENT_DECLARED : NXR_PLACEMENT_NONE;
+    d->exec.executor = decl->executor;
+    d->exec.cpus = d->spec.cpus;
+    d->exec.budget = d->spec.budget;
+    d->exec.domain_id = d->spec.id;
+    d->exec.admission = decl->admission;
+    if (coop && d->spec.cpus == NULL)
+        goto out_free;
+    rc = nxr__exec_admission_init(&d->exec, rt->arbiter);
+    if (rc != 0)
+        goto out_free;
+    d->admission_ready = true;
+    rc = nxr__runtime_add_domain(rt, d);
+    if (rc != 0)
+        goto out_free;
+    /* Held until nxr__domain_free releases it, after the domain drained. */
+    if (d->exec.executor.ops->retain != NULL)
+        d->exec.executor.ops->retain(d->exec.executor.self);
+    quiet_overlapping_teams(rt, d->spec.cpus);
+    pthread_mutex_unlock(&rt->domains_lock);
+    return 0;
+
+out_free:
+    d->exec.executor.ops = NULL; /* never retained: nothing to release */
+    nxr__domain_free(d);
+out_unlock:
+    pthread_mutex_unlock(&rt->domains_lock);
+    return rc;
+}

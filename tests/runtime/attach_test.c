@@ -1,0 +1,470 @@
+/*
+ * External executors: registration errors (each typed, the runtime left
+ * unchanged and the executor never retained), cooperative domains arbitrated
+ * against managed ones, the caller-managed admission guard, and the
+ * executor retained until its last job ended.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "examples/pool_executor.h"
+#include "runtime/internal/runtime.h"
+
+static nxr_runtime_t *rt;
+static struct host_pool *pool;
+static char err[256];
+
+static void open_runtime(const char *domains)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = domains;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+}
+
+static void start_pool(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pool = host_pool_start(1, &set);
+    cr_assert_not_null(pool);
+}
+
+static void teardown(void)
+{
+    nxr_runtime_destroy(rt);
+    if (pool != NULL)
+        host_pool_stop(pool);
+    rt = NULL;
+    pool = NULL;
+    cr_expect_eq(pool_executor_refs(), 0, "every retain was released");
+}
+
+TestSuite(runtime_attach, .fini = teardown, .timeout = 30);
+
+static hwloc_bitmap_t set_of(const char *list)
+{
+    hwloc_bitmap_t s = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(s, list);
+    return s;
+}
+
+/* A cooperative declaration on CPU 1 backed by the host pool. */
+static void coop_decl(struct nxr_external_decl *d, int id, hwloc_const_bitmap_t cpus)
+{
+    nxr_external_decl_init(d);
+    d->id = id;
+    d->admission = NXR_ADMISSION_COOPERATIVE;
+    d->cpus = cpus;
+    pool_executor_init(&d->executor, pool);
+}
+
+static void expect_attach_fails(const struct nxr_external_decl *d, int want)
+{
+    size_t before = nxr_runtime_domain_count(rt);
+    int rc = nxr_runtime_attach(rt, d, err, sizeof(err));
+    cr_assert_eq(rc, want, "got %d (%s), want %d: %s", rc, nxr_strerror(rc), want, err);
+    cr_assert_neq(err[0], '\0');
+    cr_assert_eq(nxr_runtime_domain_count(rt), before, "the runtime changed");
+    cr_assert_eq(pool_executor_refs(), 0, "a failed attach retained the executor");
+}
+
+Test(runtime_attach, bad_admission_mode_is_einval)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    d.admission = NXR_ADMISSION_MANAGED;
+    expect_attach_fails(&d, -EINVAL);
+    d.admission = NXR_ADMISSION_COOPERATIVE;
+    d.id = -3;
+    expect_attach_fails(&d, -EINVAL);
+    cr_expect_eq(nxr_runtime_attach(NULL, &d, NULL, 0), -EINVAL);
+    cr_expect_eq(nxr_runtime_attach(rt, NULL, NULL, 0), -EINVAL);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, caller_managed_with_a_cpu_set_is_einval)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    d.admission = NXR_ADMISSION_CALLER_MANAGED;
+    expect_attach_fails(&d, -EINVAL);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, incomplete_executor_table_is_eexecutor)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    struct nxr_executor_ops ops = *d.executor.ops;
+    d.executor.ops = &ops;
+    ops.install = NULL;
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    pool_executor_init(&d.executor, pool);
+    ops = *d.executor.ops;
+    d.executor.ops = &ops;
+    ops.submit = NULL;
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    pool_executor_init(&d.executor, pool);
+    ops = *d.executor.ops;
+    d.executor.ops = &ops;
+    ops.release = NULL;
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    d.executor.ops = NULL;
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, zero_workers_is_eexecutor)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    d.executor.workers = 0;
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, empty_cooperative_set_is_eemptyset)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = hwloc_bitmap_alloc();
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    expect_attach_fails(&d, NXR_EEMPTYSET);
+    d.cpus = NULL;
+    expect_attach_fails(&d, NXR_EEMPTYSET);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, cooperative_set_outside_allowed_is_edisallowed)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1,999");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    expect_attach_fails(&d, NXR_EDISALLOWED);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, budget_beyond_workers_is_ebudget)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("0-1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    d.budget = 2; /* the pool has one thread */
+    expect_attach_fails(&d, NXR_EBUDGET);
+    d.budget = 0;
+    expect_attach_fails(&d, NXR_EBUDGET);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, taken_id_is_edupid)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 0, s);
+    expect_attach_fails(&d, NXR_EDUPID);
+    hwloc_bitmap_free(s);
+}
+
+struct where {
+    struct host_pool *pool;
+    atomic_uint on_pool, elsewhere;
+};
+
+static void note_thread(void *p, size_t b, size_t e, unsigned w)
+{
+    struct where *wh = p;
+    (void)b, (void)e, (void)w;
+    atomic_fetch_add(host_pool_is_own_thread(wh->pool) ? &wh->on_pool : &wh->elsewhere, 1);
+}
+
+Test(runtime_attach, cooperative_domain_runs_on_the_pool_and_reports_declared)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 7, s);
+    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    hwloc_bitmap_free(s); /* borrowed for the call only */
+    cr_expect_eq(pool_executor_refs(), 1, "nxr holds the executor");
+    const nxr_domain_t *dom;
+    cr_assert_eq(nxr_runtime_domain(rt, 7, &dom), 0);
+    cr_expect_eq(nxr_domain_admission(dom), NXR_ADMISSION_COOPERATIVE);
+    cr_expect_eq(nxr_domain_placement(dom), NXR_PLACEMENT_DECLARED);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(dom)), 1);
+    cr_expect_eq(nxr_domain_workers(dom), 1);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
+    struct where wh = {.pool = pool};
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 10, note_thread, &wh), 0);
+    cr_expect_gt(atomic_load(&wh.on_pool), 0);
+    cr_expect_eq(atomic_load(&wh.elsewhere), 0, "work left the pool");
+    char *json;
+    cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_JSON, &json), 0);
+    cr_expect_neq(strstr(json, "\"id\":7,\"node\":0,\"cpus\":[1],\"admission\":\"cooperative\","
+                               "\"placement\":\"declared\",\"workers\":1,\"budget\":1,"
+                               "\"executor_owner\":\"caller\""),
+                  NULL, "%s", json);
+    free(json);
+    nxr_ctx_destroy(ctx);
+}
+
+/* Two bodies that must (or must not) overlap in time. */
+struct overlap {
+    atomic_int inside_a;
+    atomic_int b_started;
+    atomic_int violations;
+    atomic_int met;
+    bool expect_concurrent;
+};
+
+static void wait_for(atomic_int *flag, int ms)
+{
+    for (int i = 0; i < ms && atomic_load(flag) == 0; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+}
+
+static void body_a(void *p, size_t b, size_t e, unsigned w)
+{
+    struct overlap *o = p;
+    (void)b, (void)e, (void)w;
+    atomic_store(&o->inside_a, 1);
+    /* Concurrent: wait for B to arrive (rendezvous). Exclusive: give B
+     * 100 ms to (wrongly) start. */
+    wait_for(&o->b_started, o->expect_concurrent ? 5000 : 100);
+    atomic_store(&o->inside_a, 0);
+}
+
+static void body_b(void *p, size_t b, size_t e, unsigned w)
+{
+    struct overlap *o = p;
+    (void)b, (void)e, (void)w;
+    if (atomic_load(&o->inside_a))
+        atomic_fetch_add(&o->met, 1);
+    atomic_store(&o->b_started, 1);
+}
+
+struct runner {
+    nxr_ctx_t *ctx;
+    struct overlap *o;
+};
+
+static void *run_b(void *p)
+{
+    struct runner *r = p;
+    wait_for(&r->o->inside_a, 5000);
+    nxr_parallel_for(r->ctx, 0, 2, 1, body_b, r->o);
+    return NULL;
+}
+
+/* Runs A on ctx_a and, once A is inside, B on ctx_b from another thread. */
+static int run_pair(nxr_ctx_t *ctx_a, nxr_ctx_t *ctx_b, bool concurrent)
+{
+    struct overlap o = {.expect_concurrent = concurrent};
+    struct runner r = {.ctx = ctx_b, .o = &o};
+    pthread_t t;
+    pthread_create(&t, NULL, run_b, &r);
+    cr_assert_eq(nxr_parallel_for(ctx_a, 0, 2, 1, body_a, &o), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&o.b_started), 1);
+    return atomic_load(&o.met);
+}
+
+Test(runtime_attach, overlapping_cooperative_and_managed_never_run_together)
+{
+    open_runtime("0:0;1:1");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 7, s);
+    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    nxr_ctx_t *managed1, *managed0, *coop;
+    cr_assert_eq(nxr_ctx_create(&managed1, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(&managed0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&coop, rt, 7), 0);
+    cr_expect_eq(run_pair(managed1, coop, false), 0, "CPU 1 ran two domains at once");
+    cr_expect_eq(run_pair(managed0, coop, true), 1, "disjoint domains did not run together");
+    /* The managed team on CPU 1 now shares it with the pool: it parks at once. */
+    cr_expect_eq(nxr__team_get_spin(rt->domains[1]->team), 0);
+    cr_expect_neq(nxr__team_get_spin(rt->domains[0]->team), 0);
+    nxr_ctx_destroy(managed1);
+    nxr_ctx_destroy(managed0);
+    nxr_ctx_destroy(coop);
+    hwloc_bitmap_free(s);
+}
+
+Test(runtime_attach, shared_managed_domain_is_arbitrated)
+{
+    open_runtime("0:0;1:1;9:0-1 shared");
+    cr_assert_eq(nxr_runtime_domain_count(rt), 3);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(nxr__team_get_spin(rt->domains[i]->team), 0, "shared CPUs: park at once");
+    nxr_ctx_t *all, *one;
+    cr_assert_eq(nxr_ctx_create(&all, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(&one, rt, 1), 0);
+    cr_expect_eq(run_pair(all, one, false), 0, "the shared domain overlapped domain 1");
+    cr_expect_eq(run_pair(one, all, false), 0, "domain 1 overlapped the shared domain");
+    nxr_ctx_destroy(all);
+    nxr_ctx_destroy(one);
+}
+
+Test(runtime_attach, undeclared_overlap_is_still_eoverlap)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = "0:0;1:1;9:0-1";
+    nxr_runtime_t *bad = NULL;
+    cr_expect_eq(nxr_runtime_create(&bad, &o), NXR_EOVERLAP);
+    cr_expect_null(bad);
+}
+
+/* ---- caller-managed ------------------------------------------------------ */
+
+struct guard_probe {
+    nxr_ctx_t *ctx;
+    atomic_int from_pool_rc;
+    atomic_int entered;
+    atomic_int release;
+};
+
+static int noop(void *p, size_t i)
+{
+    (void)p, (void)i;
+    return 0;
+}
+
+static void body_hold(void *p, size_t b, size_t e, unsigned w)
+{
+    struct guard_probe *g = p;
+    (void)b, (void)e, (void)w;
+    /* From a worker of the same caller pool, while the domain is active. */
+    atomic_store(&g->from_pool_rc, nxr_submit(g->ctx, 1, noop, NULL, NULL));
+    atomic_store(&g->entered, 1);
+    wait_for(&g->release, 5000);
+}
+
+static void *hold_domain(void *p)
+{
+    struct guard_probe *g = p;
+    nxr_parallel_for(g->ctx, 0, 2, 1, body_hold, g);
+    return NULL;
+}
+
+static void attach_caller_managed(int id)
+{
+    struct nxr_external_decl d;
+    nxr_external_decl_init(&d);
+    d.id = id;
+    pool_executor_init(&d.executor, pool);
+    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(runtime_attach, caller_managed_rejects_a_second_entry)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    attach_caller_managed(3);
+    const nxr_domain_t *dom;
+    cr_assert_eq(nxr_runtime_domain(rt, 3, &dom), 0);
+    cr_expect_null(nxr_domain_cpuset(dom), "no CPU set is invented");
+    cr_expect_eq(nxr_domain_placement(dom), NXR_PLACEMENT_NONE);
+    cr_expect_eq(nxr_domain_node(dom), NXR_NODE_NONE);
+    struct guard_probe g;
+    memset(&g, 0, sizeof(g));
+    cr_assert_eq(nxr_ctx_create(&g.ctx, rt, 3), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, hold_domain, &g);
+    wait_for(&g.entered, 5000);
+    cr_assert_eq(atomic_load(&g.entered), 1);
+    /* From another thread while active. */
+    cr_expect_eq(nxr_run(g.ctx, NXR_MODE_OUTER, 2, noop, NULL), NXR_EADMISSION);
+    cr_expect_eq(nxr_submit(g.ctx, 1, noop, NULL, NULL), NXR_EADMISSION);
+    atomic_store(&g.release, 1);
+    pthread_join(t, NULL);
+    cr_expect_eq(atomic_load(&g.from_pool_rc), NXR_EADMISSION, "entry from the pool's own worker");
+    /* The guard cleared: the domain admits again. */
+    cr_expect_eq(nxr_run(g.ctx, NXR_MODE_OUTER, 2, noop, NULL), 0);
+    nxr_ctx_destroy(g.ctx);
+}
+
+static int fail(void *p, size_t i)
+{
+    (void)p, (void)i;
+    return -EIO;
+}
+
+Test(runtime_attach, caller_managed_guard_clears_after_an_error)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    attach_caller_managed(3);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 3), 0);
+    cr_expect_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, fail, NULL), -EIO);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 3, fail, NULL, &job), 0, "the guard cleared after the error");
+    cr_expect_eq(nxr_job_wait(job), -EIO);
+    cr_expect_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, noop, NULL), 0);
+    nxr_ctx_destroy(ctx);
+}
+
+/* ---- retention ------------------------------------------------------------ */
+
+static atomic_int slow_done;
+
+static int slow(void *p, size_t i)
+{
+    (void)p, (void)i;
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    atomic_fetch_add(&slow_done, 1);
+    return 0;
+}
+
+Test(runtime_attach, executor_is_retained_until_its_last_job_ends)
+{
+    open_runtime("0:0");
+    start_pool(1);
+    hwloc_bitmap_t s = set_of("1");
+    struct nxr_external_decl d;
+    coop_decl(&d, 7, s);
+    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
+    atomic_store(&slow_done, 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 5, slow, NULL, &job), 0);
+    nxr_job_detach(job);
+    cr_expect_eq(pool_executor_refs(), 2, "attach + the job in flight");
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    rt = NULL;
+    cr_expect_eq(atomic_load(&slow_done), 5, "destroy returned before the job ended");
+    cr_expect_eq(pool_executor_refs(), 0, "released once nxr stopped using it");
+    hwloc_bitmap_free(s);
+}
