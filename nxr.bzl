@@ -33,11 +33,13 @@ def nxr_library(name, copts = [], **kwargs):
         **kwargs
     )
 
-def nxr_test(name, srcs, deps = [], size = "small", copts = [], **kwargs):
+def nxr_test(name, srcs, deps = [], size = "small", copts = [], data = [], **kwargs):
     """A Criterion test binary (tests/<pkg>/<unit>_test.c)."""
     native.cc_test(
         name = name,
         srcs = srcs,
+        # The sanitizer configs point LSAN_OPTIONS at this file.
+        data = data + ["//tools/sanitizers:lsan.supp"],
         copts = NXR_TEST_COPTS + copts,
         deps = deps + ["//third_party:criterion"],
         size = size,
