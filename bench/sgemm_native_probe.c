@@ -34,36 +34,22 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-static double run_native(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *g, int reps)
-{
+/* One timed run of each contender per round, rounds interleaved, so load
+ * from other processes hits every contender alike; medians per contender. */
+struct contender {
+    const struct nxr__native_isa *isa; /* NULL: OpenBLAS */
     struct nxr__sgemm_job job;
-    if (nxr__sgemm_plan_init(&job.plan, isa, g, 1) != 0)
-        abort();
-    void *scratch = aligned_alloc(64, (job.plan.scratch_bytes + 63) / 64 * 64);
-    void *const scr[1] = {scratch};
-    job.scratch = scr;
+    void *scratch;
     double t[64];
-    nxr__sgemm_chunk(&job, 0, nxr__sgemm_plan_tiles(&job.plan), 0); /* warm */
-    for (int r = 0; r < reps; ++r) {
-        const double t0 = now();
-        nxr__sgemm_chunk(&job, 0, nxr__sgemm_plan_tiles(&job.plan), 0);
-        t[r] = now() - t0;
-    }
-    free(scratch);
-    return median(t, reps);
-}
+};
 
-static double run_openblas(const nxr_sgemm_args_t *g, int reps)
+static void run_once(struct contender *c, const nxr_sgemm_args_t *g)
 {
-    double t[64];
-    for (int r = -1; r < reps; ++r) {
-        const double t0 = now();
+    if (c->isa == NULL)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
                     g->alpha, g->a, (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
-        if (r >= 0)
-            t[r] = now() - t0;
-    }
-    return median(t, reps);
+    else
+        nxr__sgemm_chunk(&c->job, 0, nxr__sgemm_plan_tiles(&c->job.plan), 0);
 }
 
 int main(int argc, char **argv)
@@ -99,15 +85,36 @@ int main(int argc, char **argv)
                               .c = c,
                               .ldc = n};
         const double flop = 2.0 * (double)n * (double)n * (double)n;
-        const double tob = run_openblas(&g, reps);
+        struct contender cs[4] = {{.isa = NULL}};
+        size_t nc = 1;
+        for (int i = 0; i < 3; ++i)
+            if (isas[i] != NULL)
+                cs[nc++].isa = isas[i];
+        for (size_t i = 1; i < nc; ++i) {
+            if (nxr__sgemm_plan_init(&cs[i].job.plan, cs[i].isa, &g, 1) != 0)
+                abort();
+            cs[i].scratch = aligned_alloc(64, (cs[i].job.plan.scratch_bytes + 63) / 64 * 64);
+        }
+        void *scr[4];
+        for (size_t i = 0; i < nc; ++i) {
+            scr[i] = cs[i].scratch;
+            cs[i].job.scratch = &scr[i];
+            run_once(&cs[i], &g); /* warm: page faults, OpenBLAS's buffers */
+        }
+        for (int r = 0; r < reps; ++r)
+            for (size_t i = 0; i < nc; ++i) {
+                const double t0 = now();
+                run_once(&cs[i], &g);
+                cs[i].t[r] = now() - t0;
+            }
+        const double tob = median(cs[0].t, reps);
         printf("n=%zu  openblas(1 thread) %.1f GFLOP/s (median of %d)\n", n, flop / tob * 1e-9,
                reps);
-        for (int i = 0; i < 3; ++i) {
-            if (isas[i] == NULL)
-                continue;
-            const double tn = run_native(isas[i], &g, reps);
+        for (size_t i = 1; i < nc; ++i) {
+            const double tn = median(cs[i].t, reps);
             printf("n=%zu  native-%-8s %.1f GFLOP/s  ratio native/openblas %.2f\n", n,
-                   isas[i]->name, flop / tn * 1e-9, tob / tn);
+                   cs[i].isa->name, flop / tn * 1e-9, tob / tn);
+            free(cs[i].scratch);
         }
         free(a);
         free(b);

@@ -108,8 +108,8 @@ void nxr__sgemm_chunk(void *arg, size_t begin, size_t end, unsigned worker)
 {
     const struct nxr__sgemm_job *job = arg;
     float *scratch = job->scratch != NULL ? job->scratch[worker] : NULL;
-    for (size_t t = begin; t < end; ++t)
-        job->plan.isa->sgemm_tile(&job->plan, t, scratch);
+    if (begin < end)
+        job->plan.isa->sgemm_tiles(&job->plan, begin, end, scratch);
 }
 
 int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
@@ -141,8 +141,8 @@ void nxr__sgemm_batch_chunk(void *arg, size_t begin, size_t end, unsigned worker
             item.args.b += i * job->stride_b;
         if (item.args.c != NULL)
             item.args.c += i * job->stride_c;
-        for (size_t t = 0; t < tiles; ++t)
-            item.isa->sgemm_tile(&item, t, scratch);
+        if (tiles > 0)
+            item.isa->sgemm_tiles(&item, 0, tiles, scratch);
     }
 }
 

@@ -7,7 +7,7 @@
 #define NXR_ISA_SYM  nxr__native_isa_portable_table
 #define VL           4
 #define MR           6
-#define MC           96
-#define KC           256
-#define NC           512
+#define MC           72
+#define KC           512
+#define NC           1024
 #include "kernels/internal/native_body.inc"

@@ -50,8 +50,9 @@ struct nxr__native_isa {
     unsigned vl;      /* floats per vector register */
     unsigned mr, nr;  /* GEMM micro-tile (rows of C x columns of C) */
     unsigned mc, kc, nc;
-    /* One mc x nc macro tile of C, all of k; scratch: plan->scratch_bytes. */
-    void (*sgemm_tile)(const struct nxr__sgemm_plan *plan, size_t tile, float *scratch);
+    /* Macro tiles [begin, end) of C, all of k; scratch: plan->scratch_bytes. */
+    void (*sgemm_tiles)(const struct nxr__sgemm_plan *plan, size_t begin, size_t end,
+                        float *scratch);
     void (*add)(size_t n, const float *x, const float *y, float *out);
     void (*mul)(size_t n, const float *x, const float *y, float *out);
     void (*scale)(size_t n, float alpha, const float *x, float *out);
@@ -85,8 +86,9 @@ const struct nxr__native_isa *nxr__native_isa_best(void);
 /* ---- GEMM ---------------------------------------------------------------- */
 
 /* How one GEMM is cut: tiles of mc x nc (mc a multiple of mr, nc of nr),
- * numbered row-major over the tiles_m x tiles_n grid, each looping over k in
- * steps of kc. */
+ * numbered column-major over the tiles_m x tiles_n grid (tile t is row
+ * block t % tiles_m of column block t / tiles_m), each looping over k in
+ * steps of kc. A range of tiles inside one column block packs op(B) once. */
 struct nxr__sgemm_plan {
     nxr_sgemm_args_t args;
     const struct nxr__native_isa *isa;

@@ -1,6 +1,7 @@
 /*
  * Native SGEMM against a naive double reference: every ISA this CPU runs,
- * odd and non-square shapes (1, 7, 65, 257, shapes past each cache block),
+ * odd and non-square shapes (1, 7, 65, 257, shapes past each cache block:
+ * m > mc, n > nc, k > kc),
  * all four transpose combinations, alpha/beta cases, padded leading
  * dimensions, tile ranges split across workers, batched GEMM.
  *
@@ -112,9 +113,9 @@ Test(kernels_gemm, alpha_beta)
 {
     const struct nxr__native_isa *isas[3];
     const size_t nisa = ref_isas(isas);
-    const struct shape s[] = {{7, 65, 257}, {65, 33, 7}, {257, 257, 65}};
+    const struct shape s[] = {{7, 65, 257}, {65, 33, 7}, {257, 257, 65}, {20, 70, 1100}};
     for (size_t ii = 0; ii < nisa; ++ii)
-        for (size_t si = 0; si < 3; ++si) {
+        for (size_t si = 0; si < sizeof s / sizeof s[0]; ++si) {
             check_case(isas[ii], s[si], false, true, 0.5f, -1.5f, 100 + si);
             check_case(isas[ii], s[si], true, false, -2.0f, 1.0f, 200 + si);
             check_case(isas[ii], s[si], true, true, 1.0f, 0.25f, 300 + si);
