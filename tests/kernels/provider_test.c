@@ -375,3 +375,15 @@ Test(kernels_provider, clean_provider_passes_the_check)
     cr_assert_eq(call_fake(FAKE_OK, &before, &after), 0);
     cr_assert(nxr_fpenv_equal(&before, &after));
 }
+
+Test(kernels_provider, names)
+{
+    cr_assert_str_eq(nxr_provider_family_name(NXR_FAMILY_NORM), "norm");
+    cr_assert_str_eq(nxr_count_control_name(NXR_COUNT_GLOBAL_OR_UNCONTROLLED),
+                     "global-or-uncontrolled");
+    cr_assert_str_eq(nxr_provider_placement_name(NXR_RUNS_ON_EXTERNAL_WORKERS),
+                     "external-workers");
+    cr_assert_str_eq(nxr_provider_family_name(NXR_FAMILY_COUNT), "?");
+    cr_assert(nxr_status_is_nxr(NXR_EPROVIDER));
+    cr_assert_eq(strncmp(nxr_strerror(NXR_EPROVIDER), "NXR_EPROVIDER", 13), 0);
+}
