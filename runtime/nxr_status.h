@@ -58,7 +58,10 @@ enum nxr_status {
     NXR_EFPENV = -1015,
     /* An executor table is incomplete or inconsistent. */
     NXR_EEXECUTOR = -1016,
-    NXR_ERANGE_LAST = -1016,
+    /* A provider's classification is an impossible combination, or its
+     * function table is incomplete for its family (a configuration error). */
+    NXR_EPROVIDER = -1017,
+    NXR_ERANGE_LAST = -1017,
 };
 
 /*

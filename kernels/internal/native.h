@@ -1,0 +1,210 @@
+/*
+ * nxr native kernels: the sequential, range-form building blocks.
+ *
+ * Every kernel is a job (a struct of arguments) plus a chunk function with
+ * the shape of nxr_parallel_for's callback,
+ *     void chunk(void *job, size_t begin, size_t end, unsigned worker),
+ * that computes the items [begin, end) of the job's index space: C macro
+ * tiles for GEMM, batch items for batched GEMM, elements for elementwise
+ * kernels, rows for softmax and norms, fixed blocks for reductions. Items
+ * are independent and each is computed the same way whatever the split, so
+ * a parallel run gives bit-for-bit the result of the sequential one
+ * (reductions included: block partials are combined in a fixed tree, the
+ * same tree the sequential sum uses). worker indexes per-worker scratch
+ * (GEMM packing buffers), which the caller owns: nothing here allocates.
+ *
+ * The arithmetic lives in one template (native_body.inc) compiled once per
+ * vector ISA: portable (GCC/Clang vector extensions lowered to whatever the
+ * baseline target has), AVX2+FMA and AVX-512, each in its own translation
+ * unit with its own -m flags. The ISA is chosen once, by
+ * nxr__native_isa_best(), from what the CPU and OS support; a table is
+ * never entered on a CPU that lacks its ISA.
+ */
+#ifndef NXR_KERNELS_INTERNAL_NATIVE_H
+#define NXR_KERNELS_INTERNAL_NATIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/nxr_kernels.h"
+
+struct nxr__sgemm_plan;
+
+/* Elements per base block of the pairwise sum; parallel reduction blocks
+ * are this times a power of two, which keeps them bit-identical to the
+ * sequential sum (see nxr__reduce_block). */
+#define NXR_SUM_BASE 256u
+
+/* Largest power of two strictly below m (m >= 2). */
+static inline size_t nxr__pow2_below(size_t m)
+{
+    size_t p = 1;
+    while (p * 2 < m)
+        p *= 2;
+    return p;
+}
+
+/* One ISA's kernels. Lengths are element counts; nothing here validates. */
+struct nxr__native_isa {
+    const char *name; /* "avx512", "avx2", "portable" */
+    unsigned vl;      /* floats per vector register */
+    unsigned mr, nr;  /* GEMM micro-tile (rows of C x columns of C) */
+    unsigned mc, kc, nc;
+    /* Macro tiles [begin, end) of C, all of k; scratch: plan->scratch_bytes. */
+    void (*sgemm_tiles)(const struct nxr__sgemm_plan *plan, size_t begin, size_t end,
+                        float *scratch);
+    void (*add)(size_t n, const float *x, const float *y, float *out);
+    void (*mul)(size_t n, const float *x, const float *y, float *out);
+    void (*scale)(size_t n, float alpha, const float *x, float *out);
+    void (*silu)(size_t n, const float *x, float *out);
+    void (*gelu_tanh)(size_t n, const float *x, float *out);
+    void (*triad)(size_t n, float *a, const float *b, const float *c, float s);
+    float (*sum)(size_t n, const float *x);               /* pairwise, NXR_SUM_BASE leaves */
+    float (*max)(size_t n, const float *x);               /* n >= 1; NaN if any NaN */
+    size_t (*argmax)(size_t n, const float *x, float *v); /* 1 <= n < 2^31 */
+    void (*softmax_row)(size_t n, const float *x, float *out);
+    void (*rmsnorm_row)(size_t n, const float *x, const float *gamma, float eps, float *out);
+    void (*layernorm_row)(size_t n, const float *x, const float *gamma, const float *beta,
+                          float eps, float *out);
+};
+
+/* The instances of native_body.inc. A table whose name is NULL was built
+ * without its ISA's compiler flags (a non-x86 target) and is never used. */
+extern const struct nxr__native_isa nxr__native_isa_portable_table;
+extern const struct nxr__native_isa nxr__native_isa_avx2_table;
+extern const struct nxr__native_isa nxr__native_isa_avx512_table;
+
+/* The portable table (always present). */
+const struct nxr__native_isa *nxr__native_isa_portable(void);
+/* AVX2+FMA / AVX-512 tables: NULL unless compiled in and supported by this
+ * CPU and OS. */
+const struct nxr__native_isa *nxr__native_isa_avx2(void);
+const struct nxr__native_isa *nxr__native_isa_avx512(void);
+/* The widest supported table. */
+const struct nxr__native_isa *nxr__native_isa_best(void);
+
+/* ---- GEMM ---------------------------------------------------------------- */
+
+/* How one GEMM is cut: tiles of mc x nc (mc a multiple of mr, nc of nr),
+ * numbered column-major over the tiles_m x tiles_n grid (tile t is row
+ * block t % tiles_m of column block t / tiles_m), each looping over k in
+ * steps of kc. A range of tiles inside one column block packs op(B) once. */
+struct nxr__sgemm_plan {
+    nxr_sgemm_args_t args;
+    const struct nxr__native_isa *isa;
+    size_t mc, nc, kc;
+    size_t tiles_m, tiles_n;
+    size_t scratch_bytes; /* per worker, for any plan of this ISA */
+};
+
+/* 0 when args describe a valid GEMM (see nxr_sgemm_args_t), else -EINVAL. */
+int nxr__sgemm_args_check(const nxr_sgemm_args_t *args);
+
+/* Checks args (-EINVAL: NULL pointers where read, leading dimensions too
+ * small) and cuts it. parts > 1 shrinks mc until there are at least `parts`
+ * tiles, when m allows, so the executor has work for every worker. */
+int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_isa *isa,
+                         const nxr_sgemm_args_t *args, unsigned parts);
+
+static inline size_t nxr__sgemm_plan_tiles(const struct nxr__sgemm_plan *plan)
+{
+    return plan->tiles_m * plan->tiles_n;
+}
+
+/* Per-worker scratch any plan of this ISA needs (bytes, 64-byte aligned). */
+size_t nxr__sgemm_scratch_bytes(const struct nxr__native_isa *isa);
+
+struct nxr__sgemm_job {
+    struct nxr__sgemm_plan plan;
+    void *const *scratch; /* scratch[worker], plan.scratch_bytes each */
+};
+
+/* Tiles [begin, end) of job->plan. */
+void nxr__sgemm_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* Batched GEMM with one fan-out level: the chunk runs whole batch items
+ * [begin, end), each sequentially on the calling worker. */
+struct nxr__sgemm_batch_job {
+    struct nxr__sgemm_plan plan; /* cut for item 0 (all items share shape) */
+    size_t stride_a, stride_b, stride_c;
+    void *const *scratch;
+};
+
+int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
+                              const nxr_sgemm_batch_args_t *args, void *const *scratch);
+void nxr__sgemm_batch_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* ---- elementwise ----------------------------------------------------------- */
+
+enum nxr__ew_kind {
+    NXR_EW_ADD,
+    NXR_EW_MUL,
+    NXR_EW_SCALE,
+    NXR_EW_SILU,
+    NXR_EW_GELU_TANH,
+    NXR_EW_TRIAD, /* out = x + alpha * y */
+};
+
+struct nxr__ew_job {
+    const struct nxr__native_isa *isa;
+    enum nxr__ew_kind kind;
+    const float *x, *y;
+    float *out;
+    float alpha;
+};
+
+/* Elements [begin, end). */
+void nxr__ew_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* ---- reductions ------------------------------------------------------------ */
+
+enum nxr__reduce_kind { NXR_REDUCE_SUM, NXR_REDUCE_MAX, NXR_REDUCE_ARGMAX };
+
+/* A reduction over n elements in nblocks blocks of `block` elements (the
+ * last one shorter). Each chunk fills the partials of its blocks; finish
+ * combines them. For SUM, block must be NXR_SUM_BASE times a power of two;
+ * then the result equals isa->sum(n, x) bit for bit. */
+struct nxr__reduce_job {
+    const struct nxr__native_isa *isa;
+    enum nxr__reduce_kind kind;
+    const float *x;
+    size_t n, block, nblocks;
+    float *partial;        /* nblocks values (caller's scratch) */
+    size_t *partial_index; /* nblocks indices, ARGMAX only */
+};
+
+/* The default parallel block: NXR_SUM_BASE * 64 = 16384 elements. */
+size_t nxr__reduce_block(void);
+/* Sets block (0: the default) and nblocks; -EINVAL when block is not a
+ * valid sum block or n is 0 for MAX/ARGMAX. */
+int nxr__reduce_job_init(struct nxr__reduce_job *job, const struct nxr__native_isa *isa,
+                         enum nxr__reduce_kind kind, const float *x, size_t n, size_t block);
+/* Blocks [begin, end). */
+void nxr__reduce_chunk(void *job, size_t begin, size_t end, unsigned worker);
+/* Combines every block's partial: *value for SUM/MAX, *index for ARGMAX. */
+void nxr__reduce_finish(const struct nxr__reduce_job *job, float *value, size_t *index);
+
+/* The same, sequentially, without partials. */
+float nxr__native_sum(const struct nxr__native_isa *isa, size_t n, const float *x);
+size_t nxr__native_argmax(const struct nxr__native_isa *isa, size_t n, const float *x, float *v);
+
+/* ---- rows: softmax and norms ----------------------------------------------- */
+
+enum nxr__rows_kind { NXR_ROWS_SOFTMAX, NXR_ROWS_RMSNORM, NXR_ROWS_LAYERNORM };
+
+struct nxr__rows_job {
+    const struct nxr__native_isa *isa;
+    enum nxr__rows_kind kind;
+    size_t cols;
+    const float *x;
+    size_t ldx;
+    const float *gamma, *beta;
+    float eps;
+    float *out;
+    size_t ldo;
+};
+
+/* Rows [begin, end). */
+void nxr__rows_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+#endif /* NXR_KERNELS_INTERNAL_NATIVE_H */

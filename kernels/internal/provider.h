@@ -1,0 +1,105 @@
+/*
+ * nxr providers, internals: the provider object, bundles with one typed
+ * slot per family, the dispatch functions the runtime calls, and the
+ * OpenBLAS-style global-count guard.
+ *
+ * A provider is immutable after nxr_provider_create; only its reference
+ * count changes. A bundle resolves every slot when it is created (provider,
+ * ops table, self, classification, foreign or not), so a call reads one
+ * struct field and never looks anything up. Calls into a foreign provider
+ * are bracketed by a floating-point environment snapshot and check; a
+ * change is restored and reported as NXR_EFPENV. A provider's error is
+ * returned as it is: nothing falls back to another provider.
+ */
+#ifndef NXR_KERNELS_INTERNAL_PROVIDER_H
+#define NXR_KERNELS_INTERNAL_PROVIDER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "kernels/nxr_kernels.h"
+
+struct nxr_provider {
+    /* Holders: the creator plus each bundle slot. Increments are relaxed
+     * (a holder already has a reference); the decrement is acq_rel so the
+     * last holder sees every other holder's writes before release. */
+    atomic_uint refs;
+    char *name;
+    enum nxr_provider_family family;
+    enum nxr_count_control count;
+    enum nxr_provider_placement placement;
+    bool foreign;
+    const nxr_gemm_ops_t *gemm;
+    const nxr_elementwise_ops_t *elementwise;
+    const nxr_reduction_ops_t *reduction;
+    const nxr_norm_ops_t *norm;
+    const nxr_global_threads_ops_t *global_threads;
+    void *self;
+    void (*release)(void *self);
+};
+
+/* Validates and creates; foreign selects the FP environment checks.
+ * nxr_provider_create is this with foreign = true. */
+int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provider_t **out);
+
+/* True for the five classification pairs that can exist. */
+bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_placement placement);
+
+void nxr__provider_retain(nxr_provider_t *p);
+
+/* One family's slot, resolved at bundle creation. */
+struct nxr__slot {
+    nxr_provider_t *provider;
+    void *self;
+    bool foreign;
+};
+
+struct nxr_provider_bundle {
+    struct nxr__slot slot[NXR_FAMILY_COUNT];
+    const nxr_gemm_ops_t *gemm;
+    const nxr_elementwise_ops_t *elementwise;
+    const nxr_reduction_ops_t *reduction;
+    const nxr_norm_ops_t *norm;
+};
+
+/* Dispatch: the slot's op, NXR_EUNSUPPORTED when it has none, with the FP
+ * environment checked around foreign providers (the provider's own error
+ * wins over NXR_EFPENV; the environment is restored either way). */
+size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm_args_t *args);
+int nxr__bundle_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                      const nxr_sgemm_args_t *args);
+int nxr__bundle_sgemm_batch(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                            const nxr_sgemm_batch_args_t *args);
+int nxr__bundle_binary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                       enum nxr_binary_op op, size_t n, const float *x, const float *y, float *out);
+int nxr__bundle_scale(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
+                      float alpha, const float *x, float *out);
+int nxr__bundle_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                      enum nxr_unary_op op, size_t n, const float *x, float *out);
+int nxr__bundle_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
+                      float *a, const float *x, const float *y, float s);
+int nxr__bundle_sum(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
+                    const float *x, float *out);
+int nxr__bundle_max(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
+                    const float *x, float *out);
+int nxr__bundle_argmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
+                       const float *x, size_t *out);
+int nxr__bundle_softmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
+                        size_t cols, const float *x, size_t ldx, float *out, size_t ldo);
+int nxr__bundle_rmsnorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
+                        size_t cols, const float *x, size_t ldx, const float *gamma, float eps,
+                        float *out, size_t ldo);
+int nxr__bundle_layernorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                          size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
+                          const float *beta, float eps, float *out, size_t ldo);
+
+/*
+ * Runs fn(arg) with a GLOBAL_OR_UNCONTROLLED provider's process-global
+ * thread count set to `count`, and puts the previous count back afterwards
+ * (also when fn changed it, also when fn failed). Only for use while holding
+ * the process-wide exclusive permit: the count is visible to every thread.
+ * Returns fn's status, or -EINVAL (no global_threads ops, count < 1).
+ */
+int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg);
+
+#endif /* NXR_KERNELS_INTERNAL_PROVIDER_H */

@@ -1,0 +1,274 @@
+/*
+ * nxr's native providers: the four families' ops tables over the native
+ * jobs (kernels/internal/native.h), classified PER_CALL_BOUND x
+ * ENGINE_WORKERS. Until the executor integration lands every op runs its
+ * job's whole index range on the calling thread (call->exec is NULL); the
+ * integration replaces that one chunk call with nxr_parallel_for over the
+ * same job, which changes no result (chunks are independent).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernels/internal/native.h"
+#include "kernels/internal/provider.h"
+
+/* self is the ISA table chosen at creation. */
+static const struct nxr__native_isa *isa_of(void *self)
+{
+    return self;
+}
+
+/* ---- GEMM ------------------------------------------------------------------ */
+
+static int check_scratch(const nxr_kernel_call_t *call, size_t bytes)
+{
+    if (call->scratch == NULL || call->scratch[0] == NULL || call->scratch_bytes < bytes ||
+        ((uintptr_t)call->scratch[0] & 63u) != 0)
+        return -EINVAL;
+    return 0;
+}
+
+static bool reads_operands(const nxr_sgemm_args_t *g)
+{
+    return g->m > 0 && g->n > 0 && g->k > 0 && g->alpha != 0.0f;
+}
+
+static size_t native_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
+{
+    (void)args;
+    return nxr__sgemm_scratch_bytes(isa_of(self));
+}
+
+static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+{
+    if (call == NULL)
+        return -EINVAL;
+    struct nxr__sgemm_job job;
+    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, 1);
+    if (rc != 0)
+        return rc;
+    if (reads_operands(args) && (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+        return rc;
+    job.scratch = call->scratch;
+    nxr__sgemm_chunk(&job, 0, nxr__sgemm_plan_tiles(&job.plan), 0);
+    return 0;
+}
+
+/* One fan-out level: items are the unit of work, each GEMM sequential. */
+static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
+                              const nxr_sgemm_batch_args_t *args)
+{
+    if (call == NULL || args == NULL)
+        return -EINVAL;
+    struct nxr__sgemm_batch_job job;
+    int rc = nxr__sgemm_batch_job_init(&job, isa_of(self), args, call->scratch);
+    if (rc != 0)
+        return rc;
+    if (args->batch > 0 && reads_operands(&args->gemm) &&
+        (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+        return rc;
+    nxr__sgemm_batch_chunk(&job, 0, args->batch, 0);
+    return 0;
+}
+
+static const nxr_gemm_ops_t native_gemm_ops = {
+    .sgemm_scratch = native_sgemm_scratch,
+    .sgemm = native_sgemm,
+    .sgemm_batch = native_sgemm_batch,
+};
+
+/* ---- elementwise ------------------------------------------------------------- */
+
+static int run_ew(void *self, const nxr_kernel_call_t *call, enum nxr__ew_kind kind, size_t n,
+                  const float *x, const float *y, float *out, float alpha)
+{
+    if (call == NULL || (n > 0 && (x == NULL || out == NULL)))
+        return -EINVAL;
+    const bool two = kind == NXR_EW_ADD || kind == NXR_EW_MUL || kind == NXR_EW_TRIAD;
+    if (two && n > 0 && y == NULL)
+        return -EINVAL;
+    struct nxr__ew_job job = {
+        .isa = isa_of(self), .kind = kind, .x = x, .y = y, .out = out, .alpha = alpha};
+    nxr__ew_chunk(&job, 0, n, 0);
+    return 0;
+}
+
+static int native_binary(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op, size_t n,
+                         const float *x, const float *y, float *out)
+{
+    switch (op) {
+    case NXR_BINARY_ADD:
+        return run_ew(self, call, NXR_EW_ADD, n, x, y, out, 0.0f);
+    case NXR_BINARY_MUL:
+        return run_ew(self, call, NXR_EW_MUL, n, x, y, out, 0.0f);
+    }
+    return NXR_EUNSUPPORTED;
+}
+
+static int native_scale(void *self, const nxr_kernel_call_t *call, size_t n, float alpha,
+                        const float *x, float *out)
+{
+    return run_ew(self, call, NXR_EW_SCALE, n, x, NULL, out, alpha);
+}
+
+static int native_unary(void *self, const nxr_kernel_call_t *call, enum nxr_unary_op op, size_t n,
+                        const float *x, float *out)
+{
+    switch (op) {
+    case NXR_UNARY_SILU:
+        return run_ew(self, call, NXR_EW_SILU, n, x, NULL, out, 0.0f);
+    case NXR_UNARY_GELU_TANH:
+        return run_ew(self, call, NXR_EW_GELU_TANH, n, x, NULL, out, 0.0f);
+    }
+    return NXR_EUNSUPPORTED;
+}
+
+static int native_triad(void *self, const nxr_kernel_call_t *call, size_t n, float *a,
+                        const float *b, const float *c, float s)
+{
+    return run_ew(self, call, NXR_EW_TRIAD, n, b, c, a, s);
+}
+
+static const nxr_elementwise_ops_t native_elementwise_ops = {
+    .binary = native_binary,
+    .scale = native_scale,
+    .unary = native_unary,
+    .triad = native_triad,
+};
+
+/* ---- reductions ---------------------------------------------------------------- */
+
+static int native_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+                      float *out)
+{
+    if (call == NULL || out == NULL || (n > 0 && x == NULL))
+        return -EINVAL;
+    *out = nxr__native_sum(isa_of(self), n, x);
+    return 0;
+}
+
+static int native_max(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+                      float *out)
+{
+    if (call == NULL || out == NULL || n == 0 || x == NULL)
+        return -EINVAL;
+    *out = isa_of(self)->max(n, x);
+    return 0;
+}
+
+static int native_argmax(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+                         size_t *out)
+{
+    if (call == NULL || out == NULL || n == 0 || x == NULL)
+        return -EINVAL;
+    float v;
+    *out = nxr__native_argmax(isa_of(self), n, x, &v);
+    return 0;
+}
+
+static const nxr_reduction_ops_t native_reduction_ops = {
+    .sum = native_sum,
+    .max = native_max,
+    .argmax = native_argmax,
+};
+
+/* ---- rows ------------------------------------------------------------------------- */
+
+static int run_rows(void *self, const nxr_kernel_call_t *call, const struct nxr__rows_job *proto,
+                    size_t rows)
+{
+    if (call == NULL || proto->cols == 0 || proto->ldx < proto->cols || proto->ldo < proto->cols ||
+        isnan(proto->eps) || proto->eps < 0.0f)
+        return -EINVAL;
+    if (rows > 0 && (proto->x == NULL || proto->out == NULL))
+        return -EINVAL;
+    struct nxr__rows_job job = *proto;
+    job.isa = isa_of(self);
+    nxr__rows_chunk(&job, 0, rows, 0);
+    return 0;
+}
+
+static int native_softmax(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+                          const float *x, size_t ldx, float *out, size_t ldo)
+{
+    const struct nxr__rows_job job = {
+        .kind = NXR_ROWS_SOFTMAX, .cols = cols, .x = x, .ldx = ldx, .out = out, .ldo = ldo};
+    return run_rows(self, call, &job, rows);
+}
+
+static int native_rmsnorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+                          const float *x, size_t ldx, const float *gamma, float eps, float *out,
+                          size_t ldo)
+{
+    const struct nxr__rows_job job = {.kind = NXR_ROWS_RMSNORM,
+                                      .cols = cols,
+                                      .x = x,
+                                      .ldx = ldx,
+                                      .gamma = gamma,
+                                      .eps = eps,
+                                      .out = out,
+                                      .ldo = ldo};
+    return run_rows(self, call, &job, rows);
+}
+
+static int native_layernorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+                            const float *x, size_t ldx, const float *gamma, const float *beta,
+                            float eps, float *out, size_t ldo)
+{
+    const struct nxr__rows_job job = {.kind = NXR_ROWS_LAYERNORM,
+                                      .cols = cols,
+                                      .x = x,
+                                      .ldx = ldx,
+                                      .gamma = gamma,
+                                      .beta = beta,
+                                      .eps = eps,
+                                      .out = out,
+                                      .ldo = ldo};
+    return run_rows(self, call, &job, rows);
+}
+
+static const nxr_norm_ops_t native_norm_ops = {
+    .softmax = native_softmax,
+    .rmsnorm = native_rmsnorm,
+    .layernorm = native_layernorm,
+};
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+int nxr_provider_native_create(enum nxr_provider_family family, nxr_provider_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if ((unsigned)family >= NXR_FAMILY_COUNT)
+        return -EINVAL;
+    const struct nxr__native_isa *isa = nxr__native_isa_best();
+    char name[48];
+    snprintf(name, sizeof name, "native-%s", isa->name);
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = name;
+    d.family = family;
+    d.count = NXR_COUNT_PER_CALL_BOUND;
+    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.self = (void *)isa; /* never written through: isa_of() gives it back const */
+    switch (family) {
+    case NXR_FAMILY_GEMM:
+        d.gemm = &native_gemm_ops;
+        break;
+    case NXR_FAMILY_ELEMENTWISE:
+        d.elementwise = &native_elementwise_ops;
+        break;
+    case NXR_FAMILY_REDUCTION:
+        d.reduction = &native_reduction_ops;
+        break;
+    case NXR_FAMILY_NORM:
+        d.norm = &native_norm_ops;
+        break;
+    case NXR_FAMILY_COUNT:
+        return -EINVAL;
+    }
+    return nxr__provider_new(&d, false, out);
+}

@@ -1,0 +1,239 @@
+/*
+ * nxr's OpenBLAS provider: the probe (threading model, core, config,
+ * thread count, fallback detection) and the GEMM ops over cblas_sgemm.
+ *
+ * Debian's default libopenblas is the pthreads build: its thread count is
+ * process-global and a call with a count above one runs on OpenBLAS's own
+ * workers, so the provider is GLOBAL_OR_UNCONTROLLED x EXTERNAL_WORKERS and
+ * the placement rules (kernels/internal/rules.h) decide where it may run.
+ * The provider itself never changes the count; the exclusive-permit path
+ * does, through nxr__global_threads_run, and restores it.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kernels/internal/native.h"
+#include "kernels/internal/openblas.h"
+#include "kernels/internal/provider.h"
+
+void nxr__openblas_classify(int parallel, enum nxr_openblas_threading *threading,
+                            enum nxr_count_control *count, enum nxr_provider_placement *placement)
+{
+    switch (parallel) {
+    case 0:
+        *threading = NXR_OPENBLAS_SEQUENTIAL;
+        *count = NXR_COUNT_SEQUENTIAL;
+        *placement = NXR_RUNS_ON_CALLING_THREAD;
+        return;
+    case 1:
+        *threading = NXR_OPENBLAS_PTHREADS;
+        break;
+    case 2:
+        *threading = NXR_OPENBLAS_OPENMP;
+        break;
+    default:
+        *threading = NXR_OPENBLAS_UNKNOWN;
+        break;
+    }
+    *count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    *placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+}
+
+/* OpenBLAS's x86-64 core names (driver/others/dynamic.c) by kernel ISA. */
+static const struct {
+    const char *core;
+    enum nxr__isa_tier tier;
+} core_tiers[] = {
+    {"katmai", NXR_TIER_SSE},        {"coppermine", NXR_TIER_SSE},
+    {"northwood", NXR_TIER_SSE},     {"prescott", NXR_TIER_SSE},
+    {"banias", NXR_TIER_SSE},        {"atom", NXR_TIER_SSE},
+    {"core2", NXR_TIER_SSE},         {"penryn", NXR_TIER_SSE},
+    {"dunnington", NXR_TIER_SSE},    {"nehalem", NXR_TIER_SSE},
+    {"athlon", NXR_TIER_SSE},        {"opteron", NXR_TIER_SSE},
+    {"opteron_sse3", NXR_TIER_SSE},  {"barcelona", NXR_TIER_SSE},
+    {"nano", NXR_TIER_SSE},          {"bobcat", NXR_TIER_SSE},
+    {"sandybridge", NXR_TIER_AVX},   {"bulldozer", NXR_TIER_AVX},
+    {"piledriver", NXR_TIER_AVX},    {"steamroller", NXR_TIER_AVX},
+    {"haswell", NXR_TIER_AVX2},      {"excavator", NXR_TIER_AVX2},
+    {"zen", NXR_TIER_AVX2},          {"skylakex", NXR_TIER_AVX512},
+    {"cooperlake", NXR_TIER_AVX512}, {"sapphirerapids", NXR_TIER_AVX512},
+};
+
+enum nxr__isa_tier nxr__openblas_core_tier(const char *core)
+{
+    if (core == NULL)
+        return NXR_TIER_UNKNOWN;
+    for (size_t i = 0; i < sizeof core_tiers / sizeof core_tiers[0]; ++i)
+        if (strcasecmp(core, core_tiers[i].core) == 0)
+            return core_tiers[i].tier;
+    return NXR_TIER_UNKNOWN;
+}
+
+const char *nxr__isa_tier_name(enum nxr__isa_tier tier)
+{
+    switch (tier) {
+    case NXR_TIER_UNKNOWN:
+        return "unknown";
+    case NXR_TIER_SSE:
+        return "SSE";
+    case NXR_TIER_AVX:
+        return "AVX";
+    case NXR_TIER_AVX2:
+        return "AVX2+FMA";
+    case NXR_TIER_AVX512:
+        return "AVX-512";
+    }
+    return "?";
+}
+
+bool nxr__openblas_core_fallback(const char *core, enum nxr__isa_tier cpu, char *msg,
+                                 size_t msg_size)
+{
+    const enum nxr__isa_tier have = nxr__openblas_core_tier(core);
+    const bool fallback =
+        have != NXR_TIER_UNKNOWN && cpu != NXR_TIER_UNKNOWN && (int)cpu - (int)have >= 2;
+    if (msg != NULL && msg_size > 0) {
+        if (fallback)
+            snprintf(msg, msg_size,
+                     "OpenBLAS runs its %s kernels (%s) on a CPU with %s: it fell back "
+                     "(OPENBLAS_CORETYPE, or a CPU this OpenBLAS does not know); GEMM is "
+                     "several times slower than it could be",
+                     core, nxr__isa_tier_name(have), nxr__isa_tier_name(cpu));
+        else
+            msg[0] = '\0';
+    }
+    return fallback;
+}
+
+static void copy_string(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src != NULL ? src : "");
+}
+
+void nxr_openblas_probe(nxr_openblas_info_t *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    out->parallel = openblas_get_parallel();
+    nxr__openblas_classify(out->parallel, &out->threading, &out->count, &out->placement);
+    out->threads = openblas_get_num_threads();
+    copy_string(out->core, sizeof out->core, openblas_get_corename());
+    copy_string(out->config, sizeof out->config, openblas_get_config());
+    out->core_fallback = nxr__openblas_core_fallback(out->core, nxr__cpu_tier(), out->diagnostic,
+                                                     sizeof out->diagnostic);
+}
+
+/* ---- the provider ----------------------------------------------------------- */
+
+static int ob_get_threads(void *self)
+{
+    (void)self;
+    return openblas_get_num_threads();
+}
+
+static void ob_set_threads(void *self, int count)
+{
+    (void)self;
+    openblas_set_num_threads(count);
+}
+
+static const nxr_global_threads_ops_t ob_threads_ops = {
+    .get = ob_get_threads,
+    .set = ob_set_threads,
+};
+
+/* self: the classification, fixed at creation (non-NULL only for GLOBAL
+ * builds, where the count check below applies). */
+struct ob_self {
+    bool global_count;
+};
+
+static size_t at_least(size_t ld, size_t need)
+{
+    if (need < 1)
+        need = 1;
+    return ld < need ? need : ld;
+}
+
+static int ob_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+{
+    const struct ob_self *s = self;
+    if (call == NULL || call->threads == 0)
+        return -EINVAL;
+    int rc = nxr__sgemm_args_check(g);
+    if (rc != 0)
+        return rc;
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    /* cblas takes int: a valid request OpenBLAS's interface cannot express. */
+    if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX ||
+        g->ldb > INT_MAX || g->ldc > INT_MAX)
+        return NXR_EUNSUPPORTED;
+    /* Never wider than granted: with the count above the call's threads,
+     * OpenBLAS would run on workers nobody admitted. */
+    if (s->global_count && openblas_get_num_threads() > (int)call->threads)
+        return NXR_EPLACEMENT;
+    /* Operands that are not read still get leading dimensions cblas accepts
+     * (it rejects, and prints, ld < max(1, rows of storage)). */
+    const size_t lda = at_least(g->lda, g->trans_a ? g->m : g->k);
+    const size_t ldb = at_least(g->ldb, g->trans_b ? g->k : g->n);
+    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                g->trans_b ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k, g->alpha,
+                g->a, (int)lda, g->b, (int)ldb, g->beta, g->c, (int)g->ldc);
+    return 0;
+}
+
+/* The outer loop stays sequential: OpenBLAS cannot be forced sequential
+ * per worker, so batching never fans out around it (one fan-out level). */
+static int ob_sgemm_batch(void *self, const nxr_kernel_call_t *call,
+                          const nxr_sgemm_batch_args_t *args)
+{
+    if (args == NULL)
+        return -EINVAL;
+    for (size_t i = 0; i < args->batch; ++i) {
+        nxr_sgemm_args_t item = args->gemm;
+        if (item.a != NULL)
+            item.a += i * args->stride_a;
+        if (item.b != NULL)
+            item.b += i * args->stride_b;
+        if (item.c != NULL)
+            item.c += i * args->stride_c;
+        const int rc = ob_sgemm(self, call, &item);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static const nxr_gemm_ops_t ob_gemm_ops = {
+    .sgemm_scratch = NULL,
+    .sgemm = ob_sgemm,
+    .sgemm_batch = ob_sgemm_batch,
+};
+
+static const struct ob_self ob_global = {.global_count = true};
+static const struct ob_self ob_sequential = {.global_count = false};
+
+int nxr_provider_openblas_create(nxr_provider_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    enum nxr_openblas_threading threading;
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    nxr__openblas_classify(openblas_get_parallel(), &threading, &d.count, &d.placement);
+    d.name = "openblas";
+    d.family = NXR_FAMILY_GEMM;
+    d.gemm = &ob_gemm_ops;
+    const bool global = d.count == NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    d.global_threads = global ? &ob_threads_ops : NULL;
+    d.self = (void *)(global ? &ob_global : &ob_sequential); /* read-only */
+    /* Foreign code: nxr checks the FP environment around its calls. */
+    return nxr__provider_new(&d, true, out);
+}

@@ -1,0 +1,202 @@
+/*
+ * nxr providers: creation (validation of the classification and the ops
+ * table), reference counting, accessors, and the global-count guard.
+ */
+#include "kernels/internal/provider.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/internal/rules.h"
+#include "runtime/internal/sys.h"
+
+void nxr_provider_desc_init(nxr_provider_desc_t *desc)
+{
+    if (desc == NULL)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->family = NXR_FAMILY_GEMM;
+    desc->count = NXR_COUNT_PER_CALL_BOUND;
+    desc->placement = NXR_RUNS_ON_ENGINE_WORKERS;
+}
+
+/* The table of `family` is set and has at least one op; the others are
+ * NULL. */
+static bool table_matches(const nxr_provider_desc_t *d)
+{
+    const void *tables[NXR_FAMILY_COUNT] = {d->gemm, d->elementwise, d->reduction, d->norm};
+    for (int f = 0; f < NXR_FAMILY_COUNT; ++f)
+        if ((tables[f] != NULL) != (f == (int)d->family))
+            return false;
+    switch (d->family) {
+    case NXR_FAMILY_GEMM:
+        return d->gemm->sgemm != NULL || d->gemm->sgemm_batch != NULL;
+    case NXR_FAMILY_ELEMENTWISE:
+        return d->elementwise->binary != NULL || d->elementwise->scale != NULL ||
+               d->elementwise->unary != NULL || d->elementwise->triad != NULL;
+    case NXR_FAMILY_REDUCTION:
+        return d->reduction->sum != NULL || d->reduction->max != NULL ||
+               d->reduction->argmax != NULL;
+    case NXR_FAMILY_NORM:
+        return d->norm->softmax != NULL || d->norm->rmsnorm != NULL || d->norm->layernorm != NULL;
+    case NXR_FAMILY_COUNT:
+        break;
+    }
+    return false;
+}
+
+int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provider_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (desc == NULL || desc->name == NULL || desc->name[0] == '\0' ||
+        (unsigned)desc->family >= NXR_FAMILY_COUNT)
+        return -EINVAL;
+    if (!nxr__classification_valid(desc->count, desc->placement) || !table_matches(desc))
+        return NXR_EPROVIDER;
+    /* nxr only runs a global count at 1 or under set-and-restore: it must
+     * be able to read and set it. */
+    if (desc->count == NXR_COUNT_GLOBAL_OR_UNCONTROLLED &&
+        (desc->global_threads == NULL || desc->global_threads->get == NULL ||
+         desc->global_threads->set == NULL))
+        return NXR_EPROVIDER;
+
+    nxr_provider_t *p = nxr__calloc(1, sizeof *p);
+    if (p == NULL)
+        return -ENOMEM;
+    const size_t len = strlen(desc->name);
+    p->name = nxr__malloc(len + 1);
+    if (p->name == NULL) {
+        free(p);
+        return -ENOMEM;
+    }
+    memcpy(p->name, desc->name, len + 1);
+    atomic_init(&p->refs, 1);
+    p->family = desc->family;
+    p->count = desc->count;
+    p->placement = desc->placement;
+    p->foreign = foreign;
+    p->gemm = desc->gemm;
+    p->elementwise = desc->elementwise;
+    p->reduction = desc->reduction;
+    p->norm = desc->norm;
+    p->global_threads = desc->global_threads;
+    p->self = desc->self;
+    p->release = desc->release;
+    *out = p;
+    return 0;
+}
+
+int nxr_provider_create(const nxr_provider_desc_t *desc, nxr_provider_t **out)
+{
+    return nxr__provider_new(desc, true, out);
+}
+
+void nxr__provider_retain(nxr_provider_t *p)
+{
+    /* Relaxed: the caller already holds a reference, so the object cannot
+     * go away concurrently (pairs with nothing). */
+    atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+}
+
+void nxr_provider_destroy(nxr_provider_t *p)
+{
+    if (p == NULL)
+        return;
+    /* acq_rel: the last holder acquires every other holder's release
+     * decrement before it frees. */
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (p->release != NULL)
+        p->release(p->self);
+    free(p->name);
+    free(p);
+}
+
+const char *nxr_provider_name(const nxr_provider_t *p)
+{
+    return p->name;
+}
+
+enum nxr_provider_family nxr_provider_family(const nxr_provider_t *p)
+{
+    return p->family;
+}
+
+enum nxr_count_control nxr_provider_count_control(const nxr_provider_t *p)
+{
+    return p->count;
+}
+
+enum nxr_provider_placement nxr_provider_placement(const nxr_provider_t *p)
+{
+    return p->placement;
+}
+
+bool nxr_provider_is_foreign(const nxr_provider_t *p)
+{
+    return p->foreign;
+}
+
+const char *nxr_provider_family_name(enum nxr_provider_family family)
+{
+    switch (family) {
+    case NXR_FAMILY_GEMM:
+        return "gemm";
+    case NXR_FAMILY_ELEMENTWISE:
+        return "elementwise";
+    case NXR_FAMILY_REDUCTION:
+        return "reduction";
+    case NXR_FAMILY_NORM:
+        return "norm";
+    case NXR_FAMILY_COUNT:
+        break;
+    }
+    return "?";
+}
+
+const char *nxr_count_control_name(enum nxr_count_control count)
+{
+    switch (count) {
+    case NXR_COUNT_PER_CALL_BOUND:
+        return "per-call-bound";
+    case NXR_COUNT_SEQUENTIAL:
+        return "sequential";
+    case NXR_COUNT_CLAMP_TO_ONE:
+        return "clamp-to-one";
+    case NXR_COUNT_GLOBAL_OR_UNCONTROLLED:
+        return "global-or-uncontrolled";
+    }
+    return "?";
+}
+
+const char *nxr_provider_placement_name(enum nxr_provider_placement placement)
+{
+    switch (placement) {
+    case NXR_RUNS_ON_ENGINE_WORKERS:
+        return "engine-workers";
+    case NXR_RUNS_ON_CALLING_THREAD:
+        return "calling-thread";
+    case NXR_RUNS_ON_EXTERNAL_WORKERS:
+        return "external-workers";
+    }
+    return "?";
+}
+
+int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg)
+{
+    if (p == NULL || p->global_threads == NULL || count < 1 || fn == NULL)
+        return -EINVAL;
+    const nxr_global_threads_ops_t *g = p->global_threads;
+    const int previous = g->get(p->self);
+    if (previous != count)
+        g->set(p->self, count);
+    const int rc = fn(arg);
+    /* Restore unconditionally-checked: fn (or the library) may have moved
+     * the count again; nxr never leaves it changed after a call. */
+    if (previous >= 1 && g->get(p->self) != previous)
+        g->set(p->self, previous);
+    return rc;
+}
