@@ -1,18 +1,51 @@
 /*
  * nxr's native providers: the four families' ops tables over the native
  * jobs (kernels/internal/native.h), classified PER_CALL_BOUND x
- * ENGINE_WORKERS. Until the executor integration lands every op runs its
- * job's whole index range on the calling thread (call->exec is NULL); the
- * integration replaces that one chunk call with nxr_parallel_for over the
- * same job, which changes no result (chunks are independent).
+ * ENGINE_WORKERS. A call granted more than one thread (call->threads > 1
+ * with call->exec, the nxr_ctx_t to run on) splits its job's index range
+ * with nxr_parallel_for over the domain's workers; otherwise the whole range
+ * runs on the calling thread. Chunks are independent, so the split changes
+ * no result.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
 #include "kernels/internal/provider.h"
+
+/* Grains: enough work per chunk that a region's fixed cost (~0.5 us) stays
+ * below a few percent of it. */
+#define EW_GRAIN  16384 /* elements: 64 KiB of floats per input */
+#define ROW_ELEMS 16384 /* elements per chunk of rows */
+
+/*
+ * Batched GEMM runs OUTER (items in parallel, each GEMM sequential) when
+ * there are at least as many items as threads and each item is at most
+ * this many multiply-adds (128^3: ~20 us on one core at 100 GFLOP/s, too
+ * little to split across workers without the region cost showing). Larger
+ * or fewer items run one after another, each INNER over the domain.
+ */
+#define BATCH_OUTER_MAX_MACS ((size_t)128 * 128 * 128)
+
+/* Runs chunk over items [0, n) on the call's executor when it was granted
+ * more than one thread, else on the calling thread as worker 0. */
+static int run_range(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn chunk,
+                     void *job)
+{
+    if (call->exec == NULL || call->threads <= 1 || n <= 1) {
+        chunk(job, 0, n, 0);
+        return 0;
+    }
+    struct nxr_for_opts o;
+    nxr_for_opts_init(&o);
+    o.grain = grain;
+    o.max_threads = call->threads;
+    return nxr_parallel_for_opts(call->exec, 0, n, &o, chunk, job);
+}
 
 /* self is the ISA table chosen at creation. */
 static const struct nxr__native_isa *isa_of(void *self)
@@ -46,14 +79,16 @@ static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sge
     if (call == NULL)
         return -EINVAL;
     struct nxr__sgemm_job job;
-    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, 1);
+    unsigned parts = call->exec != NULL && call->threads > 1 ? call->threads : 1;
+    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, parts);
     if (rc != 0)
         return rc;
     if (reads_operands(args) && (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
     job.scratch = call->scratch;
-    nxr__sgemm_chunk(&job, 0, nxr__sgemm_plan_tiles(&job.plan), 0);
-    return 0;
+    /* Static shares keep each worker's tiles contiguous (B packed once per
+     * column block). */
+    return run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
 }
 
 /* One fan-out level: items are the unit of work, each GEMM sequential. */
@@ -69,7 +104,19 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     if (args->batch > 0 && reads_operands(&args->gemm) &&
         (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
-    nxr__sgemm_batch_chunk(&job, 0, args->batch, 0);
+    const nxr_sgemm_args_t *g = &args->gemm;
+    bool outer = args->batch >= call->threads && g->m * g->n * g->k <= BATCH_OUTER_MAX_MACS;
+    if (outer || call->exec == NULL || call->threads <= 1)
+        return run_range(call, args->batch, 1, nxr__sgemm_batch_chunk, &job);
+    /* Few or large items: one after another, each split over the domain. */
+    for (size_t i = 0; i < args->batch; i++) {
+        nxr_sgemm_args_t item = *g;
+        item.a = g->a + i * args->stride_a;
+        item.b = g->b + i * args->stride_b;
+        item.c = g->c + i * args->stride_c;
+        if ((rc = native_sgemm(self, call, &item)) != 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -91,8 +138,7 @@ static int run_ew(void *self, const nxr_kernel_call_t *call, enum nxr__ew_kind k
         return -EINVAL;
     struct nxr__ew_job job = {
         .isa = isa_of(self), .kind = kind, .x = x, .y = y, .out = out, .alpha = alpha};
-    nxr__ew_chunk(&job, 0, n, 0);
-    return 0;
+    return run_range(call, n, EW_GRAIN, nxr__ew_chunk, &job);
 }
 
 static int native_binary(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op, size_t n,
@@ -140,11 +186,41 @@ static const nxr_elementwise_ops_t native_elementwise_ops = {
 
 /* ---- reductions ---------------------------------------------------------------- */
 
+/* A reduction split into fixed blocks over the domain; the partials live on
+ * the heap only for the call (one float, plus one index for argmax, per
+ * 16384 elements). Bit-identical to the sequential result. */
+static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__reduce_kind kind,
+                           size_t n, const float *x, float *value, size_t *index)
+{
+    struct nxr__reduce_job job;
+    int rc = nxr__reduce_job_init(&job, isa_of(self), kind, x, n, 0);
+    if (rc != 0)
+        return rc;
+    job.partial = malloc(job.nblocks * sizeof(float));
+    job.partial_index = kind == NXR_REDUCE_ARGMAX ? malloc(job.nblocks * sizeof(size_t)) : NULL;
+    rc = -ENOMEM;
+    if (job.partial != NULL && (kind != NXR_REDUCE_ARGMAX || job.partial_index != NULL)) {
+        rc = run_range(call, job.nblocks, 1, nxr__reduce_chunk, &job);
+        if (rc == 0)
+            nxr__reduce_finish(&job, value, index);
+    }
+    free(job.partial);
+    free(job.partial_index);
+    return rc;
+}
+
+static bool split_reduction(const nxr_kernel_call_t *call, size_t n)
+{
+    return call->exec != NULL && call->threads > 1 && n > nxr__reduce_block();
+}
+
 static int native_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
                       float *out)
 {
     if (call == NULL || out == NULL || (n > 0 && x == NULL))
         return -EINVAL;
+    if (split_reduction(call, n))
+        return parallel_reduce(self, call, NXR_REDUCE_SUM, n, x, out, NULL);
     *out = nxr__native_sum(isa_of(self), n, x);
     return 0;
 }
@@ -154,6 +230,8 @@ static int native_max(void *self, const nxr_kernel_call_t *call, size_t n, const
 {
     if (call == NULL || out == NULL || n == 0 || x == NULL)
         return -EINVAL;
+    if (split_reduction(call, n))
+        return parallel_reduce(self, call, NXR_REDUCE_MAX, n, x, out, NULL);
     *out = isa_of(self)->max(n, x);
     return 0;
 }
@@ -163,6 +241,10 @@ static int native_argmax(void *self, const nxr_kernel_call_t *call, size_t n, co
 {
     if (call == NULL || out == NULL || n == 0 || x == NULL)
         return -EINVAL;
+    if (split_reduction(call, n)) {
+        float v;
+        return parallel_reduce(self, call, NXR_REDUCE_ARGMAX, n, x, &v, out);
+    }
     float v;
     *out = nxr__native_argmax(isa_of(self), n, x, &v);
     return 0;
@@ -186,8 +268,8 @@ static int run_rows(void *self, const nxr_kernel_call_t *call, const struct nxr_
         return -EINVAL;
     struct nxr__rows_job job = *proto;
     job.isa = isa_of(self);
-    nxr__rows_chunk(&job, 0, rows, 0);
-    return 0;
+    size_t grain = proto->cols >= ROW_ELEMS ? 1 : ROW_ELEMS / proto->cols;
+    return run_range(call, rows, grain, nxr__rows_chunk, &job);
 }
 
 static int native_softmax(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,

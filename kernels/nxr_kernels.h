@@ -376,6 +376,51 @@ typedef struct nxr_openblas_info {
 /* Probes the linked OpenBLAS. Reads, never changes, its state. Any thread. */
 NXR_API void nxr_openblas_probe(nxr_openblas_info_t *out);
 
+/* ---- running kernels in a context ------------------------------------ */
+
+typedef struct nxr_ctx nxr_ctx_t;
+
+/*
+ * Each call runs one kernel of the runtime's provider for its family on the
+ * context's domain, placed by the provider's classification:
+ *  - nxr's native kernels split the work over the domain's workers (up to
+ *    its budget) or, for small work, run on the calling thread;
+ *  - a provider that runs on the calling thread only runs there, one thread;
+ *  - a provider whose threads nxr cannot confine (parallel OpenBLAS) runs
+ *    inline only at a process-wide count of 1; with a larger count, strict
+ *    policy rejects it (NXR_EPLACEMENT) unless the domain is the whole
+ *    allowed set, and exclusive policy runs it under the process-wide
+ *    exclusive permit with the count set to the budget and restored after.
+ *    Caller-managed domains never run it (NXR_EPLACEMENT).
+ * Called from inside a loop body or task, a kernel runs on that thread with
+ * one thread (one fan-out level), and a call that would need the exclusive
+ * permit returns -EBUSY instead of waiting for it.
+ * Foreign providers run between a floating-point environment snapshot and a
+ * check: a change is restored and reported as NXR_EFPENV. No error falls back
+ * to another provider. Kernel calls on one context must not overlap in time
+ * (use a context per thread); loops and tasks have no such limit.
+ * Returns 0, -EINVAL, -ENOMEM, NXR_EUNSUPPORTED, NXR_EPLACEMENT, NXR_EFPENV,
+ * -EBUSY, NXR_EADMISSION or the provider's own error.
+ */
+NXR_API int nxr_sgemm(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args);
+NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args);
+NXR_API int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x,
+                       const float *y, float *out);
+NXR_API int nxr_scale(nxr_ctx_t *ctx, size_t n, float alpha, const float *x, float *out);
+NXR_API int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out);
+/* STREAM triad: a = b + s * c. */
+NXR_API int nxr_triad(nxr_ctx_t *ctx, size_t n, float *a, const float *b, const float *c, float s);
+NXR_API int nxr_sum(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
+NXR_API int nxr_max(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
+NXR_API int nxr_argmax(nxr_ctx_t *ctx, size_t n, const float *x, size_t *out);
+NXR_API int nxr_softmax(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                        float *out, size_t ldo);
+NXR_API int nxr_rmsnorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                        const float *gamma, float eps, float *out, size_t ldo);
+NXR_API int nxr_layernorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                          const float *gamma, const float *beta, float eps, float *out,
+                          size_t ldo);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,11 @@ int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out
     return rc;
 }
 
+const nxr_provider_bundle_t *nxr_runtime_providers(const nxr_runtime_t *rt)
+{
+    return rt->providers;
+}
+
 const char *nxr_runtime_topology_source(const nxr_runtime_t *rt)
 {
     return nxr__topology_source_name(rt->topo.source);

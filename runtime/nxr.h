@@ -21,6 +21,7 @@
 
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
+#include "kernels/nxr_kernels.h"
 #include "runtime/nxr_status.h"
 
 #ifdef __cplusplus
@@ -46,6 +47,13 @@ struct nxr_runtime_opts {
     /* Iterations a worker spins before parking (-1: NXR_SPIN, else the
      * default; 0: park at once). */
     int spin;
+    /* The provider per kernel family; NULL: nxr's native one, except GEMM,
+     * which NXR_GEMM=openblas switches to OpenBLAS. The runtime takes its own
+     * reference; the caller keeps (and destroys) its own. */
+    nxr_provider_t *providers[NXR_FAMILY_COUNT];
+    /* How providers that cannot be confined to a domain are run (-1:
+     * NXR_PROVIDER_POLICY=strict|exclusive, else strict). */
+    int provider_policy;
     /* Ignore every NXR_* environment variable (tests, embedders that
      * configure nxr only through this struct). */
     bool ignore_env;
@@ -54,7 +62,8 @@ struct nxr_runtime_opts {
     size_t errbuf_size;
 };
 
-/* Fills opts with defaults: everything unset, spin -1, env honoured. */
+/* Fills opts with defaults: everything unset, spin and provider_policy -1,
+ * env honoured. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*
@@ -74,6 +83,10 @@ NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opt
  * not be called from an nxr worker, while other threads use the runtime, or
  * with contexts still open (destroy them first). */
 NXR_API void nxr_runtime_destroy(nxr_runtime_t *rt);
+
+/* The runtime's provider bundle (one provider per family, resolved at
+ * creation; owned by the runtime). */
+NXR_API const nxr_provider_bundle_t *nxr_runtime_providers(const nxr_runtime_t *rt);
 
 /* Number of domains (>= 1). */
 NXR_API size_t nxr_runtime_domain_count(const nxr_runtime_t *rt);

@@ -14,6 +14,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
     opts->spin = -1;
+    opts->provider_policy = -1;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -68,6 +69,30 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     else if ((v = env(opts, "NXR_SPIN")) != NULL &&
              (rc = env_uint("NXR_SPIN", v, INT_MAX, &s->spin, err, errsz)) != 0)
         return rc;
+    s->policy = NXR_PROVIDER_STRICT;
+    if (opts->provider_policy >= 0) {
+        if (opts->provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE) {
+            snprintf(err, errsz, "opts.provider_policy %d is not a policy", opts->provider_policy);
+            return -EINVAL;
+        }
+        s->policy = (enum nxr_provider_policy)opts->provider_policy;
+    } else if ((v = env(opts, "NXR_PROVIDER_POLICY")) != NULL) {
+        if (strcmp(v, "exclusive") == 0)
+            s->policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
+        else if (strcmp(v, "strict") != 0) {
+            snprintf(err, errsz, "NXR_PROVIDER_POLICY='%s': expected 'strict' or 'exclusive'", v);
+            return NXR_ESYNTAX;
+        }
+    }
+    s->gemm_openblas = false;
+    if ((v = env(opts, "NXR_GEMM")) != NULL) {
+        if (strcmp(v, "openblas") == 0)
+            s->gemm_openblas = true;
+        else if (strcmp(v, "native") != 0) {
+            snprintf(err, errsz, "NXR_GEMM='%s': expected 'native' or 'openblas'", v);
+            return NXR_ESYNTAX;
+        }
+    }
     v = env(opts, "NXR_DISPLAY_ENV");
     s->display_env = v != NULL && strcmp(v, "0") != 0;
     return 0;

@@ -111,6 +111,28 @@ unsigned nxr__team_spin_for(const nxr_runtime_t *rt, const struct nxr_domain *d)
     return rt->settings.spin;
 }
 
+/* The bundle: the caller's providers, else native, except that NXR_GEMM
+ * selects OpenBLAS for GEMM. Also the environment and OpenBLAS as found. */
+static int make_providers(nxr_runtime_t *rt, const struct nxr_runtime_opts *opts)
+{
+    struct nxr_provider_bundle_opts bopts;
+    nxr_provider_bundle_opts_init(&bopts);
+    for (int f = 0; f < NXR_FAMILY_COUNT; f++)
+        bopts.providers[f] = opts->providers[f];
+    nxr_provider_t *openblas = NULL;
+    if (bopts.providers[NXR_FAMILY_GEMM] == NULL && rt->settings.gemm_openblas) {
+        int rc = nxr_provider_openblas_create(&openblas);
+        if (rc != 0)
+            return rc;
+        bopts.providers[NXR_FAMILY_GEMM] = openblas;
+    }
+    int rc = nxr_provider_bundle_create(&bopts, &rt->providers);
+    nxr_provider_destroy(openblas); /* the bundle holds its own reference */
+    nxr_fpenv_get(&rt->fpenv);
+    nxr_openblas_probe(&rt->openblas);
+    return rc;
+}
+
 static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
 {
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -178,6 +200,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
                                          : nxr__arbiter_create(&rt->arbiter, rt->topo.allowed);
     if (rc != 0)
         goto out_plan;
+    rc = make_providers(rt, opts);
+    if (rc != 0)
+        goto out_plan;
     rc = adopt_plan(rt, &plan);
     nxr__plan_fini(&plan); /* what was not adopted */
     if (rc != 0)
@@ -225,6 +250,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     for (size_t i = 0; i < rt->domain_count; i++)
         nxr__domain_free(rt->domains[i]);
     free(rt->domains);
+    nxr_provider_bundle_destroy(rt->providers);
     nxr__arbiter_destroy(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);

@@ -29,7 +29,8 @@ static const char *const nxr_messages[] = {
     [NXR_ERANGE_FIRST - NXR_EFPENV] =
         "NXR_EFPENV: foreign code changed the floating-point environment",
     [NXR_ERANGE_FIRST - NXR_EEXECUTOR] = "NXR_EEXECUTOR: executor table incomplete or inconsistent",
-    [NXR_ERANGE_FIRST - NXR_EPROVIDER] = "NXR_EPROVIDER: impossible provider classification or incomplete table",
+    [NXR_ERANGE_FIRST - NXR_EPROVIDER] =
+        "NXR_EPROVIDER: impossible provider classification or incomplete table",
 };
 
 bool nxr_status_is_nxr(int status)

@@ -35,12 +35,17 @@ struct nxr__settings {
     unsigned num_threads; /* 0: no cap */
     unsigned spin;
     bool display_env;
+    enum nxr_provider_policy policy;
+    bool gemm_openblas; /* NXR_GEMM=openblas */
 };
 
 struct nxr_runtime {
     struct nxr__topology topo;
     struct nxr__settings settings;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
+    nxr_provider_bundle_t *providers;
+    nxr_fpenv_t fpenv;            /* the creating thread's, at creation */
+    nxr_openblas_info_t openblas; /* the linked OpenBLAS, probed at creation */
     /* Domains are allocated one by one so that their addresses (held by
      * contexts) survive an attach growing the table. The table and count are
      * guarded by domains_lock; a domain itself is immutable once published. */

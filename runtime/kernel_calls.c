@@ -1,0 +1,331 @@
+/*
+ * Kernel calls through a context: the provider placement rules applied per
+ * call (kernels/internal/rules.h), then the call made where they say, with
+ * per-worker scratch, the domain's permit or the exclusive permit as needed.
+ *
+ * Every public kernel packs its arguments and an invoker (the bundle's
+ * dispatch for that op) into a `struct kcall`; run() does the rest, so the
+ * placement logic exists once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/internal/provider.h"
+#include "kernels/internal/rules.h"
+#include "runtime/internal/runtime.h"
+#include "runtime/internal/sys.h"
+
+struct kcall {
+    enum nxr_provider_family family;
+    size_t scratch_bytes; /* per thread */
+    int (*invoke)(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, const void *args);
+    const void *args;
+};
+
+struct invocation {
+    const nxr_provider_bundle_t *bundle;
+    const nxr_kernel_call_t *call;
+    const struct kcall *k;
+};
+
+static int invoke_closure(void *p)
+{
+    const struct invocation *inv = p;
+    return inv->k->invoke(inv->bundle, inv->call, inv->k->args);
+}
+
+/* Calls the provider with `threads` threads and per-thread scratch. */
+static int call_with_scratch(nxr_ctx_t *ctx, const struct kcall *k, unsigned threads, void *exec,
+                             const nxr_provider_t *p, int global_count)
+{
+    nxr_runtime_t *rt = ctx->runtime;
+    size_t bytes = (k->scratch_bytes + 63) & ~(size_t)63;
+    void *stack_ptrs[64];
+    void **ptrs = stack_ptrs;
+    unsigned char *block = NULL;
+    int rc = 0;
+    if (bytes > 0) {
+        if (threads > 64 && (ptrs = nxr__malloc(threads * sizeof(*ptrs))) == NULL)
+            return -ENOMEM;
+        block = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : aligned_alloc(64, bytes * threads);
+        if (block == NULL) {
+            rc = -ENOMEM;
+            goto out_free;
+        }
+        for (unsigned i = 0; i < threads; i++)
+            ptrs[i] = block + (size_t)i * bytes;
+    }
+    nxr_kernel_call_t call = {
+        .threads = threads,
+        .scratch = bytes > 0 ? (void *const *)ptrs : NULL,
+        .scratch_bytes = bytes,
+        .exec = exec,
+    };
+    struct invocation inv = {.bundle = rt->providers, .call = &call, .k = k};
+    if (global_count > 0)
+        rc = nxr__global_threads_run(p, global_count, invoke_closure, &inv);
+    else
+        rc = invoke_closure(&inv);
+out_free:
+    free(block);
+    if (ptrs != stack_ptrs)
+        free(ptrs);
+    return rc;
+}
+
+static int run(nxr_ctx_t *ctx, const struct kcall *k)
+{
+    if (ctx == NULL)
+        return -EINVAL;
+    nxr_runtime_t *rt = ctx->runtime;
+    const struct nxr_domain *d = ctx->domain;
+    const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, k->family);
+    enum nxr_provider_placement placement = nxr_provider_placement(p);
+    bool nested = nxr__tls.depth > 0;
+    if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED &&
+        placement == NXR_RUNS_ON_EXTERNAL_WORKERS)
+        return NXR_EPLACEMENT; /* its threads would escape the caller's pool */
+    /* Nested in a body: one thread, the one we are on (one fan-out level). */
+    unsigned budget = nested ? 1 : d->spec.budget;
+    bool whole = d->spec.cpus != NULL && hwloc_bitmap_isequal(d->spec.cpus, rt->topo.allowed);
+    struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
+    int rc;
+    switch (dec.run) {
+    case NXR_RUN_INLINE:
+        return call_with_scratch(ctx, k, 1, NULL, p, 0);
+    case NXR_RUN_DOMAIN:
+        if (placement == NXR_RUNS_ON_ENGINE_WORKERS) /* it enters the domain per region */
+            return call_with_scratch(ctx, k, dec.threads, ctx, p, 0);
+        /* Its own threads, confined because the domain is everything we may
+         * use: hold the domain's permit around the call. */
+        if ((rc = nxr__exec_enter(ctx->exec)) != 0)
+            return rc;
+        rc = call_with_scratch(ctx, k, dec.threads, NULL, p, 0);
+        nxr__exec_leave(ctx->exec);
+        return rc;
+    case NXR_RUN_EXCLUSIVE:
+        if (nested)
+            return -EBUSY; /* waiting here could wait on our own operation */
+        if ((rc = nxr__arbiter_acquire_exclusive(rt->arbiter)) != 0)
+            return rc;
+        rc = call_with_scratch(ctx, k, dec.threads, NULL, p, (int)dec.threads);
+        nxr__arbiter_release_exclusive(rt->arbiter);
+        return rc;
+    case NXR_RUN_REJECT:
+    default:
+        return dec.status != 0 ? dec.status : NXR_EPLACEMENT;
+    }
+}
+
+/* ---- the public kernels: argument packing only ------------------------------ */
+
+static const nxr_provider_bundle_t *providers_of(const nxr_ctx_t *ctx)
+{
+    return ((const nxr_runtime_t *)ctx->runtime)->providers;
+}
+
+static int inv_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *a)
+{
+    return nxr__bundle_sgemm(b, c, a);
+}
+
+int nxr_sgemm(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args)
+{
+    if (ctx == NULL || args == NULL)
+        return -EINVAL;
+    struct kcall k = {NXR_FAMILY_GEMM, nxr__bundle_sgemm_scratch(providers_of(ctx), args),
+                      inv_sgemm, args};
+    return run(ctx, &k);
+}
+
+static int inv_sgemm_batch(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c,
+                           const void *a)
+{
+    return nxr__bundle_sgemm_batch(b, c, a);
+}
+
+int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args)
+{
+    if (ctx == NULL || args == NULL)
+        return -EINVAL;
+    struct kcall k = {NXR_FAMILY_GEMM, nxr__bundle_sgemm_scratch(providers_of(ctx), &args->gemm),
+                      inv_sgemm_batch, args};
+    return run(ctx, &k);
+}
+
+struct ew_args {
+    int op;
+    size_t n;
+    const float *x, *y;
+    float *out;
+    float s;
+};
+
+static int inv_binary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct ew_args *a = p;
+    return nxr__bundle_binary(b, c, (enum nxr_binary_op)a->op, a->n, a->x, a->y, a->out);
+}
+
+int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x, const float *y,
+               float *out)
+{
+    struct ew_args a = {.op = op, .n = n, .x = x, .y = y, .out = out};
+    struct kcall k = {NXR_FAMILY_ELEMENTWISE, 0, inv_binary, &a};
+    return run(ctx, &k);
+}
+
+static int inv_scale(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct ew_args *a = p;
+    return nxr__bundle_scale(b, c, a->n, a->s, a->x, a->out);
+}
+
+int nxr_scale(nxr_ctx_t *ctx, size_t n, float alpha, const float *x, float *out)
+{
+    struct ew_args a = {.n = n, .x = x, .out = out, .s = alpha};
+    struct kcall k = {NXR_FAMILY_ELEMENTWISE, 0, inv_scale, &a};
+    return run(ctx, &k);
+}
+
+static int inv_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct ew_args *a = p;
+    return nxr__bundle_unary(b, c, (enum nxr_unary_op)a->op, a->n, a->x, a->out);
+}
+
+int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out)
+{
+    struct ew_args a = {.op = op, .n = n, .x = x, .out = out};
+    struct kcall k = {NXR_FAMILY_ELEMENTWISE, 0, inv_unary, &a};
+    return run(ctx, &k);
+}
+
+static int inv_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct ew_args *a = p;
+    return nxr__bundle_triad(b, c, a->n, a->out, a->x, a->y, a->s);
+}
+
+int nxr_triad(nxr_ctx_t *ctx, size_t n, float *a_out, const float *b_in, const float *c_in, float s)
+{
+    struct ew_args a = {.n = n, .x = b_in, .y = c_in, .out = a_out, .s = s};
+    struct kcall k = {NXR_FAMILY_ELEMENTWISE, 0, inv_triad, &a};
+    return run(ctx, &k);
+}
+
+struct reduce_args {
+    size_t n;
+    const float *x;
+    float *value;
+    size_t *index;
+};
+
+static int inv_sum(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct reduce_args *a = p;
+    return nxr__bundle_sum(b, c, a->n, a->x, a->value);
+}
+
+static int inv_max(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct reduce_args *a = p;
+    return nxr__bundle_max(b, c, a->n, a->x, a->value);
+}
+
+static int inv_argmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct reduce_args *a = p;
+    return nxr__bundle_argmax(b, c, a->n, a->x, a->index);
+}
+
+int nxr_sum(nxr_ctx_t *ctx, size_t n, const float *x, float *out)
+{
+    struct reduce_args a = {.n = n, .x = x, .value = out};
+    struct kcall k = {NXR_FAMILY_REDUCTION, 0, inv_sum, &a};
+    return run(ctx, &k);
+}
+
+int nxr_max(nxr_ctx_t *ctx, size_t n, const float *x, float *out)
+{
+    struct reduce_args a = {.n = n, .x = x, .value = out};
+    struct kcall k = {NXR_FAMILY_REDUCTION, 0, inv_max, &a};
+    return run(ctx, &k);
+}
+
+int nxr_argmax(nxr_ctx_t *ctx, size_t n, const float *x, size_t *out)
+{
+    struct reduce_args a = {.n = n, .x = x, .index = out};
+    struct kcall k = {NXR_FAMILY_REDUCTION, 0, inv_argmax, &a};
+    return run(ctx, &k);
+}
+
+struct rows_args {
+    size_t rows, cols;
+    const float *x;
+    size_t ldx;
+    const float *gamma, *beta;
+    float eps;
+    float *out;
+    size_t ldo;
+};
+
+static int inv_softmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct rows_args *a = p;
+    return nxr__bundle_softmax(b, c, a->rows, a->cols, a->x, a->ldx, a->out, a->ldo);
+}
+
+static int inv_rmsnorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct rows_args *a = p;
+    return nxr__bundle_rmsnorm(b, c, a->rows, a->cols, a->x, a->ldx, a->gamma, a->eps, a->out,
+                               a->ldo);
+}
+
+static int inv_layernorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *p)
+{
+    const struct rows_args *a = p;
+    return nxr__bundle_layernorm(b, c, a->rows, a->cols, a->x, a->ldx, a->gamma, a->beta, a->eps,
+                                 a->out, a->ldo);
+}
+
+int nxr_softmax(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx, float *out,
+                size_t ldo)
+{
+    struct rows_args a = {.rows = rows, .cols = cols, .x = x, .ldx = ldx, .out = out, .ldo = ldo};
+    struct kcall k = {NXR_FAMILY_NORM, 0, inv_softmax, &a};
+    return run(ctx, &k);
+}
+
+int nxr_rmsnorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                const float *gamma, float eps, float *out, size_t ldo)
+{
+    struct rows_args a = {.rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .ldx = ldx,
+                          .gamma = gamma,
+                          .eps = eps,
+                          .out = out,
+                          .ldo = ldo};
+    struct kcall k = {NXR_FAMILY_NORM, 0, inv_rmsnorm, &a};
+    return run(ctx, &k);
+}
+
+int nxr_layernorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                  const float *gamma, const float *beta, float eps, float *out, size_t ldo)
+{
+    struct rows_args a = {.rows = rows,
+                          .cols = cols,
+                          .x = x,
+                          .ldx = ldx,
+                          .gamma = gamma,
+                          .beta = beta,
+                          .eps = eps,
+                          .out = out,
+                          .ldo = ldo};
+    struct kcall k = {NXR_FAMILY_NORM, 0, inv_layernorm, &a};
+    return run(ctx, &k);
+}
