@@ -33,8 +33,13 @@ def nxr_library(name, copts = [], **kwargs):
         **kwargs
     )
 
-def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts = [], **kwargs):
-    """A Criterion test binary (tests/<pkg>/<unit>_test.c)."""
+def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts = [], linkstatic = True, **kwargs):
+    """A Criterion test binary (tests/<pkg>/<unit>_test.c).
+
+    Linked statically against nxr's own libraries: they are built with
+    -fvisibility=hidden, so the per-library shared objects of Bazel's dynamic
+    test mode cannot resolve each other's nxr__ internals.
+    """
     native.cc_test(
         name = name,
         srcs = srcs,
@@ -42,6 +47,7 @@ def nxr_test(name, srcs, deps = [], size = "small", timeout = "moderate", copts 
         deps = deps + ["//third_party:criterion"],
         size = size,
         timeout = timeout,
+        linkstatic = linkstatic,
         **kwargs
     )
 

@@ -2,8 +2,8 @@
  * Runtime creation and destruction.
  *
  * Creation is staged so that a failure at any step unwinds everything before
- * it: settings -> topology -> domain plan (all validation) -> teams. No
- * thread starts before the plan is complete and valid.
+ * it: settings -> topology -> domain plan (all validation) -> pools ->
+ * teams. No thread starts before the plan is complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -115,6 +115,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     rc = adopt_plan(rt, &plan);
     if (rc != 0)
         goto out_plan;
+    rc = nxr__runtime_pools_create(rt, err, errsz);
+    if (rc != 0)
+        goto out_destroy;
     rc = start_teams(rt, err, errsz);
     if (rc != 0)
         goto out_destroy;
@@ -143,6 +146,8 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
         nxr__team_destroy(rt->domains[i].team);
         hwloc_bitmap_free(rt->domains[i].spec.cpus);
     }
+    /* After the teams: no worker can release a buffer any more. */
+    (void)nxr__runtime_pools_destroy(rt);
     free(rt->domains);
     nxr__topology_fini(&rt->topo);
     free(rt);
