@@ -174,13 +174,6 @@ NXR_API void nxr_domain_free(void *ptr);
 
 /* ----------------------------------------------------------------- scopes */
 
-/* Scopes are checked by default in checked builds (NXR_CHECKED). */
-#if defined(NXR_CHECKED) && NXR_CHECKED
-#define NXR_SCOPE_CHECKED_DEFAULT true
-#else
-#define NXR_SCOPE_CHECKED_DEFAULT false
-#endif
-
 struct nxr_scope_opts {
     /* Bytes per chunk taken from the pool (default 1 MiB; rounded to a pool
      * class, at least 4 KiB). An allocation larger than a chunk gets a chunk
@@ -190,11 +183,13 @@ struct nxr_scope_opts {
      * inaccessible (mprotect PROT_NONE, and ASan-poisoned under ASan), so a
      * stale pointer faults at once. Costs two mprotect calls per chunk per
      * reset and twice the memory (two banks of chunks alternate).
-     * Default NXR_SCOPE_CHECKED_DEFAULT. */
+     * Default: true when nxr itself was built checked (-DNXR_CHECKED=1,
+     * `bazel ... --config=checked` or `--config=asan`), else false; a caller
+     * may turn it on in any build. */
     bool checked;
 };
 
-/* chunk_size 1 MiB, checked = NXR_SCOPE_CHECKED_DEFAULT. */
+/* chunk_size 1 MiB, checked as described above. */
 NXR_API void nxr_scope_opts_init(struct nxr_scope_opts *opts);
 
 /*

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "alloc/internal/arena.h"
-#include "alloc/internal/asan.h"
+#include "alloc/internal/debug.h"
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
 #include "alloc/internal/size_class.h"

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "alloc/internal/asan.h"
+#include "alloc/internal/debug.h"
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
 #include "runtime/internal/sys.h"
@@ -56,7 +56,7 @@ void nxr_scope_opts_init(struct nxr_scope_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
     opts->chunk_size = DEFAULT_CHUNK;
-    opts->checked = NXR_SCOPE_CHECKED_DEFAULT;
+    opts->checked = NXR__SCOPE_CHECKED_DEFAULT;
 }
 
 int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nxr_scope_t **out)

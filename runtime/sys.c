@@ -17,13 +17,25 @@
 static atomic_uint fault_points; /* armed points; 0 = disarmed */
 static atomic_long fault_target; /* the call number that fails */
 static atomic_long fault_seen;   /* calls seen through armed points */
+static atomic_bool fault_sticky; /* every call from the target on fails */
 
-void nxr__fault_arm(unsigned points, long n)
+static void fault_arm(unsigned points, long n, bool sticky)
 {
     atomic_store_explicit(&fault_seen, 0, memory_order_relaxed);
     atomic_store_explicit(&fault_target, n, memory_order_relaxed);
+    atomic_store_explicit(&fault_sticky, sticky, memory_order_relaxed);
     /* Release: a thread that sees the points armed also sees target/seen. */
     atomic_store_explicit(&fault_points, n > 0 ? points : 0, memory_order_release);
+}
+
+void nxr__fault_arm(unsigned points, long n)
+{
+    fault_arm(points, n, false);
+}
+
+void nxr__fault_arm_from(unsigned points, long n)
+{
+    fault_arm(points, n, true);
 }
 
 long nxr__fault_calls(void)
@@ -38,7 +50,9 @@ bool nxr__fault_hit(enum nxr__fault_point point)
     if ((armed & (unsigned)point) == 0)
         return false;
     long call = atomic_fetch_add_explicit(&fault_seen, 1, memory_order_relaxed) + 1;
-    return call == atomic_load_explicit(&fault_target, memory_order_relaxed);
+    long target = atomic_load_explicit(&fault_target, memory_order_relaxed);
+    return call == target ||
+           (call > target && atomic_load_explicit(&fault_sticky, memory_order_relaxed));
 }
 
 void *nxr__malloc(size_t size)

@@ -34,6 +34,11 @@ enum nxr__fault_point {
  * respect to concurrent arming. */
 void nxr__fault_arm(unsigned points, long n);
 
+/* Like nxr__fault_arm, but the nth call and every later one fail until the
+ * hook is disarmed (for callers that retry, such as jemalloc after a failed
+ * extent hook). */
+void nxr__fault_arm_from(unsigned points, long n);
+
 /* How many calls the armed points have seen since the last arm. */
 long nxr__fault_calls(void);
 

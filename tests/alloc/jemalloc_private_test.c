@@ -1,0 +1,62 @@
+/*
+ * nxr's jemalloc is private: linking nxr does not change what the host's
+ * malloc is, and no jemalloc entry point is visible to the host by its usual
+ * name. The private copy still initialises and works.
+ */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/internal/je.h"
+#include "runtime/nxr.h"
+
+static const char *object_of(void *addr)
+{
+    Dl_info info;
+    if (addr == NULL || dladdr(addr, &info) == 0 || info.dli_fname == NULL)
+        return "(none)";
+    return info.dli_fname;
+}
+
+Test(alloc_jemalloc, host_malloc_resolves_to_libc)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "malloc");
+    cr_assert_not_null(sym);
+    const char *from = object_of(sym);
+    cr_assert_not_null(strstr(from, "libc.so"), "malloc resolves to %s", from);
+    from = object_of((void *)&free);
+    cr_assert_not_null(strstr(from, "libc.so"), "free resolves to %s", from);
+    /* And what it hands out is glibc's (malloc_usable_size is glibc's). */
+    void *p = malloc(100);
+    cr_assert_geq(malloc_usable_size(p), 100);
+    free(p);
+}
+
+Test(alloc_jemalloc, no_jemalloc_symbol_is_visible_by_its_usual_name)
+{
+    const char *names[] = {"mallocx",   "dallocx",    "mallctl",
+                           "je_malloc", "je_mallocx", "malloc_conf",
+                           "nallocx",   "sdallocx",   "je_arena_choose_hard"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        cr_assert_null(dlsym(RTLD_DEFAULT, names[i]), "%s is visible (from %s)", names[i],
+                       object_of(dlsym(RTLD_DEFAULT, names[i])));
+}
+
+Test(alloc_jemalloc, the_private_copy_initialises_and_allocates)
+{
+    const char *version = NULL;
+    size_t sz = sizeof(version);
+    cr_assert_eq(nxr_je_mallctl("version", &version, &sz, NULL, 0), 0);
+    cr_assert_not_null(version);
+    cr_assert_eq(strncmp(version, "5.", 2), 0, "version %s", version);
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, NULL), 0);
+    void *p;
+    cr_assert_eq(nxr_domain_malloc(nxr_runtime_domain_at(rt, 0), 1000, 0, &p), 0);
+    memset(p, 1, 1000);
+    cr_assert_geq(nxr_je_sallocx(p, 0), 1000);
+    nxr_domain_free(p);
+    nxr_runtime_destroy(rt);
+}
