@@ -151,9 +151,9 @@ NXR_API const char *nxr_mem_binding_name(enum nxr_mem_binding binding);
 /*
  * The NUMA node the page holding ptr lives on, asked of the kernel
  * (move_pages in query mode; nothing moves). Returns the node id (>= 0), or
- * -ENOENT (the page has not been touched yet, so it lives nowhere), -EFAULT
- * (not mapped), -ENOSYS (no NUMA support), another negative errno. Any
- * thread; one system call.
+ * -ENOENT or -EFAULT (the page has not been touched yet, so it lives
+ * nowhere -- kernels differ in which -- or it is not mapped), -ENOSYS (no
+ * NUMA support), another negative errno. Any thread; one system call.
  */
 NXR_API int nxr_mem_node(const void *ptr);
 

@@ -6,11 +6,23 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/internal/je.h"
 #include "runtime/nxr.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD 1
+#endif
+#endif
+#ifndef ASAN_BUILD
+#define ASAN_BUILD 0
+#endif
 
 static const char *object_of(void *addr)
 {
@@ -20,14 +32,27 @@ static const char *object_of(void *addr)
     return info.dli_fname;
 }
 
+/* Under ASan the host's malloc is ASan's interceptor, linked into the test
+ * binary; otherwise it is glibc's. Never jemalloc's. */
+static void assert_host_symbol(const char *name)
+{
+    void *sym = dlsym(RTLD_DEFAULT, name);
+    cr_assert_not_null(sym);
+#if ASAN_BUILD
+    char interceptor[64];
+    snprintf(interceptor, sizeof(interceptor), "__interceptor_%s", name);
+    cr_assert_eq(sym, dlsym(RTLD_DEFAULT, interceptor), "%s is not ASan's", name);
+#else
+    const char *from = object_of(sym);
+    cr_assert_not_null(strstr(from, "libc.so"), "%s resolves to %s", name, from);
+#endif
+}
+
 Test(alloc_jemalloc, host_malloc_resolves_to_libc)
 {
-    void *sym = dlsym(RTLD_DEFAULT, "malloc");
-    cr_assert_not_null(sym);
-    const char *from = object_of(sym);
-    cr_assert_not_null(strstr(from, "libc.so"), "malloc resolves to %s", from);
-    from = object_of((void *)&free);
-    cr_assert_not_null(strstr(from, "libc.so"), "free resolves to %s", from);
+    assert_host_symbol("malloc");
+    assert_host_symbol("free");
+    assert_host_symbol("posix_memalign");
     /* And what it hands out is glibc's (malloc_usable_size is glibc's). */
     void *p = malloc(100);
     cr_assert_geq(malloc_usable_size(p), 100);

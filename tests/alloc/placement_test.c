@@ -66,7 +66,9 @@ Test(alloc_placement, untouched_page_has_no_node)
     void *p;
     cr_assert_eq(nxr_domain_malloc(d, 8u << 20, 4096, &p), 0);
     int where = nxr_mem_node((char *)p + (4u << 20));
-    cr_assert(where == -ENOENT || where == -ENOSYS, "untouched page reported as %d", where);
+    /* Kernels differ: 6.18 says -ENOENT, 6.1 -EFAULT; never a node. */
+    cr_assert(where == -ENOENT || where == -EFAULT || where == -ENOSYS,
+              "untouched page reported as %d", where);
     nxr_domain_free(p);
     nxr_runtime_destroy(rt);
 }
@@ -92,9 +94,12 @@ Test(alloc_placement, pages_are_on_each_domains_node)
  * thread runs on node 0's CPUs. */
 Test(alloc_placement, pages_are_on_node_1_when_touched_from_node_0)
 {
-    if (numa_available() < 0 || numa_max_node() < 1)
+    if (numa_available() < 0 || numa_max_node() < 1) {
+        /* tools/vm_test.sh sets this: there, a skip would hide a failure. */
+        cr_assert_null(getenv("NXR_TEST_NEED_NODE1"), "the VM has no node 1");
         cr_skip_test("needs NUMA node 1 (this machine has %d node(s)); run tools/vm_test.sh",
                      numa_available() < 0 ? 0 : numa_max_node() + 1);
+    }
     nxr_runtime_t *rt = make_runtime(NULL);
     const nxr_domain_t *d0, *d1;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0, "no domain for node 0");
