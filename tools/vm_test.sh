@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vm_test.sh -- runs nxr's multi-node memory tests inside a two-node NUMA VM.
 #
-#     tools/vm_test.sh                 # //tests/alloc:placement_test
+#     tools/vm_test.sh                 # every test tagged "numa_vm"
 #     tools/vm_test.sh //tests/alloc:placement_test //tests/alloc:pool_test
 #
 # Builds each target with Bazel, then boots it in a throw-away QEMU VM with
@@ -17,7 +17,10 @@ NUMA_VM=${NUMA_VM:-/work/shared/tools/numa-vm}
 [[ -x $NUMA_VM ]] || { echo "vm_test.sh: numa-vm not found at $NUMA_VM (set NUMA_VM)" >&2; exit 2; }
 
 targets=("$@")
-((${#targets[@]})) || targets=(//tests/alloc:placement_test)
+if ((${#targets[@]} == 0)); then
+    mapfile -t targets < <(bazel query 'attr(tags, "numa_vm", tests(//...))' 2>/dev/null)
+    ((${#targets[@]})) || { echo "vm_test.sh: no test is tagged numa_vm" >&2; exit 2; }
+fi
 
 bazel build --color=no --curses=no "${targets[@]}" >/dev/null 2>&1 ||
     bazel build "${targets[@]}"
