@@ -30,11 +30,16 @@
  *                nxr never reports such memory as node-local.
  * When binding was BOUND at creation but a later mbind fails, that
  * allocation fails with NXR_EPLACEMENT; unbound memory is never handed out
- * under a BOUND claim.
+ * under a BOUND claim. MPOL_BIND is strict: when the node itself runs out of
+ * memory the kernel does not fall back to another node (it reclaims, and in
+ * the end OOM-kills), which is the price of placement that holds.
  *
  * jemalloc is linked privately (its symbols are local to nxr, see
- * third_party/jemalloc/privatize.sh): the host's malloc stays the host's.
- * Like any jemalloc, the private copy reads MALLOC_CONF at start-up.
+ * third_party/jemalloc/privatize.sh): the host's malloc stays the host's,
+ * whether that is glibc's or the host's own jemalloc. Like any jemalloc, the
+ * private copy reads MALLOC_CONF at start-up, and its thread-local state uses
+ * the initial-exec TLS model, so nxr must be linked into the program (or a
+ * library loaded at start-up), not dlopen()ed late.
  */
 #ifndef NXR_ALLOC_H
 #define NXR_ALLOC_H
@@ -164,7 +169,9 @@ NXR_API int nxr_mem_node(const void *ptr);
  * node as described above), aligned to `alignment` (0: 16; otherwise a power
  * of two). No thread cache is used, so memory of one node never serves
  * another's requests. Returns 0 and *out, or -EINVAL (NULL argument, size 0,
- * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread.
+ * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread; takes jemalloc's
+ * arena locks, and maps memory (mmap + mbind) when the arena has none free.
+ * The caller owns the memory until nxr_domain_free.
  */
 NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);
 
@@ -181,8 +188,10 @@ struct nxr_scope_opts {
     size_t chunk_size;
     /* Detect use after reset: at each reset the step's memory is made
      * inaccessible (mprotect PROT_NONE, and ASan-poisoned under ASan), so a
-     * stale pointer faults at once. Costs two mprotect calls per chunk per
-     * reset and twice the memory (two banks of chunks alternate).
+     * stale pointer faults (SIGSEGV) at its first use in the next step; a
+     * pointer kept across two resets is live memory again and not caught.
+     * Costs two mprotect calls per chunk per reset and twice the memory (two
+     * banks of chunks alternate).
      * Default: true when nxr itself was built checked (-DNXR_CHECKED=1,
      * `bazel ... --config=checked` or `--config=asan`), else false; a caller
      * may turn it on in any build. */

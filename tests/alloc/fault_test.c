@@ -164,3 +164,55 @@ Test(alloc_fault, runtime_creation_unwinds_at_every_memory_failure)
     }
     cr_assert_gt(failures, 4, "two pools make several allocations that can fail");
 }
+
+Test(alloc_fault, domain_malloc_allocation_failure_is_enomem)
+{
+    nxr_runtime_t *rt = make_runtime();
+    void *p = (void *)1;
+    nxr__fault_arm(NXR_FAULT_ALLOC, 1);
+    int rc = nxr_domain_malloc(nxr_runtime_domain_at(rt, 0), 1000, 0, &p);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, -ENOMEM, "%s", nxr_strerror(rc));
+    cr_assert_null(p);
+    nxr_runtime_destroy(rt);
+}
+
+Test(alloc_fault, scope_create_without_memory_is_enomem)
+{
+    nxr_runtime_t *rt = make_runtime();
+    nxr_scope_t *s = (nxr_scope_t *)1;
+    nxr__fault_arm(NXR_FAULT_ALLOC, 1);
+    int rc = nxr_scope_create(nxr_runtime_domain_at(rt, 0), NULL, &s);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, -ENOMEM, "%s", nxr_strerror(rc));
+    cr_assert_null(s);
+    nxr_runtime_destroy(rt);
+}
+
+/* A scope whose next chunk cannot be had reports it and stays usable. */
+Test(alloc_fault, scope_chunk_failures_are_enomem_or_eplacement)
+{
+    nxr_runtime_t *rt = make_runtime();
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_scope_t *s;
+    cr_assert_eq(nxr_scope_create(d, NULL, &s), 0);
+    void *p = (void *)1;
+    cr_assert_eq(nxr_scope_alloc(s, NXR_POOL_MAX_SIZE + 1, &p), -ENOMEM);
+    cr_assert_null(p);
+    nxr__fault_arm(NXR_FAULT_ALLOC, 1);
+    int rc = nxr_scope_alloc(s, 100, &p);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, -ENOMEM, "%s", nxr_strerror(rc));
+    if (nxr_domain_mem_binding(d) == NXR_MEM_BOUND) {
+        nxr__fault_arm_from(NXR_FAULT_MBIND, 1);
+        rc = nxr_scope_alloc(s, 96u << 20, &p); /* a chunk of its own, never mapped yet */
+        nxr__fault_arm(0, 0);
+        cr_assert_eq(rc, NXR_EPLACEMENT, "%s", nxr_strerror(rc));
+    }
+    cr_assert_eq(nxr_scope_alloc(s, 100, &p), 0);
+    memset(p, 1, 100);
+    nxr_scope_destroy(s);
+    struct nxr_pool_stats st = stats_of(d);
+    cr_assert_eq(st.outstanding, 0);
+    nxr_runtime_destroy(rt);
+}
