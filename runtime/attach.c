@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/internal/pool.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/sys.h"
@@ -143,6 +144,12 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     if (rc != 0)
         goto out_free;
     d->admission_ready = true;
+    /* Memory on behalf of the domain: bound to its node when it has one. */
+    struct nxr__pool_opts popts = {
+        .domain_id = d->spec.id, .node = d->spec.node, .cap_bytes = NXR_POOL_DEFAULT_CAP};
+    rc = nxr__pool_create(&d->pool, &popts, err, errsz);
+    if (rc != 0)
+        goto out_free;
     rc = nxr__runtime_add_domain(rt, d);
     if (rc != 0)
         goto out_free;
@@ -155,6 +162,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
 
 out_free:
     d->exec.executor.ops = NULL; /* never retained: nothing to release */
+    nxr__pool_destroy(d->pool);  /* fresh and unused: nothing outstanding */
     nxr__domain_free(d);
 out_unlock:
     pthread_mutex_unlock(&rt->domains_lock);

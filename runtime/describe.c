@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "domains/internal/cpuset.h"
+#include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/strbuf.h"
 
@@ -55,9 +56,11 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         json_cpu_array(sb, nxr_domain_cpuset(d));
         nxr__strbuf_printf(sb,
                            ",\"admission\":\"%s\",\"placement\":\"%s\",\"workers\":%u,"
-                           "\"budget\":%u,\"executor_owner\":\"%s\"}",
+                           "\"budget\":%u,\"executor_owner\":\"%s\"",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+        nxr__pool_describe(d->pool, sb, true);
+        nxr__strbuf_printf(sb, "}");
     }
     nxr__strbuf_printf(sb, "]}\n");
 }
@@ -83,6 +86,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            cpus != NULL ? nxr__cpuset_list(cpus, list, sizeof(list)) : "(none)",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+        nxr__pool_describe(d->pool, sb, false);
     }
 }
 

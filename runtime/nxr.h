@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "alloc/nxr_alloc.h"
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"
@@ -180,7 +181,9 @@ enum nxr_describe_format {
 /*
  * Describes the runtime: topology (source, nodes, CPUs, allowed set) and per
  * domain id, node, CPUs, admission, placement, workers, budget, executor
- * owner. JSON is one object: {"topology": {...}, "domains": [...]}.
+ * owner, and the domain's memory ("pool": binding, arena, cap, cached bytes
+ * and buffers, outstanding, hits, misses, drops; see alloc/nxr_alloc.h).
+ * JSON is one object: {"topology": {...}, "domains": [...]}.
  * Returns 0 and a NUL-terminated string in *out that the caller releases
  * with free(); -EINVAL or -ENOMEM (then *out is NULL).
  */

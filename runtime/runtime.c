@@ -3,8 +3,8 @@
  *
  * Creation is staged so that a failure at any step unwinds everything before
  * it: settings -> topology -> domain plan (all validation) -> arbiter ->
- * domains (admission state, then teams). No thread starts before the plan is
- * complete and valid.
+ * providers -> domains (admission state) -> pools -> teams. No thread starts
+ * before the plan is complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -207,6 +207,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     nxr__plan_fini(&plan); /* what was not adopted */
     if (rc != 0)
         goto out_destroy;
+    rc = nxr__runtime_pools_create(rt, err, errsz);
+    if (rc != 0)
+        goto out_destroy;
     rc = start_teams(rt, err, errsz);
     if (rc != 0)
         goto out_destroy;
@@ -247,6 +250,12 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     if (rt == NULL)
         return;
     drain_all(rt);
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        nxr__team_destroy(rt->domains[i]->team);
+        rt->domains[i]->team = NULL;
+    }
+    /* After every team: no worker can release a buffer any more. */
+    (void)nxr__runtime_pools_destroy(rt);
     for (size_t i = 0; i < rt->domain_count; i++)
         nxr__domain_free(rt->domains[i]);
     free(rt->domains);

@@ -6,22 +6,36 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <numaif.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 static atomic_uint fault_points; /* armed points; 0 = disarmed */
 static atomic_long fault_target; /* the call number that fails */
 static atomic_long fault_seen;   /* calls seen through armed points */
+static atomic_bool fault_sticky; /* every call from the target on fails */
 
-void nxr__fault_arm(unsigned points, long n)
+static void fault_arm(unsigned points, long n, bool sticky)
 {
     atomic_store_explicit(&fault_seen, 0, memory_order_relaxed);
     atomic_store_explicit(&fault_target, n, memory_order_relaxed);
+    atomic_store_explicit(&fault_sticky, sticky, memory_order_relaxed);
     /* Release: a thread that sees the points armed also sees target/seen. */
     atomic_store_explicit(&fault_points, n > 0 ? points : 0, memory_order_release);
+}
+
+void nxr__fault_arm(unsigned points, long n)
+{
+    fault_arm(points, n, false);
+}
+
+void nxr__fault_arm_from(unsigned points, long n)
+{
+    fault_arm(points, n, true);
 }
 
 long nxr__fault_calls(void)
@@ -36,7 +50,9 @@ bool nxr__fault_hit(enum nxr__fault_point point)
     if ((armed & (unsigned)point) == 0)
         return false;
     long call = atomic_fetch_add_explicit(&fault_seen, 1, memory_order_relaxed) + 1;
-    return call == atomic_load_explicit(&fault_target, memory_order_relaxed);
+    long target = atomic_load_explicit(&fault_target, memory_order_relaxed);
+    return call == target ||
+           (call > target && atomic_load_explicit(&fault_sticky, memory_order_relaxed));
 }
 
 void *nxr__malloc(size_t size)
@@ -89,4 +105,49 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected)
 void nxr__futex_wake(atomic_uint *word, int n)
 {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+int nxr__mmap_anon(size_t size, void **out)
+{
+    *out = NULL;
+    if (nxr__fault_hit(NXR_FAULT_MMAP))
+        return -ENOMEM;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    *out = p;
+    return 0;
+}
+
+int nxr__munmap(void *addr, size_t size)
+{
+    return munmap(addr, size) == 0 ? 0 : -errno;
+}
+
+/* Node ids above this are refused rather than given an unbounded mask. */
+#define MBIND_MAX_NODE 1023
+
+int nxr__mbind_node(void *addr, size_t size, int node)
+{
+    if (node < 0 || node > MBIND_MAX_NODE)
+        return -EINVAL;
+    if (nxr__fault_hit(NXR_FAULT_MBIND))
+        return -EINVAL;
+    unsigned long mask[(MBIND_MAX_NODE + 1) / (8 * sizeof(unsigned long))] = {0};
+    const unsigned bits = 8 * sizeof(unsigned long);
+    mask[(unsigned)node / bits] |= 1ul << ((unsigned)node % bits);
+    /* maxnode counts bits; the kernel reads maxnode - 1 of them, hence + 1. */
+    if (mbind(addr, size, MPOL_BIND, mask, (unsigned long)node + 2, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+int nxr__madvise(void *addr, size_t size, int advice)
+{
+    return madvise(addr, size, advice) == 0 ? 0 : -errno;
+}
+
+int nxr__mprotect(void *addr, size_t size, int prot)
+{
+    return mprotect(addr, size, prot) == 0 ? 0 : -errno;
 }

@@ -25,6 +25,7 @@ struct nxr_domain {
     struct nxr__team *team; /* managed domains: the built-in team */
     struct nxr__exec exec;  /* what contexts on this domain run work through */
     bool admission_ready;   /* exec's admission state is initialised */
+    struct nxr__pool *pool; /* node-local pool and arena (alloc/) */
     nxr_runtime_t *rt;
 };
 
@@ -62,6 +63,14 @@ int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
 /* Tears one domain down (drained already): team, admission, executor
  * reference, CPU set; frees it. */
 void nxr__domain_free(struct nxr_domain *d);
+
+/* Creates every domain's pool (runtime/memory.c); on failure the pools made
+ * so far are left for nxr__runtime_pools_destroy. 0, -ENOMEM. */
+int nxr__runtime_pools_create(nxr_runtime_t *rt, char *err, size_t errsz);
+
+/* Destroys every pool: 0, or NXR_EOUTSTANDING when buffers or domain memory
+ * were still out (reported on stderr; what they need is kept). */
+int nxr__runtime_pools_destroy(nxr_runtime_t *rt);
 
 /* Resolves opts + environment into settings. 0 or NXR_ESYNTAX/-EINVAL. */
 int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,

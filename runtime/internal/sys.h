@@ -24,14 +24,20 @@ enum nxr__fault_point {
     NXR_FAULT_SETAFFINITY = 1u << 2,     /* nxr__setaffinity_self returns -EINVAL */
     NXR_FAULT_VERIFY_AFFINITY = 1u << 3, /* nxr__getaffinity_self reports CPU set {} */
     NXR_FAULT_TOPOLOGY_LOAD = 1u << 4,   /* topology load fails */
-    NXR_FAULT_MBIND = 1u << 5,           /* memory binding fails */
-    NXR_FAULT_ALL = (1u << 6) - 1,
+    NXR_FAULT_MBIND = 1u << 5,           /* nxr__mbind_node returns -EINVAL */
+    NXR_FAULT_MMAP = 1u << 6,            /* nxr__mmap_anon returns -ENOMEM */
+    NXR_FAULT_ALL = (1u << 7) - 1,
 };
 
 /* Arms the hook: the nth call (n >= 1) through any point in `points` fails;
  * n == 0 disarms. Resets the call counter. Test-only; not thread-safe with
  * respect to concurrent arming. */
 void nxr__fault_arm(unsigned points, long n);
+
+/* Like nxr__fault_arm, but the nth call and every later one fail until the
+ * hook is disarmed (for callers that retry, such as jemalloc after a failed
+ * extent hook). */
+void nxr__fault_arm_from(unsigned points, long n);
 
 /* How many calls the armed points have seen since the last arm. */
 long nxr__fault_calls(void);
@@ -50,6 +56,24 @@ int nxr__setaffinity_self(const cpu_set_t *mask, size_t size);
 
 /* Reads the calling thread's affinity; 0 or a negative errno. */
 int nxr__getaffinity_self(cpu_set_t *mask, size_t size);
+
+/* An anonymous, private, read-write mapping of size bytes (a multiple of the
+ * page size), not yet populated. 0 and *out, or a negative errno (-ENOMEM). */
+int nxr__mmap_anon(size_t size, void **out);
+
+/* munmap; 0 or a negative errno. */
+int nxr__munmap(void *addr, size_t size);
+
+/* Binds [addr, addr + size) (page-aligned) to NUMA node `node` with MPOL_BIND:
+ * pages fault in on that node or not at all. 0 or a negative errno (-EINVAL
+ * for a node the kernel does not have, -ENOSYS without NUMA support). */
+int nxr__mbind_node(void *addr, size_t size, int node);
+
+/* madvise; 0 or a negative errno. */
+int nxr__madvise(void *addr, size_t size, int advice);
+
+/* mprotect; 0 or a negative errno. */
+int nxr__mprotect(void *addr, size_t size, int prot);
 
 /* Sleeps while *word == expected (spurious wake-ups possible). */
 void nxr__futex_wait(atomic_uint *word, unsigned expected);

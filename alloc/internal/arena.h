@@ -1,0 +1,67 @@
+/*
+ * Node-bound jemalloc arenas: one per domain, created with extent hooks that
+ * map memory with mmap and bind it to the domain's node (mbind MPOL_BIND)
+ * before jemalloc touches it. Everything nxr allocates on a domain -- pool
+ * buffers, their descriptors, nxr_domain_malloc memory -- comes from here,
+ * always without a thread cache (MALLOCX_TCACHE_NONE) so that memory freed by
+ * one thread never serves another node's allocation from a cache.
+ *
+ * Threads: every function may be called from any thread, except destroy.
+ */
+#ifndef NXR_INTERNAL_ARENA_H
+#define NXR_INTERNAL_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "alloc/nxr_alloc.h"
+
+struct nxr__arena;
+
+/*
+ * Probes whether `node` can be bound (node < 0: the domain has none), then
+ * creates the arena; its binding is what the probe found (see nxr_alloc.h).
+ * Returns 0 and *out, or -ENOMEM (mapping the probe page, the arena or its
+ * bookkeeping failed; err says which). On failure nothing is left behind.
+ */
+int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz);
+
+/*
+ * Destroys the arena, returning all of its memory to the kernel, when no
+ * allocation from it is live; returns true. Otherwise keeps it (so that the
+ * live memory stays valid and can still be freed), stores the live bytes in
+ * *live and returns false. NULL is a no-op that returns true.
+ */
+bool nxr__arena_destroy(struct nxr__arena *a, size_t *live);
+
+/*
+ * size bytes aligned to align (a power of two >= 1), from the arena. The
+ * NXR_FAULT_ALLOC point can fail it. Returns 0 and *out, -ENOMEM, or
+ * NXR_EPLACEMENT (the new memory could not be bound to the node).
+ */
+int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out);
+
+/* Frees memory of any nxr arena (jemalloc finds the owner). NULL: no-op. */
+void nxr__arena_free(void *ptr);
+
+/* Frees memory of a known size and alignment (cheaper: no size lookup). */
+void nxr__arena_free_sized(void *ptr, size_t size, size_t align);
+
+/* Bytes currently allocated from the arena (jemalloc statistics). */
+size_t nxr__arena_allocated(const struct nxr__arena *a);
+
+unsigned nxr__arena_index(const struct nxr__arena *a);
+int nxr__arena_node(const struct nxr__arena *a);
+enum nxr_mem_binding nxr__arena_binding(const struct nxr__arena *a);
+/* Why binding is not BOUND ("" when it is). */
+const char *nxr__arena_binding_reason(const struct nxr__arena *a);
+
+/*
+ * Decides how `node` can be bound: maps a page, binds it (unless node < 0),
+ * touches it and asks the kernel where it landed. Returns 0 with *binding
+ * and a reason in why (empty when BOUND), or -ENOMEM when the probe page
+ * cannot be mapped.
+ */
+int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz);
+
+#endif /* NXR_INTERNAL_ARENA_H */

@@ -1,0 +1,68 @@
+/*
+ * Placement: the binding probe run once per domain at runtime creation, and
+ * the move_pages query that lets tests and users see where pages live.
+ */
+#include <errno.h>
+#include <numaif.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc/internal/arena.h"
+#include "runtime/internal/sys.h"
+#include "runtime/nxr_status.h"
+
+#define PROBE_SIZE 4096u
+
+int nxr_mem_node(const void *ptr)
+{
+    void *page = (void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
+    int status = -EFAULT;
+    /* nodes == NULL: query mode, nothing moves; status gets the node or a
+     * negative errno (-ENOENT for a page not yet faulted in). */
+    if (move_pages(0, 1, &page, NULL, &status, 0) != 0)
+        return -errno;
+    return status;
+}
+
+const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
+{
+    switch (binding) {
+    case NXR_MEM_BOUND:
+        return "bound";
+    case NXR_MEM_NO_NODE:
+        return "no-node";
+    case NXR_MEM_UNAVAILABLE:
+        return "unavailable";
+    }
+    return "unknown";
+}
+
+int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz)
+{
+    why[0] = '\0';
+    if (node < 0) {
+        *binding = NXR_MEM_NO_NODE;
+        snprintf(why, whysz, "the domain has no NUMA node");
+        return 0;
+    }
+    void *page;
+    int rc = nxr__mmap_anon(PROBE_SIZE, &page);
+    if (rc != 0)
+        return rc;
+    *binding = NXR_MEM_UNAVAILABLE;
+    rc = nxr__mbind_node(page, PROBE_SIZE, node);
+    if (rc != 0) {
+        snprintf(why, whysz, "mbind to node %d failed: %s", node, nxr_strerror(rc));
+    } else {
+        *(volatile char *)page = 1; /* fault the page in under the policy */
+        int where = nxr_mem_node(page);
+        if (where == node)
+            *binding = NXR_MEM_BOUND;
+        else if (where < 0)
+            snprintf(why, whysz, "move_pages query failed: %s", nxr_strerror(where));
+        else
+            snprintf(why, whysz, "a page bound to node %d landed on node %d", node, where);
+    }
+    nxr__munmap(page, PROBE_SIZE);
+    return 0;
+}

@@ -1,0 +1,247 @@
+/*
+ * nxr memory: node-local buffer pools, per-node jemalloc arenas, request
+ * scopes and a placement query. Included by runtime/nxr.h.
+ *
+ * Every domain of a runtime owns a pool and a jemalloc arena whose memory
+ * comes from the domain's NUMA node (see "Binding" below). Three ways to get
+ * memory on a domain:
+ *   - buffers (nxr_buffer_acquire/release): same-size, reused LIFO, cached up
+ *     to a byte cap; the tool for transient tensors and scratch;
+ *   - general allocations (nxr_domain_malloc/free): any size, from the
+ *     domain's arena, for long-lived variable-size data;
+ *   - scopes (nxr_scope_*): bump allocation that dies at a step boundary (one
+ *     inference request), backed by pool buffers.
+ *
+ * Binding. When the domain has a NUMA node, the arena's memory is mapped by
+ * nxr and bound to that node with mbind(MPOL_BIND) before any page is
+ * touched, so pages land on the node whichever thread touches them first
+ * (binding is chosen over first touch because the first toucher of a pool
+ * buffer is the caller's thread, which may run anywhere). At runtime creation
+ * each pool binds and touches one probe page and asks the kernel where it
+ * landed (move_pages). nxr_domain_mem_binding() reports the outcome:
+ *   BOUND        memory is bound to the node and the probe confirmed it;
+ *   NO_NODE      the domain has no node (no NUMA information): the kernel's
+ *                default policy applies, nothing is claimed;
+ *   UNAVAILABLE  the domain names a node but binding failed (kernel without
+ *                NUMA support, a synthetic or XML topology naming a node the
+ *                kernel does not have, a cpuset that excludes the node): the
+ *                pool still works with the kernel's default policy, and
+ *                describe / `nxr info` say "unavailable" with the reason.
+ *                nxr never reports such memory as node-local.
+ * When binding was BOUND at creation but a later mbind fails, that
+ * allocation fails with NXR_EPLACEMENT; unbound memory is never handed out
+ * under a BOUND claim. MPOL_BIND is strict: when the node itself runs out of
+ * memory the kernel does not fall back to another node (it reclaims, and in
+ * the end OOM-kills), which is the price of placement that holds.
+ *
+ * jemalloc is linked privately (its symbols are local to nxr, see
+ * third_party/jemalloc/privatize.sh): the host's malloc stays the host's,
+ * whether that is glibc's or the host's own jemalloc. Like any jemalloc, the
+ * private copy reads MALLOC_CONF at start-up, and its thread-local state uses
+ * the initial-exec TLS model, so nxr must be linked into the program (or a
+ * library loaded at start-up), not dlopen()ed late.
+ */
+#ifndef NXR_ALLOC_H
+#define NXR_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/nxr_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nxr_domain nxr_domain_t; /* also in runtime/nxr.h */
+typedef struct nxr_buffer nxr_buffer_t;
+typedef struct nxr_scope nxr_scope_t;
+
+/* ------------------------------------------------------------------ pools */
+
+/* Every buffer's data is aligned to this; buffers of NXR_POOL_PAGE_CLASS
+ * bytes or more are aligned to the page size (4096). */
+#define NXR_POOL_ALIGN      64
+#define NXR_POOL_PAGE_CLASS 4096
+/* Largest buffer a pool hands out (1 TiB). */
+#define NXR_POOL_MAX_SIZE ((size_t)1 << 40)
+/* Default cap on a pool's cached (free) bytes: 1 GiB per domain. */
+#define NXR_POOL_DEFAULT_CAP ((size_t)1 << 30)
+
+/*
+ * The size class a request of `size` bytes is served from (what
+ * nxr_buffer_size reports):
+ *   size <= 4 KiB:        the next power of two, at least 64;
+ *   4 KiB < size <= 16 KiB: the next multiple of 4 KiB (8, 12, 16 KiB);
+ *   size > 16 KiB:        four classes per power of two: for
+ *                         2^k < size <= 2^(k+1), the next multiple of
+ *                         2^(k-2) (20, 24, 28, 32, 40, 48, ... KiB),
+ *                         so at most 25% above the request.
+ * Sizes above 4 KiB are multiples of the page. 0 maps to 64; a size above
+ * NXR_POOL_MAX_SIZE returns 0. Any thread; no side effects.
+ */
+NXR_API size_t nxr_pool_class_size(size_t size);
+
+/*
+ * Hands out a buffer of at least `size` bytes (its class size, see above)
+ * from domain d's pool: the most recently released buffer of that class if
+ * one is cached (LIFO: the same address comes back), else fresh memory from
+ * the domain's node. The contents are undefined. Returns 0 and *out, or
+ * -EINVAL (NULL argument, size 0), -ENOMEM (size above NXR_POOL_MAX_SIZE, or
+ * out of memory), NXR_EPLACEMENT (binding the new memory to the node
+ * failed). On failure *out is NULL and the pool is unchanged apart from its
+ * miss count. Any thread; takes one short per-class lock; blocks only inside
+ * the kernel on a miss. The caller owns the buffer until it releases it.
+ */
+NXR_API int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out);
+
+/*
+ * Returns a buffer to the pool of the domain that allocated it, whichever
+ * thread or domain calls this. It is cached (pushed on its class's LIFO)
+ * unless that would take the pool's cached bytes above its cap, in which
+ * case its memory is freed. NULL is a no-op. Releasing a buffer twice aborts
+ * the process (it would hand one buffer to two owners). Any thread; takes
+ * one short per-class lock.
+ */
+NXR_API void nxr_buffer_release(nxr_buffer_t *b);
+
+/* The buffer's memory (NXR_POOL_ALIGN-aligned; page-aligned from 4 KiB). */
+NXR_API void *nxr_buffer_data(const nxr_buffer_t *b);
+
+/* The buffer's usable size: its class size, >= the size acquired. */
+NXR_API size_t nxr_buffer_size(const nxr_buffer_t *b);
+
+/* The id of the domain whose pool the buffer belongs to. */
+NXR_API int nxr_buffer_domain(const nxr_buffer_t *b);
+
+struct nxr_pool_stats {
+    size_t cap_bytes;      /* cap on cached bytes */
+    size_t cached_bytes;   /* bytes in cached (free) buffers */
+    size_t cached_buffers; /* buffers cached */
+    size_t outstanding;    /* buffers acquired and not yet released */
+    uint64_t hits;         /* acquires served from the cache */
+    uint64_t misses;       /* acquires that needed fresh memory */
+    uint64_t drops;        /* releases that freed because of the cap */
+};
+
+/* Fills *out with d's pool statistics: 0 or -EINVAL. Any thread; the fields
+ * are read one by one, so under concurrent use they are each exact but not
+ * one snapshot. */
+NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
+
+/* Sets d's cap on cached bytes (default NXR_POOL_DEFAULT_CAP; 0 caches
+ * nothing) and frees cached buffers, largest classes first, until the cache
+ * fits under it. 0 or -EINVAL. Any thread. */
+NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
+
+/* Frees every cached buffer of d's pool (outstanding ones are untouched).
+ * 0 or -EINVAL. Any thread. */
+NXR_API int nxr_pool_trim(const nxr_domain_t *d);
+
+/* ------------------------------------------------ binding and placement */
+
+enum nxr_mem_binding {
+    NXR_MEM_BOUND = 0,       /* bound to the domain's node and verified */
+    NXR_MEM_NO_NODE = 1,     /* the domain has no node */
+    NXR_MEM_UNAVAILABLE = 2, /* the node could not be bound (see above) */
+};
+
+/* How d's memory is placed (decided once, at runtime creation). */
+NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
+
+/* "bound", "no-node", "unavailable". */
+NXR_API const char *nxr_mem_binding_name(enum nxr_mem_binding binding);
+
+/*
+ * The NUMA node the page holding ptr lives on, asked of the kernel
+ * (move_pages in query mode; nothing moves). Returns the node id (>= 0), or
+ * -ENOENT or -EFAULT (the page has not been touched yet, so it lives
+ * nowhere -- kernels differ in which -- or it is not mapped), -ENOSYS (no
+ * NUMA support), another negative errno. Any thread; one system call.
+ */
+NXR_API int nxr_mem_node(const void *ptr);
+
+/* --------------------------------------------- general allocations (arena) */
+
+/*
+ * Allocates `size` bytes from domain d's jemalloc arena (memory bound to d's
+ * node as described above), aligned to `alignment` (0: 16; otherwise a power
+ * of two). No thread cache is used, so memory of one node never serves
+ * another's requests. Returns 0 and *out, or -EINVAL (NULL argument, size 0,
+ * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread; takes jemalloc's
+ * arena locks, and maps memory (mmap + mbind) when the arena has none free.
+ * The caller owns the memory until nxr_domain_free.
+ */
+NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);
+
+/* Frees memory from nxr_domain_malloc back to the arena it came from, from any
+ * thread. NULL is a no-op. Anything else is undefined. */
+NXR_API void nxr_domain_free(void *ptr);
+
+/* ----------------------------------------------------------------- scopes */
+
+struct nxr_scope_opts {
+    /* Bytes per chunk taken from the pool (default 1 MiB; rounded to a pool
+     * class, at least 4 KiB). An allocation larger than a chunk gets a chunk
+     * of its own size. */
+    size_t chunk_size;
+    /* Detect use after reset: at each reset the step's memory is made
+     * inaccessible (mprotect PROT_NONE, and ASan-poisoned under ASan), so a
+     * stale pointer faults (SIGSEGV) at its first use in the next step; a
+     * pointer kept across two resets is live memory again and not caught.
+     * Costs two mprotect calls per chunk per reset and twice the memory (two
+     * banks of chunks alternate).
+     * Default: true when nxr itself was built checked (-DNXR_CHECKED=1,
+     * `bazel ... --config=checked` or `--config=asan`), else false; a caller
+     * may turn it on in any build. */
+    bool checked;
+};
+
+/* chunk_size 1 MiB, checked as described above. */
+NXR_API void nxr_scope_opts_init(struct nxr_scope_opts *opts);
+
+/*
+ * Creates a scope on domain d (opts may be NULL). A scope hands out memory
+ * by bumping a pointer through chunks acquired from d's pool; everything it
+ * handed out dies together at nxr_scope_reset, which keeps the chunks, so a
+ * steady state of same-shaped steps allocates no new memory. Returns 0 and
+ * *out, or -EINVAL, -ENOMEM. No chunk is acquired before the first
+ * allocation. A scope is used by one thread at a time (no internal lock);
+ * it must be destroyed before the runtime.
+ */
+NXR_API int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts,
+                             nxr_scope_t **out);
+
+/*
+ * Allocates `size` bytes (rounded up to a multiple of 64; the result is
+ * 64-byte aligned) valid until the next reset or destroy. Returns 0 and
+ * *out, or -EINVAL (NULL argument, size 0), -ENOMEM, NXR_EPLACEMENT (a new
+ * chunk could not be acquired). Constant time: a bump and a compare, unless
+ * the current chunk is full.
+ */
+NXR_API int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out);
+
+/* Ends a step: every allocation of the scope dies; its chunks are kept for
+ * the next step. Using memory from before the reset is a bug, caught (the
+ * process faults) when the scope is checked. */
+NXR_API void nxr_scope_reset(nxr_scope_t *s);
+
+struct nxr_scope_stats {
+    size_t reserved_bytes; /* bytes of all chunks the scope holds */
+    size_t used_bytes;     /* bytes handed out since the last reset */
+    size_t chunks;         /* chunks held */
+    uint64_t resets;       /* resets so far */
+};
+
+/* Fills *out (both non-NULL) with the scope's statistics. */
+NXR_API void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out);
+
+/* Returns every chunk to the pool and frees the scope. NULL is a no-op. */
+NXR_API void nxr_scope_destroy(nxr_scope_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_ALLOC_H */

@@ -1,0 +1,287 @@
+/*
+ * The node-local buffer pool (see internal/pool.h and nxr_alloc.h).
+ *
+ * A buffer is a descriptor (64 bytes, its own cache line) plus its memory,
+ * both from the domain's arena. The descriptor names its owner pool, so a
+ * release from any thread finds the right free list. Cached descriptors form
+ * a LIFO per size class: push and pop at the top, which is what makes the
+ * most recently released buffer the next one handed out.
+ *
+ * Counters and memory orders: the free lists are published through the class
+ * mutexes, which order everything about a buffer's hand-over. The atomics
+ * below only count (outstanding, drops) or bound (cached_bytes against cap),
+ * so they are relaxed: no other memory is read on the strength of their
+ * values. cached_bytes is reserved before a push and given back after a pop,
+ * so at every instant it is >= the bytes actually on the free lists, and the
+ * reservation itself (a CAS loop) never lets it pass the cap.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/internal/arena.h"
+#include "alloc/internal/debug.h"
+#include "alloc/internal/pool.h"
+#include "alloc/internal/pool_impl.h"
+#include "alloc/internal/size_class.h"
+#include "domains/nxr_domains.h"
+
+enum { BUF_OUT = 1, BUF_CACHED = 2 };
+
+static void class_init(struct nxr__pool_class *c)
+{
+    pthread_mutex_init(&c->lock, NULL);
+    c->top = NULL;
+    c->count = 0;
+    c->hits = 0;
+    c->misses = 0;
+}
+
+int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, char *err,
+                     size_t errsz)
+{
+    *out = NULL;
+    struct nxr__arena *arena;
+    char why[256];
+    int rc = nxr__arena_create(&arena, opts->node, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(err, errsz, "domain %d: %s", opts->domain_id, why);
+        return rc;
+    }
+    /* The pool itself lives in its arena: node-local and cache-line aligned. */
+    struct nxr__pool *p;
+    rc = nxr__arena_alloc(arena, sizeof(*p), _Alignof(struct nxr__pool), (void **)&p);
+    if (rc != 0) {
+        size_t live;
+        nxr__arena_destroy(arena, &live);
+        snprintf(err, errsz, "domain %d: no memory for its pool: %s", opts->domain_id,
+                 nxr_strerror(rc));
+        return rc;
+    }
+    memset(p, 0, sizeof(*p));
+    p->arena = arena;
+    p->domain_id = opts->domain_id;
+    atomic_init(&p->cap, opts->cap_bytes);
+    atomic_init(&p->cached_bytes, 0);
+    atomic_init(&p->outstanding, 0);
+    atomic_init(&p->drops, 0);
+    atomic_init(&p->closed, false);
+    for (unsigned i = 0; i < NXR__CLASS_COUNT; i++)
+        class_init(&p->classes[i]);
+    *out = p;
+    return 0;
+}
+
+/* Gives a buffer's memory and descriptor back to the arena. */
+static void buffer_free(nxr_buffer_t *b)
+{
+    nxr__asan_unpoison(b->data, b->size); /* the arena reuses it unpoisoned */
+    nxr__arena_free_sized(b->data, b->size, nxr__class_align(b->size));
+    nxr__arena_free_sized(b, sizeof(*b), _Alignof(nxr_buffer_t));
+}
+
+/* Pops the top of class cls, or NULL. */
+static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls)
+{
+    struct nxr__pool_class *c = &p->classes[cls];
+    pthread_mutex_lock(&c->lock);
+    nxr_buffer_t *b = c->top;
+    if (b != NULL) {
+        c->top = b->next;
+        c->count--;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (b != NULL)
+        atomic_fetch_sub_explicit(&p->cached_bytes, b->size, memory_order_relaxed);
+    return b;
+}
+
+/* Frees cached buffers, largest classes first, until cached bytes <= limit. */
+static void trim_to(struct nxr__pool *p, size_t limit)
+{
+    for (unsigned cls = NXR__CLASS_COUNT; cls-- > 0;) {
+        while (atomic_load_explicit(&p->cached_bytes, memory_order_relaxed) > limit) {
+            nxr_buffer_t *b = class_pop(p, cls);
+            if (b == NULL)
+                break;
+            buffer_free(b);
+        }
+    }
+}
+
+int nxr__pool_destroy(struct nxr__pool *p)
+{
+    if (p == NULL)
+        return 0;
+    trim_to(p, 0);
+    long out = atomic_load_explicit(&p->outstanding, memory_order_relaxed);
+    if (out != 0) {
+        /* Keep the pool and its arena: a late release then frees the buffer
+         * into the arena (see nxr_buffer_release) instead of touching freed
+         * memory. Both are leaked on purpose. */
+        atomic_store_explicit(&p->closed, true, memory_order_release);
+        fprintf(stderr,
+                "nxr: domain %d: runtime destroyed with %ld buffer(s) outstanding; "
+                "its pool and arena are kept so that their release stays safe (%s)\n",
+                p->domain_id, out, nxr_strerror(NXR_EOUTSTANDING));
+        return NXR_EOUTSTANDING;
+    }
+    struct nxr__arena *arena = p->arena;
+    int id = p->domain_id;
+    for (unsigned i = 0; i < NXR__CLASS_COUNT; i++)
+        pthread_mutex_destroy(&p->classes[i].lock);
+    nxr__arena_free_sized(p, sizeof(*p), _Alignof(struct nxr__pool));
+    size_t live;
+    if (!nxr__arena_destroy(arena, &live)) {
+        fprintf(stderr,
+                "nxr: domain %d: runtime destroyed with %zu byte(s) of nxr_domain_malloc memory "
+                "still allocated; the arena is kept so that it stays valid (%s)\n",
+                id, live, nxr_strerror(NXR_EOUTSTANDING));
+        return NXR_EOUTSTANDING;
+    }
+    return 0;
+}
+
+int nxr__pool_acquire(struct nxr__pool *p, size_t size, nxr_buffer_t **out)
+{
+    *out = NULL;
+    if (size == 0)
+        return -EINVAL;
+    if (size > NXR_POOL_MAX_SIZE)
+        return -ENOMEM;
+    size_t csize;
+    unsigned cls = nxr__size_class(size, &csize);
+    struct nxr__pool_class *c = &p->classes[cls];
+
+    pthread_mutex_lock(&c->lock);
+    nxr_buffer_t *b = c->top;
+    if (b != NULL) {
+        c->top = b->next;
+        c->count--;
+        c->hits++;
+    } else {
+        c->misses++;
+    }
+    pthread_mutex_unlock(&c->lock);
+
+    if (b != NULL) {
+        atomic_fetch_sub_explicit(&p->cached_bytes, b->size, memory_order_relaxed);
+        nxr__asan_unpoison(b->data, b->size);
+    } else {
+        int rc = nxr__arena_alloc(p->arena, sizeof(*b), _Alignof(nxr_buffer_t), (void **)&b);
+        if (rc != 0)
+            return rc;
+        rc = nxr__arena_alloc(p->arena, csize, nxr__class_align(csize), &b->data);
+        if (rc != 0) {
+            nxr__arena_free_sized(b, sizeof(*b), _Alignof(nxr_buffer_t));
+            return rc;
+        }
+        b->size = csize;
+        b->owner = p;
+        b->cls = cls;
+    }
+    b->next = NULL;
+    atomic_store_explicit(&b->state, BUF_OUT, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->outstanding, 1, memory_order_relaxed);
+    *out = b;
+    return 0;
+}
+
+/* Reserves b->size bytes of cache under the cap; false when it does not fit. */
+static bool reserve_cache(struct nxr__pool *p, size_t size)
+{
+    size_t cap = atomic_load_explicit(&p->cap, memory_order_relaxed);
+    size_t cur = atomic_load_explicit(&p->cached_bytes, memory_order_relaxed);
+    do {
+        if (cur > cap || size > cap - cur)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&p->cached_bytes, &cur, cur + size,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+void nxr_buffer_release(nxr_buffer_t *b)
+{
+    if (b == NULL)
+        return;
+    /* Always on: a second release would put one buffer on the free list
+     * twice and hand it to two owners. */
+    unsigned was = atomic_exchange_explicit(&b->state, BUF_CACHED, memory_order_relaxed);
+    if (was != BUF_OUT) {
+        fprintf(stderr, "nxr: buffer %p released twice (or not an nxr buffer)\n", (void *)b);
+        abort();
+    }
+    struct nxr__pool *p = b->owner;
+    atomic_fetch_sub_explicit(&p->outstanding, 1, memory_order_relaxed);
+    /* Acquire pairs with the release store in nxr__pool_destroy. */
+    if (atomic_load_explicit(&p->closed, memory_order_acquire) || !reserve_cache(p, b->size)) {
+        atomic_fetch_add_explicit(&p->drops, 1, memory_order_relaxed);
+        buffer_free(b);
+        return;
+    }
+    nxr__asan_poison(b->data, b->size);
+    struct nxr__pool_class *c = &p->classes[b->cls];
+    pthread_mutex_lock(&c->lock);
+    b->next = c->top;
+    c->top = b;
+    c->count++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void *nxr_buffer_data(const nxr_buffer_t *b)
+{
+    return b->data;
+}
+
+size_t nxr_buffer_size(const nxr_buffer_t *b)
+{
+    return b->size;
+}
+
+int nxr_buffer_domain(const nxr_buffer_t *b)
+{
+    return b->owner->domain_id;
+}
+
+void nxr__pool_stats(struct nxr__pool *p, struct nxr_pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (unsigned i = 0; i < NXR__CLASS_COUNT; i++) {
+        struct nxr__pool_class *c = &p->classes[i];
+        pthread_mutex_lock(&c->lock);
+        out->cached_buffers += c->count;
+        out->hits += c->hits;
+        out->misses += c->misses;
+        pthread_mutex_unlock(&c->lock);
+    }
+    out->cap_bytes = atomic_load_explicit(&p->cap, memory_order_relaxed);
+    out->cached_bytes = atomic_load_explicit(&p->cached_bytes, memory_order_relaxed);
+    long n = atomic_load_explicit(&p->outstanding, memory_order_relaxed);
+    out->outstanding = n > 0 ? (size_t)n : 0;
+    out->drops = atomic_load_explicit(&p->drops, memory_order_relaxed);
+}
+
+void nxr__pool_set_cap(struct nxr__pool *p, size_t cap_bytes)
+{
+    atomic_store_explicit(&p->cap, cap_bytes, memory_order_relaxed);
+    trim_to(p, cap_bytes);
+}
+
+void nxr__pool_trim(struct nxr__pool *p)
+{
+    trim_to(p, 0);
+}
+
+struct nxr__arena *nxr__pool_arena(const struct nxr__pool *p)
+{
+    return p->arena;
+}
+
+int nxr__pool_domain_id(const struct nxr__pool *p)
+{
+    return p->domain_id;
+}

@@ -1,0 +1,217 @@
+/*
+ * Scopes: bump allocation through chunks borrowed from a domain's pool,
+ * reset at a step boundary (see nxr_alloc.h).
+ *
+ * A scope keeps its chunks in a bank, in the order it first needed them.
+ * A step walks the bank from the start: it bumps a pointer through the
+ * current chunk and, when an allocation does not fit, opens the next chunk
+ * that is large enough (acquiring a new one only past the end of the bank).
+ * Reset rewinds to the first chunk. A step shaped like an earlier one
+ * therefore walks the same chunks and allocates nothing.
+ *
+ * Checked scopes (use-after-reset detection) alternate two banks: reset
+ * makes every chunk of the bank just used inaccessible (mprotect PROT_NONE,
+ * plus ASan poisoning in ASan builds) and makes the other bank accessible for
+ * the next step. A pointer kept across a reset therefore faults at its first
+ * use during the following step. One step later the memory is live again,
+ * so a pointer kept across two resets is not caught; the page granularity of
+ * mprotect is why chunks are whole pages.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "alloc/internal/debug.h"
+#include "alloc/internal/pool.h"
+#include "alloc/internal/pool_impl.h"
+#include "runtime/internal/sys.h"
+
+#define SCOPE_ALIGN   64u
+#define DEFAULT_CHUNK ((size_t)1 << 20)
+#define MIN_CHUNK     ((size_t)4096)
+
+struct bank {
+    nxr_buffer_t **chunks;
+    size_t count;
+    size_t cap;
+};
+
+struct nxr_scope {
+    uintptr_t cur; /* next free byte of the current chunk */
+    uintptr_t end; /* end of the current chunk (cur == end: none open) */
+    size_t next;   /* index in the active bank of the next chunk to open */
+    struct bank banks[2];
+    unsigned active; /* the bank this step uses (always 0 when unchecked) */
+    struct nxr__pool *pool;
+    size_t chunk_size;
+    size_t used; /* bytes handed out since the last reset */
+    uint64_t resets;
+    bool checked;
+};
+
+void nxr_scope_opts_init(struct nxr_scope_opts *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->chunk_size = DEFAULT_CHUNK;
+    opts->checked = NXR__SCOPE_CHECKED_DEFAULT;
+}
+
+int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nxr_scope_t **out)
+{
+    struct nxr_scope_opts defaults;
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (opts == NULL) {
+        nxr_scope_opts_init(&defaults);
+        opts = &defaults;
+    }
+    size_t chunk = opts->chunk_size < MIN_CHUNK ? MIN_CHUNK : opts->chunk_size;
+    if (chunk > NXR_POOL_MAX_SIZE)
+        return -EINVAL;
+    nxr_scope_t *s = nxr__calloc(1, sizeof(*s));
+    if (s == NULL)
+        return -ENOMEM;
+    s->pool = p;
+    s->chunk_size = nxr_pool_class_size(chunk);
+    s->checked = opts->checked;
+    *out = s;
+    return 0;
+}
+
+/* Opens chunk i of the active bank for bumping. */
+static void open_chunk(nxr_scope_t *s, size_t i)
+{
+    nxr_buffer_t *b = s->banks[s->active].chunks[i];
+    s->cur = (uintptr_t)b->data;
+    s->end = s->cur + b->size;
+    s->next = i + 1;
+}
+
+/* Appends a new chunk of at least `size` bytes to the active bank. */
+static int grow(nxr_scope_t *s, size_t size)
+{
+    struct bank *bank = &s->banks[s->active];
+    if (bank->count == bank->cap) {
+        size_t cap = bank->cap != 0 ? 2 * bank->cap : 8;
+        nxr_buffer_t **chunks = nxr__malloc(cap * sizeof(*chunks));
+        if (chunks == NULL)
+            return -ENOMEM;
+        if (bank->count != 0)
+            memcpy(chunks, bank->chunks, bank->count * sizeof(*chunks));
+        free(bank->chunks);
+        bank->chunks = chunks;
+        bank->cap = cap;
+    }
+    nxr_buffer_t *b;
+    int rc = nxr__pool_acquire(s->pool, size > s->chunk_size ? size : s->chunk_size, &b);
+    if (rc != 0)
+        return rc;
+    nxr__asan_poison(b->data, b->size); /* nothing in it is allocated yet */
+    bank->chunks[bank->count++] = b;
+    return 0;
+}
+
+/* The slow path: the current chunk cannot hold `size` bytes. */
+static int alloc_slow(nxr_scope_t *s, size_t size, void **out)
+{
+    struct bank *bank = &s->banks[s->active];
+    size_t i = s->next;
+    while (i < bank->count && bank->chunks[i]->size < size)
+        i++; /* too small for this one: skipped for the rest of the step */
+    if (i == bank->count) {
+        int rc = grow(s, size);
+        if (rc != 0)
+            return rc;
+    }
+    open_chunk(s, i);
+    *out = (void *)s->cur;
+    s->cur += size;
+    s->used += size;
+    nxr__asan_unpoison(*out, size);
+    return 0;
+}
+
+int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (s == NULL || size == 0)
+        return -EINVAL;
+    if (size > NXR_POOL_MAX_SIZE)
+        return -ENOMEM;
+    size = (size + SCOPE_ALIGN - 1) & ~(size_t)(SCOPE_ALIGN - 1);
+    if (s->end - s->cur >= size) {
+        *out = (void *)s->cur;
+        s->cur += size;
+        s->used += size;
+        nxr__asan_unpoison(*out, size);
+        return 0;
+    }
+    return alloc_slow(s, size, out);
+}
+
+/* Sets a bank's protection; checked scopes only. A failure here (the kernel
+ * out of mappings) would leave chunks the next step cannot use, or a check
+ * that silently stopped working: stop loudly instead. */
+static void bank_protect(struct bank *bank, int prot)
+{
+    for (size_t i = 0; i < bank->count; i++) {
+        nxr_buffer_t *b = bank->chunks[i];
+        int rc = nxr__mprotect(b->data, b->size, prot);
+        if (rc != 0) {
+            fprintf(stderr, "nxr: checked scope: mprotect failed: %s\n", nxr_strerror(rc));
+            abort();
+        }
+    }
+}
+
+void nxr_scope_reset(nxr_scope_t *s)
+{
+    struct bank *bank = &s->banks[s->active];
+    /* ASan: everything handed out this step is dead now. */
+    for (size_t i = 0; i < s->next && i < bank->count; i++)
+        nxr__asan_poison(bank->chunks[i]->data, bank->chunks[i]->size);
+    if (s->checked) {
+        bank_protect(bank, PROT_NONE);
+        s->active ^= 1u;
+        bank_protect(&s->banks[s->active], PROT_READ | PROT_WRITE);
+    }
+    s->cur = s->end = 0;
+    s->next = 0;
+    s->used = 0;
+    s->resets++;
+}
+
+void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (unsigned k = 0; k < 2; k++) {
+        for (size_t i = 0; i < s->banks[k].count; i++)
+            out->reserved_bytes += s->banks[k].chunks[i]->size;
+        out->chunks += s->banks[k].count;
+    }
+    out->used_bytes = s->used;
+    out->resets = s->resets;
+}
+
+void nxr_scope_destroy(nxr_scope_t *s)
+{
+    if (s == NULL)
+        return;
+    for (unsigned k = 0; k < 2; k++) {
+        struct bank *bank = &s->banks[k];
+        if (s->checked && k != s->active)
+            bank_protect(bank, PROT_READ | PROT_WRITE);
+        for (size_t i = 0; i < bank->count; i++) {
+            nxr__asan_unpoison(bank->chunks[i]->data, bank->chunks[i]->size);
+            nxr_buffer_release(bank->chunks[i]);
+        }
+        free(bank->chunks);
+    }
+    free(s);
+}

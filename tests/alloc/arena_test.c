@@ -1,0 +1,128 @@
+/*
+ * nxr_domain_malloc/free: general allocations from the domain's jemalloc
+ * arena, freed from any thread; live allocations keep the arena alive past
+ * runtime destruction.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "alloc/internal/arena.h"
+#include "alloc/internal/pool.h"
+#include "runtime/internal/runtime.h"
+#include "runtime/nxr.h"
+
+static nxr_runtime_t *make_runtime(const char *domains)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = domains;
+    o.spin = 0;
+    nxr_runtime_t *rt = NULL;
+    int rc = nxr_runtime_create(&rt, &o);
+    cr_assert_eq(rc, 0, "runtime: %s", nxr_strerror(rc));
+    return rt;
+}
+
+Test(alloc_arena, malloc_honours_size_and_alignment)
+{
+    nxr_runtime_t *rt = make_runtime(NULL);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    const size_t aligns[] = {0, 16, 64, 4096, 1u << 21};
+    for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
+        for (size_t size = 1; size <= (1u << 22); size *= 7) {
+            void *p;
+            cr_assert_eq(nxr_domain_malloc(d, size, aligns[i], &p), 0);
+            size_t a = aligns[i] != 0 ? aligns[i] : 16;
+            cr_assert_eq((uintptr_t)p % a, 0, "size %zu align %zu", size, a);
+            memset(p, 0x77, size);
+            nxr_domain_free(p);
+        }
+    }
+    nxr_domain_free(NULL);
+    nxr_runtime_destroy(rt);
+}
+
+Test(alloc_arena, invalid_arguments_are_einval)
+{
+    nxr_runtime_t *rt = make_runtime(NULL);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    void *p = (void *)1;
+    cr_assert_eq(nxr_domain_malloc(d, 0, 0, &p), -EINVAL);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_domain_malloc(d, 8, 48, &p), -EINVAL);
+    cr_assert_eq(nxr_domain_malloc(NULL, 8, 0, &p), -EINVAL);
+    cr_assert_eq(nxr_domain_malloc(d, 8, 0, NULL), -EINVAL);
+    nxr_runtime_destroy(rt);
+}
+
+Test(alloc_arena, each_domain_has_its_own_arena)
+{
+    nxr_runtime_t *rt = make_runtime("0:0;1:1");
+    struct nxr__arena *a0 = nxr__pool_arena(nxr_runtime_domain_at(rt, 0)->pool);
+    struct nxr__arena *a1 = nxr__pool_arena(nxr_runtime_domain_at(rt, 1)->pool);
+    cr_assert_neq(nxr__arena_index(a0), nxr__arena_index(a1));
+    size_t before = nxr__arena_allocated(a1);
+    void *p;
+    cr_assert_eq(nxr_domain_malloc(nxr_runtime_domain_at(rt, 1), 100000, 0, &p), 0);
+    cr_assert_geq(nxr__arena_allocated(a1), before + 100000);
+    nxr_domain_free(p);
+    cr_assert_eq(nxr__arena_allocated(a1), before);
+    nxr_runtime_destroy(rt);
+}
+
+static void *free_elsewhere(void *p)
+{
+    nxr_domain_free(p);
+    return NULL;
+}
+
+Test(alloc_arena, free_from_another_thread_returns_to_the_arena, .timeout = 30)
+{
+    nxr_runtime_t *rt = make_runtime(NULL);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    struct nxr__arena *a = nxr__pool_arena(d->pool);
+    size_t before = nxr__arena_allocated(a);
+    void *p;
+    cr_assert_eq(nxr_domain_malloc(d, 50000, 0, &p), 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, free_elsewhere, p), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(nxr__arena_allocated(a), before);
+    nxr_runtime_destroy(rt);
+}
+
+/* Arena indices are reused: creating and destroying many runtimes does not
+ * run out of jemalloc's arena slots (each new runtime's arenas take slots
+ * the first runtime had). */
+Test(alloc_arena, runtimes_come_and_go_without_leaking_arenas, .timeout = 60)
+{
+    nxr_runtime_t *rt = make_runtime(NULL);
+    unsigned max_index = 0;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        unsigned index = nxr__arena_index(nxr__pool_arena(rt->domains[i]->pool));
+        max_index = index > max_index ? index : max_index;
+    }
+    nxr_runtime_destroy(rt);
+    for (int round = 0; round < 50; round++) {
+        rt = make_runtime(NULL);
+        for (size_t i = 0; i < rt->domain_count; i++)
+            cr_assert_leq(nxr__arena_index(nxr__pool_arena(rt->domains[i]->pool)), max_index,
+                          "round %d", round);
+        nxr_runtime_destroy(rt);
+    }
+}
+
+Test(alloc_arena, destroy_with_live_memory_keeps_the_arena)
+{
+    nxr_runtime_t *rt = make_runtime(NULL);
+    void *p;
+    cr_assert_eq(nxr_domain_malloc(nxr_runtime_domain_at(rt, 0), 1u << 20, 0, &p), 0);
+    memset(p, 1, 1u << 20);
+    cr_assert_eq(nxr__runtime_pools_destroy(rt), NXR_EOUTSTANDING);
+    nxr_runtime_destroy(rt);
+    memset(p, 2, 1u << 20); /* still valid */
+    nxr_domain_free(p);
+}
