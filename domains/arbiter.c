@@ -569,6 +569,7 @@ void nxr__arbiter_stats(struct nxr__arbiter *a, struct nxr__arbiter_stats *out)
     out->exclusive_waiters = a->exclusive_waiters;
     out->exclusive_held = a->exclusive;
     pthread_mutex_unlock(&a->lock);
+    /* Relaxed: statistics, see record_wait(). */
     out->max_wait_ns = atomic_load_explicit(&a->max_wait_ns, memory_order_relaxed);
     out->total_wait_ns = atomic_load_explicit(&a->total_wait_ns, memory_order_relaxed);
 }

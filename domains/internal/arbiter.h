@@ -32,14 +32,16 @@
  * Requests are PREPARED once (nxr__arbiter_request_init: the hwloc bitmap
  * becomes a compact word array), so acquire and release do no allocation and
  * no hwloc call. Permits are not re-entrant: a thread that requests a set
- * overlapping one it holds waits for itself forever (the runtime rejects
- * nested entry before it gets here).
+ * overlapping one it holds waits for itself forever, so callers must reject
+ * nested entry before they get here (DESIGN: execution is non-reentrant).
  *
- * Concurrency: every function except create/destroy/request_init/fini may be
- * called from any thread concurrently. One internal mutex guards the state;
- * waiters spin a bounded number of iterations (without the mutex), then sleep
- * on a condition variable that lives in their own stack frame. The mutex is
- * a leaf lock: no other nxr lock is taken and no caller code runs under it.
+ * Concurrency: create and destroy need exclusive use of the arbiter; every
+ * other function may be called from any thread at any time (request_init
+ * and fini read only the arbiter's immutable universe). One internal mutex
+ * guards the state; a waiter spins at most SPIN_ITERATIONS (256) pause
+ * instructions, a few microseconds, without the mutex, then sleeps on a
+ * condition variable in its own stack frame. The mutex is a leaf lock: no
+ * other nxr lock is taken and no caller code runs under it.
  */
 #ifndef NXR_INTERNAL_ARBITER_H
 #define NXR_INTERNAL_ARBITER_H
@@ -143,10 +145,15 @@ int nxr__arbiter_try_acquire(struct nxr__arbiter *a, const struct nxr__arbiter_r
 int nxr__arbiter_acquire_timed(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
                                uint64_t timeout_ns);
 
-/* Releases a permit granted for r (the same request, or a copy of it).
- * Grants waiters this unblocks. O(words of r) when no waiter could be
- * affected, otherwise O(waiters x words). Releasing a permit not held is a
- * caller bug (checked in NXR_CHECKED builds). */
+/*
+ * Releases a permit granted for r (the same request, or a copy of it) and
+ * grants the waiters this unblocks. O(words of r) when no waiter can be
+ * affected, otherwise O(waiters x words). Never blocks beyond the mutex.
+ * Aborts (always on, with a message) when a or r is NULL or r was not
+ * prepared for a: its words could lie outside the arbiter's arrays.
+ * Releasing a permit that is not held is a caller bug, caught in
+ * NXR_CHECKED builds.
+ */
 void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_request *r);
 
 /* The exclusive permit: conflicts with every permit, exclusive or not.
@@ -157,14 +164,15 @@ int nxr__arbiter_try_acquire_exclusive(struct nxr__arbiter *a);
 int nxr__arbiter_acquire_exclusive_timed(struct nxr__arbiter *a, uint64_t timeout_ns);
 void nxr__arbiter_release_exclusive(struct nxr__arbiter *a);
 
-/* Instrumentation: copies the counters and the current state. Takes the
- * mutex briefly; any thread. */
+/* Instrumentation: copies the counters and the current state into *out
+ * (zeroes when a is NULL). Takes the mutex briefly; any thread. */
 void nxr__arbiter_stats(struct nxr__arbiter *a, struct nxr__arbiter_stats *out);
 
 /*
  * Instrumentation: the union of held non-exclusive permits into `held` and
  * the union of queued non-exclusive requests into `waiting` (either may be
- * NULL). A consistent snapshot (taken under the mutex). 0 or -ENOMEM.
+ * NULL). A consistent snapshot (taken under the mutex). 0, -EINVAL when a
+ * is NULL, or -ENOMEM.
  */
 int nxr__arbiter_snapshot(struct nxr__arbiter *a, hwloc_bitmap_t held, hwloc_bitmap_t waiting);
 

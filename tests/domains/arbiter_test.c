@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,6 +324,26 @@ Test(domains_arbiter, acquire_einval)
     nxr__arbiter_request_fini(&rb);
     nxr__arbiter_destroy(a);
     nxr__arbiter_destroy(b);
+}
+
+Test(domains_arbiter, snapshot_einval)
+{
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    cr_assert_eq(nxr__arbiter_snapshot(NULL, b, b), -EINVAL);
+    struct nxr__arbiter_stats st = {.grants = 7};
+    nxr__arbiter_stats(NULL, &st);
+    cr_assert_eq(st.grants, 0);
+    hwloc_bitmap_free(b);
+}
+
+/* Releasing a request prepared for another arbiter would write outside
+ * this one's word arrays: it aborts instead (always on). */
+Test(domains_arbiter, release_of_foreign_request_aborts, .signal = SIGABRT)
+{
+    struct nxr__arbiter *a = arbiter_of("0-63"), *b = arbiter_of("0-1023");
+    struct nxr__arbiter_request rb;
+    request_of(&rb, b, "1000");
+    nxr__arbiter_release(a, &rb);
 }
 
 /* ---- Admission ---------------------------------------------------------- */
