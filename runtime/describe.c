@@ -35,6 +35,90 @@ static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
     nxr__strbuf_printf(sb, "]");
 }
 
+static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise", "reduction",
+                                                          "norm"};
+
+static const char *openblas_threading_name(enum nxr_openblas_threading t)
+{
+    switch (t) {
+    case NXR_OPENBLAS_SEQUENTIAL:
+        return "sequential";
+    case NXR_OPENBLAS_PTHREADS:
+        return "pthreads";
+    case NXR_OPENBLAS_OPENMP:
+        return "openmp";
+    case NXR_OPENBLAS_UNKNOWN:
+    default:
+        return "unknown";
+    }
+}
+
+static const char *rounding_name(enum nxr_rounding r)
+{
+    static const char *const names[] = {"nearest", "down", "up", "toward-zero"};
+    return (unsigned)r < 4 ? names[r] : "unknown";
+}
+
+/* Providers per family, the policy, OpenBLAS as linked, and the
+ * floating-point environment recorded at creation. */
+static void providers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    nxr__strbuf_printf(sb, ",\"providers\":{\"policy\":\"%s\"",
+                       rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
+    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
+        const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
+        nxr__strbuf_printf(sb, ",\"%s\":{\"name\":", family_keys[f]);
+        nxr__strbuf_json_string(sb, nxr_provider_name(p));
+        nxr__strbuf_printf(sb, ",\"count\":\"%s\",\"placement\":\"%s\"}",
+                           nxr_count_control_name(nxr_provider_count_control(p)),
+                           nxr_provider_placement_name(nxr_provider_placement(p)));
+    }
+    const nxr_openblas_info_t *ob = &rt->openblas;
+    nxr__strbuf_printf(sb, ",\"openblas\":{\"threading\":\"%s\",\"threads\":%d,\"core\":",
+                       openblas_threading_name(ob->threading), ob->threads);
+    nxr__strbuf_json_string(sb, ob->core);
+    nxr__strbuf_printf(sb,
+                       ",\"count\":\"%s\",\"placement\":\"%s\",\"core_fallback\":%s,"
+                       "\"diagnostic\":",
+                       nxr_count_control_name(ob->count),
+                       nxr_provider_placement_name(ob->placement),
+                       ob->core_fallback ? "true" : "false");
+    nxr__strbuf_json_string(sb, ob->diagnostic);
+    const nxr_fpenv_t *env = &rt->fpenv;
+    nxr__strbuf_printf(sb,
+                       "}},\"fpenv\":{\"supported\":%s,\"default\":%s,\"flush_to_zero\":%s,"
+                       "\"denormals_are_zero\":%s,\"rounding\":\"%s\"}",
+                       env->supported ? "true" : "false",
+                       nxr_fpenv_is_default(env) ? "true" : "false",
+                       nxr_fpenv_flush_to_zero(env) ? "true" : "false",
+                       nxr_fpenv_denormals_are_zero(env) ? "true" : "false",
+                       rounding_name(nxr_fpenv_rounding(env)));
+}
+
+static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    nxr__strbuf_printf(sb, "providers (%s policy):",
+                       rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
+    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
+        const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
+        nxr__strbuf_printf(sb, " %s=%s", family_keys[f], nxr_provider_name(p));
+    }
+    const nxr_openblas_info_t *ob = &rt->openblas;
+    nxr__strbuf_printf(sb, "\nopenblas: %s, %d thread(s), core %s, %s x %s\n",
+                       openblas_threading_name(ob->threading), ob->threads, ob->core,
+                       nxr_count_control_name(ob->count),
+                       nxr_provider_placement_name(ob->placement));
+    if (ob->core_fallback)
+        nxr__strbuf_printf(sb, "  warning: %s\n", ob->diagnostic);
+    if (!nxr_fpenv_is_default(&rt->fpenv))
+        nxr__strbuf_printf(sb,
+                           "fpenv: not the default (flush-to-zero %s, denormals-are-zero %s, "
+                           "rounding %s)\n",
+                           nxr_fpenv_flush_to_zero(&rt->fpenv) ? "on" : "off",
+                           nxr_fpenv_denormals_are_zero(&rt->fpenv) ? "on" : "off",
+                           rounding_name(nxr_fpenv_rounding(&rt->fpenv)));
+}
+
 static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
     nxr__strbuf_printf(sb,
@@ -62,7 +146,9 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         nxr__pool_describe(d->pool, sb, true);
         nxr__strbuf_printf(sb, "}");
     }
-    nxr__strbuf_printf(sb, "]}\n");
+    nxr__strbuf_printf(sb, "]");
+    providers_json(rt, sb);
+    nxr__strbuf_printf(sb, "}\n");
 }
 
 static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
@@ -88,6 +174,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
         nxr__pool_describe(d->pool, sb, false);
     }
+    providers_text(rt, sb);
 }
 
 int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format format, char **out)

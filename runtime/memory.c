@@ -17,7 +17,7 @@ int nxr__runtime_pools_create(nxr_runtime_t *rt, char *err, size_t errsz)
         struct nxr__pool_opts opts = {
             .domain_id = d->spec.id,
             .node = d->spec.node,
-            .cap_bytes = NXR_POOL_DEFAULT_CAP,
+            .cap_bytes = rt->settings.pool_cap,
         };
         int rc = nxr__pool_create(&d->pool, &opts, err, errsz);
         if (rc != 0)

@@ -32,6 +32,8 @@ extern "C" {
 typedef struct nxr_runtime nxr_runtime_t;
 typedef struct nxr_domain nxr_domain_t;
 
+#define NXR_POOL_CAP_UNSET ((size_t)-1)
+
 struct nxr_runtime_opts {
     /* NULL: NXR_TOPOLOGY, else this system. "hwloc", "synthetic:<hwloc
      * synthetic description>" or "xml:<path>". */
@@ -55,6 +57,10 @@ struct nxr_runtime_opts {
     /* How providers that cannot be confined to a domain are run (-1:
      * NXR_PROVIDER_POLICY=strict|exclusive, else strict). */
     int provider_policy;
+    /* Cap on each domain pool's cached (free) bytes. NXR_POOL_CAP_UNSET:
+     * NXR_POOL_CAP (bytes, or with a K/M/G suffix), else
+     * NXR_POOL_DEFAULT_CAP (1 GiB); 0 caches nothing. */
+    size_t pool_cap;
     /* Ignore every NXR_* environment variable (tests, embedders that
      * configure nxr only through this struct). */
     bool ignore_env;
@@ -63,8 +69,8 @@ struct nxr_runtime_opts {
     size_t errbuf_size;
 };
 
-/* Fills opts with defaults: everything unset, spin and provider_policy -1,
- * env honoured. */
+/* Fills opts with defaults: everything unset (spin and provider_policy -1,
+ * pool_cap NXR_POOL_CAP_UNSET), env honoured. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*
@@ -148,11 +154,11 @@ NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
  * Initialise with nxr_external_decl_init.
  */
 struct nxr_external_decl {
-    int id;                        /* >= 0, unique in the runtime */
-    enum nxr_admission admission;  /* COOPERATIVE or CALLER_MANAGED */
-    hwloc_const_bitmap_t cpus;     /* borrowed for the call */
-    int budget;                    /* 1..workers (and <= |cpus|), or NXR_BUDGET_ALL */
-    struct nxr_executor executor;  /* copied; ops must outlive the runtime's use */
+    int id;                       /* >= 0, unique in the runtime */
+    enum nxr_admission admission; /* COOPERATIVE or CALLER_MANAGED */
+    hwloc_const_bitmap_t cpus;    /* borrowed for the call */
+    int budget;                   /* 1..workers (and <= |cpus|), or NXR_BUDGET_ALL */
+    struct nxr_executor executor; /* copied; ops must outlive the runtime's use */
 };
 
 /* id 0, CALLER_MANAGED, no CPUs, NXR_BUDGET_ALL, an empty executor. */

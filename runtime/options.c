@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
     memset(opts, 0, sizeof(*opts));
     opts->spin = -1;
     opts->provider_policy = -1;
+    opts->pool_cap = NXR_POOL_CAP_UNSET;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -37,6 +39,26 @@ static int env_uint(const char *name, const char *value, unsigned max, unsigned 
         return NXR_ESYNTAX;
     }
     *out = (unsigned)v;
+    return 0;
+}
+
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static int env_bytes(const char *name, const char *value, size_t *out, char *err, size_t errsz)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    unsigned shift = 0;
+    if (end != value && (*end == 'K' || *end == 'M' || *end == 'G')) {
+        shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
+        end++;
+    }
+    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' ||
+        v > (SIZE_MAX >> shift) - 1) {
+        snprintf(err, errsz, "%s='%s': expected bytes, optionally with K, M or G", name, value);
+        return NXR_ESYNTAX;
+    }
+    *out = (size_t)v << shift;
     return 0;
 }
 
@@ -93,6 +115,12 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
             return NXR_ESYNTAX;
         }
     }
+    s->pool_cap = NXR_POOL_DEFAULT_CAP;
+    if (opts->pool_cap != NXR_POOL_CAP_UNSET)
+        s->pool_cap = opts->pool_cap;
+    else if ((v = env(opts, "NXR_POOL_CAP")) != NULL &&
+             (rc = env_bytes("NXR_POOL_CAP", v, &s->pool_cap, err, errsz)) != 0)
+        return rc;
     v = env(opts, "NXR_DISPLAY_ENV");
     s->display_env = v != NULL && strcmp(v, "0") != 0;
     return 0;

@@ -38,6 +38,7 @@ struct nxr__settings {
     bool display_env;
     enum nxr_provider_policy policy;
     bool gemm_openblas; /* NXR_GEMM=openblas */
+    size_t pool_cap;    /* each pool's cap on cached bytes */
 };
 
 struct nxr_runtime {

@@ -418,3 +418,26 @@ Test(runtime_display_env, prints_the_resolved_settings_once, .init = redirect_st
     unsetenv("NXR_DISPLAY_ENV");
     unsetenv("NXR_SPIN");
 }
+
+Test(runtime_pool_cap, option_and_environment_set_the_cap)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = "0:0";
+    setenv("NXR_POOL_CAP", "64M", 1);
+    nxr_runtime_t *rt;
+    struct nxr_pool_stats st;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_pool_stats(nxr_runtime_domain_at(rt, 0), &st), 0);
+    cr_expect_eq(st.cap_bytes, (size_t)64 << 20);
+    nxr_runtime_destroy(rt);
+    o.pool_cap = 4096; /* the struct wins over the environment */
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_pool_stats(nxr_runtime_domain_at(rt, 0), &st), 0);
+    cr_expect_eq(st.cap_bytes, 4096);
+    nxr_runtime_destroy(rt);
+    setenv("NXR_POOL_CAP", "12Q", 1);
+    o.pool_cap = NXR_POOL_CAP_UNSET;
+    cr_expect_eq(nxr_runtime_create(&rt, &o), NXR_ESYNTAX);
+    unsetenv("NXR_POOL_CAP");
+}

@@ -24,6 +24,18 @@ for d in domains:
     assert d["workers"] == d["budget"] == len(d["cpus"]), d
     seen += d["cpus"]
 assert sorted(seen) == allowed, (seen, allowed)
+prov = info["providers"]
+assert prov["policy"] in ("strict", "exclusive"), prov
+for fam in ("gemm", "elementwise", "reduction", "norm"):
+    assert prov[fam]["name"] and prov[fam]["count"] and prov[fam]["placement"], prov[fam]
+ob = prov["openblas"]
+assert ob["threading"] in ("sequential", "pthreads", "openmp", "unknown"), ob
+assert ob["core"], ob
+# A parallel OpenBLAS cannot be confined: it must be classified so.
+if ob["threading"] in ("pthreads", "openmp"):
+    assert (ob["count"], ob["placement"]) == ("global-or-uncontrolled", "external-workers"), ob
+assert ob["core_fallback"] == bool(ob["diagnostic"]), ob
+assert info["fpenv"]["supported"] in (True, False)
 assert len(set(seen)) == len(seen), "domains overlap"
 print("nxr info --json: %d domain(s) over CPUs %s" % (len(domains), allowed))
 PY
