@@ -179,6 +179,21 @@ NXR_API void nxr_external_decl_init(struct nxr_external_decl *decl);
 NXR_API int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
                                size_t errsz);
 
+/*
+ * Runs tasks [0, count) across several domains at once: each listed domain's
+ * workers claim tasks until none are left, and every task runs sequentially
+ * inside (OUTER). The permits for all the domains are ONE request for the
+ * union of their CPU sets: granted whole, or queued holding nothing, so
+ * groups never deadlock on each other. Blocks until every task finished;
+ * the first task error wins and tasks not yet started are skipped.
+ * Returns 0, the task's error, -EINVAL (NULL, n == 0 or > 64, an id listed
+ * twice, a caller-managed domain), NXR_ENODOMAIN, NXR_EREENTRANT (from a
+ * worker of a listed domain), -EBUSY (from inside another operation's body),
+ * -ENOMEM or an executor's error.
+ */
+NXR_API int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count,
+                           nxr_task_fn fn, void *arg);
+
 enum nxr_describe_format {
     NXR_DESCRIBE_TEXT = 0,
     NXR_DESCRIBE_JSON = 1,

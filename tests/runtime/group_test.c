@@ -1,0 +1,197 @@
+/*
+ * nxr_run_across: tasks over several domains at once, under one permit for
+ * the union of their CPU sets, granted whole or not at all.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/internal/runtime.h"
+
+static nxr_runtime_t *rt;
+
+static void open_runtime(const char *domains)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = domains;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+}
+
+static void teardown(void)
+{
+    nxr_runtime_destroy(rt);
+    rt = NULL;
+}
+
+TestSuite(runtime_group, .fini = teardown, .timeout = 30);
+
+static void wait_for(atomic_int *flag, int want, int ms)
+{
+    for (int i = 0; i < ms && atomic_load(flag) < want; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+}
+
+/* The domain id of the worker we run on, from its name "nxr-d<id>-w<i>". */
+static int worker_domain(void)
+{
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(comm, sizeof(comm), f) == NULL)
+            comm[0] = '\0';
+        fclose(f);
+    }
+    int id = -1;
+    return sscanf(comm, "nxr-d%d-", &id) == 1 ? id : -1;
+}
+
+struct meet {
+    atomic_int on_domain[2];
+    atomic_int arrived;
+    atomic_int met;
+};
+
+static int meet_task(void *p, size_t i)
+{
+    struct meet *m = p;
+    int d = worker_domain();
+    if (d == 0 || d == 1)
+        atomic_fetch_add(&m->on_domain[d], 1);
+    if (i < 2) { /* two tasks wait for each other: only concurrency lets them meet */
+        atomic_fetch_add(&m->arrived, 1);
+        wait_for(&m->arrived, 2, 5000);
+        if (atomic_load(&m->arrived) >= 2)
+            atomic_fetch_add(&m->met, 1);
+    }
+    return 0;
+}
+
+Test(runtime_group, tasks_run_on_every_listed_domain_at_once)
+{
+    open_runtime("0:0;1:1");
+    struct meet m;
+    memset(&m, 0, sizeof(m));
+    const int ids[] = {0, 1};
+    cr_assert_eq(nxr_run_across(rt, ids, 2, 64, meet_task, &m), 0);
+    cr_expect_eq(atomic_load(&m.met), 2, "the group's domains ran concurrently");
+    cr_expect_gt(atomic_load(&m.on_domain[0]), 0);
+    cr_expect_gt(atomic_load(&m.on_domain[1]), 0);
+}
+
+struct hold {
+    atomic_int inside;
+    atomic_int release;
+    atomic_int violations;
+};
+
+static void hold_body(void *p, size_t b, size_t e, unsigned w)
+{
+    struct hold *h = p;
+    (void)b, (void)e, (void)w;
+    atomic_store(&h->inside, 1);
+    wait_for(&h->release, 1, 5000);
+    atomic_store(&h->inside, 0);
+}
+
+static void *hold_domain1(void *p)
+{
+    nxr_ctx_t *ctx;
+    nxr_ctx_create(&ctx, rt, 1);
+    nxr_parallel_for(ctx, 0, 2, 1, hold_body, p);
+    nxr_ctx_destroy(ctx);
+    return NULL;
+}
+
+static int check_task(void *p, size_t i)
+{
+    struct hold *h = p;
+    (void)i;
+    if (atomic_load(&h->inside))
+        atomic_fetch_add(&h->violations, 1);
+    return 0;
+}
+
+static void *run_group(void *p)
+{
+    static const int ids[] = {0, 1};
+    nxr_run_across(rt, ids, 2, 16, check_task, p);
+    return NULL;
+}
+
+Test(runtime_group, the_union_is_granted_whole_or_not_at_all)
+{
+    open_runtime("0:0;1:1");
+    struct hold h;
+    memset(&h, 0, sizeof(h));
+    pthread_t a, b;
+    pthread_create(&a, NULL, hold_domain1, &h);
+    wait_for(&h.inside, 1, 5000);
+    cr_assert_eq(atomic_load(&h.inside), 1);
+    pthread_create(&b, NULL, run_group, &h);
+    /* While domain 1 is busy the group waits holding nothing: domain 0 is
+     * not taken by it, so domain 0 alone is still admitted. */
+    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    hwloc_bitmap_t held = hwloc_bitmap_alloc();
+    cr_assert_eq(nxr__arbiter_snapshot(rt->arbiter, held, NULL), 0);
+    char list[32];
+    hwloc_bitmap_list_snprintf(list, sizeof(list), held);
+    cr_expect_str_eq(list, "1", "only domain 1's permit is held while the group waits");
+    hwloc_bitmap_free(held);
+    atomic_store(&h.release, 1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    cr_expect_eq(atomic_load(&h.violations), 0, "a group task ran while domain 1 was busy");
+}
+
+static int fail_at_3(void *p, size_t i)
+{
+    (void)p;
+    return i == 3 ? -EIO : 0;
+}
+
+Test(runtime_group, first_error_wins)
+{
+    open_runtime("0:0;1:1");
+    const int ids[] = {1, 0};
+    cr_expect_eq(nxr_run_across(rt, ids, 2, 1000, fail_at_3, NULL), -EIO);
+    struct meet m;
+    memset(&m, 0, sizeof(m));
+    cr_expect_eq(nxr_run_across(rt, ids, 2, 8, meet_task, &m), 0, "the permit was released");
+}
+
+static atomic_int nested_rc;
+
+static int nested_group(void *p, size_t i)
+{
+    (void)p, (void)i;
+    const int ids[] = {0};
+    atomic_store(&nested_rc, nxr_run_across(rt, ids, 1, 1, fail_at_3, NULL));
+    return 0;
+}
+
+Test(runtime_group, bad_arguments_and_reentry)
+{
+    open_runtime("0:0;1:1");
+    const int ids[] = {0, 1}, twice[] = {0, 0}, missing[] = {0, 7};
+    cr_expect_eq(nxr_run_across(NULL, ids, 2, 1, fail_at_3, NULL), -EINVAL);
+    cr_expect_eq(nxr_run_across(rt, NULL, 2, 1, fail_at_3, NULL), -EINVAL);
+    cr_expect_eq(nxr_run_across(rt, ids, 0, 1, fail_at_3, NULL), -EINVAL);
+    cr_expect_eq(nxr_run_across(rt, ids, 2, 1, NULL, NULL), -EINVAL);
+    cr_expect_eq(nxr_run_across(rt, twice, 2, 1, fail_at_3, NULL), -EINVAL);
+    cr_expect_eq(nxr_run_across(rt, missing, 2, 1, fail_at_3, NULL), NXR_ENODOMAIN);
+    cr_expect_eq(nxr_run_across(rt, ids, 2, 0, fail_at_3, NULL), 0);
+    /* From a task of domain 0's own workers: re-entry. */
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    atomic_store(&nested_rc, 0);
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, nested_group, NULL), 0);
+    cr_expect_eq(atomic_load(&nested_rc), -EBUSY, "inside a body of domain 1");
+    nxr_ctx_destroy(ctx);
+}
