@@ -89,15 +89,6 @@ static void fail(const char *msg)
 }
 #endif
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -403,7 +394,7 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
     for (unsigned i = 0; i < SPIN_ITERATIONS; i++) {
         if (atomic_load_explicit(&w.granted, memory_order_acquire))
             goto out_record;
-        cpu_relax();
+        nxr__cpu_relax();
     }
 
     pthread_mutex_lock(&a->lock);

@@ -103,15 +103,6 @@ struct nxr__team {
 
 static _Thread_local const struct nxr__team *current_team;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static void report_start(struct nxr__team *team, int status, const char *msg)
 {
     pthread_mutex_lock(&team->start_lock);
@@ -180,7 +171,7 @@ static uint64_t await_work(struct nxr__team *team, uint32_t seen)
     for (unsigned i = 0; i < spin; i++) {
         if (has_work(team, seen, &job))
             return job;
-        cpu_relax();
+        nxr__cpu_relax();
     }
     for (;;) {
         unsigned seq = atomic_load_explicit(&team->wake_seq, memory_order_seq_cst);
@@ -545,7 +536,7 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
         /* Acquire pairs with the participants' decrements. */
         if (atomic_load_explicit(&team->remaining, memory_order_acquire) == 0)
             goto out_done;
-        cpu_relax();
+        nxr__cpu_relax();
     }
     atomic_store_explicit(&team->dispatcher_parked, 1, memory_order_seq_cst);
     while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0)

@@ -38,15 +38,7 @@ TestSuite(executor_tasks, .fini = teardown, .timeout = 30);
 
 static bool on_worker(void)
 {
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
-    FILE *f = fopen(path, "r");
-    if (f != NULL) {
-        if (fgets(comm, sizeof(comm), f) == NULL)
-            comm[0] = '\0';
-        fclose(f);
-    }
-    return strncmp(comm, "nxr-d", 5) == 0;
+    return nxr_test_worker_domain() >= 0;
 }
 
 struct record {

@@ -6,11 +6,10 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "runtime/internal/runtime.h"
+#include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
 
@@ -37,21 +36,6 @@ static void wait_for(atomic_int *flag, int want, int ms)
         nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
 }
 
-/* The domain id of the worker we run on, from its name "nxr-d<id>-w<i>". */
-static int worker_domain(void)
-{
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
-    FILE *f = fopen(path, "r");
-    if (f != NULL) {
-        if (fgets(comm, sizeof(comm), f) == NULL)
-            comm[0] = '\0';
-        fclose(f);
-    }
-    int id = -1;
-    return sscanf(comm, "nxr-d%d-", &id) == 1 ? id : -1;
-}
-
 struct meet {
     atomic_int on_domain[2];
     atomic_int arrived;
@@ -61,7 +45,7 @@ struct meet {
 static int meet_task(void *p, size_t i)
 {
     struct meet *m = p;
-    int d = worker_domain();
+    int d = nxr_test_worker_domain();
     if (d == 0 || d == 1)
         atomic_fetch_add(&m->on_domain[d], 1);
     if (i < 2) { /* two tasks wait for each other: only concurrency lets them meet */

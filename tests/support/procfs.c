@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 int nxr_test_thread_count(void)
 {
@@ -76,4 +78,18 @@ int nxr_test_wait_thread_count(int want)
         n = nxr_test_thread_count();
     }
     return n;
+}
+
+int nxr_test_worker_domain(void)
+{
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(comm, sizeof(comm), f) == NULL)
+            comm[0] = '\0';
+        fclose(f);
+    }
+    int id = -1;
+    return sscanf(comm, "nxr-d%d-", &id) == 1 ? id : -1;
 }

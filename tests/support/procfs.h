@@ -19,6 +19,10 @@ size_t nxr_test_threads_named(const char *prefix, pid_t *tids, size_t max);
 /* The affinity of thread tid, read with sched_getaffinity. 0 or -errno. */
 int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out);
 
+/* The domain id of the nxr worker the caller runs on (its thread name is
+ * "nxr-d<id>-w<i>"), or -1 when the caller is not an nxr worker. */
+int nxr_test_worker_domain(void);
+
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
  * last count seen. Exited threads can linger briefly in /proc. */
 int nxr_test_wait_thread_count(int want);
