@@ -70,6 +70,13 @@ struct nxr__team {
     _Alignas(CACHE_LINE) _Atomic uint64_t job;
     nxr__team_fn fn;
     void *arg;
+    /* Instrumentation (nxr__team_regions): regions dispatched to workers,
+     * and of those, dispatches made by a thread that was itself running a
+     * region body (a nested fan-out, which nxr never intends). Written by
+     * dispatchers next to fn/arg, which they write anyway; relaxed, read
+     * only by tests and diagnostics. */
+    atomic_ullong regions;
+    atomic_ullong nested_regions;
     /* Futex word the workers park on. */
     _Alignas(CACHE_LINE) atomic_uint wake_seq;
     atomic_uint sleepers;
@@ -102,6 +109,10 @@ struct nxr__team {
 };
 
 static _Thread_local const struct nxr__team *current_team;
+
+/* > 0 while the calling thread runs a region body, as a worker or as a
+ * dispatcher taking part (feeds nested_regions). */
+static _Thread_local unsigned in_region;
 
 static inline void cpu_relax(void)
 {
@@ -269,7 +280,9 @@ static void *worker_main(void *p)
             unsigned count = (unsigned)(job & JOB_COUNT_MASK);
             if (w->index < count) {
                 unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
+                in_region++;
                 team->fn(team->arg, w->index + offset, count + offset);
+                in_region--;
                 finish_share(team);
             }
         }
@@ -516,9 +529,17 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     if (nworkers > team->size)
         nworkers = team->size;
     if (nworkers == 0) {
+        in_region++;
         fn(arg, 0, 1);
+        in_region--;
         return;
     }
+    /* Relaxed: counters only; counted before run_lock so that a nested
+     * dispatch onto this same team (which would wait on run_lock forever)
+     * is still visible to whoever investigates the hang. */
+    atomic_fetch_add_explicit(&team->regions, 1, memory_order_relaxed);
+    if (in_region > 0)
+        atomic_fetch_add_explicit(&team->nested_regions, 1, memory_order_relaxed);
     pthread_mutex_lock(&team->run_lock);
     team->fn = fn;
     team->arg = arg;
@@ -535,8 +556,11 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
         nxr__futex_wake(&team->wake_seq, INT_MAX);
 
-    if (caller_joins)
+    if (caller_joins) {
+        in_region++;
         fn(arg, 0, nworkers + 1);
+        in_region--;
+    }
 
     /* Wait for the participants: spin, then park on `remaining`. */
     unsigned left;
@@ -552,4 +576,16 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
         nxr__futex_wait(&team->remaining, left);
 out_done:
     pthread_mutex_unlock(&team->run_lock);
+}
+
+uint64_t nxr__team_regions(const struct nxr__team *team)
+{
+    /* Relaxed: a counter; pairs with nothing. */
+    return atomic_load_explicit(&team->regions, memory_order_relaxed);
+}
+
+uint64_t nxr__team_nested_regions(const struct nxr__team *team)
+{
+    /* Relaxed: a counter; pairs with nothing. */
+    return atomic_load_explicit(&team->nested_regions, memory_order_relaxed);
 }
