@@ -77,3 +77,19 @@ int nxr_test_wait_thread_count(int want)
     }
     return n;
 }
+
+long nxr_test_thread_voluntary_switches(pid_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long n = -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    }
+    fclose(f);
+    return n;
+}

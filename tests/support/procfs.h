@@ -19,6 +19,11 @@ size_t nxr_test_threads_named(const char *prefix, pid_t *tids, size_t max);
 /* The affinity of thread tid, read with sched_getaffinity. 0 or -errno. */
 int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out);
 
+/* Voluntary context switches of thread tid so far (each time it blocked,
+ * e.g. parked on a futex), from /proc/self/task/<tid>/status; -1 when it
+ * cannot be read. */
+long nxr_test_thread_voluntary_switches(pid_t tid);
+
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
  * last count seen. Exited threads can linger briefly in /proc. */
 int nxr_test_wait_thread_count(int want);
