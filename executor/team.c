@@ -7,18 +7,27 @@
  * another job's count. fn/arg are plain fields: only participants read them,
  * and the dispatcher rewrites them only after every participant finished.
  *
- * Parking. Workers spin at most `spin` iterations on `job`, then park on the
- * futex word `wake_seq`, which the dispatcher bumps after each publish. The
- * sleeper count and wake_seq form a Dekker pair (both seq_cst): either the
- * dispatcher sees a sleeper and wakes it, or the sleeper sees the new
- * wake_seq and does not sleep; FUTEX_WAIT's own compare closes the rest.
+ * Parking. Workers spin at most `spin` iterations on `job`, then park, each
+ * on its own futex word (`struct worker.wake_seq`) with its own `parked`
+ * flag. A region wakes exactly its participants, workers [0, count): a
+ * worker that sits the region out (the caller took its place, or the loop
+ * has fewer chunks than workers) is not woken, so a region never has more
+ * runnable threads than participants. (One shared futex woken with INT_MAX
+ * woke them all: on a domain with as many CPUs as workers, the extra worker
+ * took the idle CPU and the participant queued behind the caller until the
+ * scheduler's load balancer moved it, milliseconds later.) `parked` and the
+ * published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
+ * worker sets parked then re-reads the work; the dispatcher publishes the
+ * work then reads parked. Either the dispatcher sees the worker parked and
+ * wakes it (bumping its wake_seq first), or the worker sees the work and
+ * does not sleep; FUTEX_WAIT's compare on wake_seq closes the rest.
  * Completion is the mirror image: participants count `remaining` down, and
  * the last one wakes the dispatcher if it parked (`dispatcher_parked`).
  *
  * Submitted items. Asynchronous work is a FIFO of batches under queue_lock;
  * `queued` is a hint (1: the queue may hold unclaimed items) that workers
- * poll with the job word and that the submitter sets before bumping
- * wake_seq, so the same Dekker pair covers it. A worker claims one item at a
+ * poll with the job word and that the submitter sets (seq_cst) before it
+ * reads the workers' parked flags, so the same Dekker pair covers it. A worker claims one item at a
  * time, runs it without any lock held, and the one that finishes a batch's
  * last item calls its done callback, then counts the batch out.
  *
@@ -29,7 +38,6 @@
 #include "executor/internal/team.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -59,6 +67,11 @@ struct batch {
 };
 
 struct worker {
+    /* This worker's futex word and parked flag (see the file comment): on
+     * their own line, read by dispatchers on every region, written by the
+     * worker only when it parks and by a waker only when it is parked. */
+    _Alignas(CACHE_LINE) atomic_uint wake_seq;
+    atomic_uint parked;
     pthread_t thread;
     struct nxr__team *team;
     unsigned index;
@@ -70,9 +83,13 @@ struct nxr__team {
     _Alignas(CACHE_LINE) _Atomic uint64_t job;
     nxr__team_fn fn;
     void *arg;
-    /* Futex word the workers park on. */
-    _Alignas(CACHE_LINE) atomic_uint wake_seq;
-    atomic_uint sleepers;
+    /* Instrumentation (nxr__team_regions): regions dispatched to workers,
+     * and of those, dispatches made by a thread that was itself running a
+     * region body (a nested fan-out, which nxr never intends). Written by
+     * dispatchers next to fn/arg, which they write anyway; relaxed, read
+     * only by tests and diagnostics. */
+    atomic_ullong regions;
+    atomic_ullong nested_regions;
     /* Participants count down; the dispatcher parks on it. */
     _Alignas(CACHE_LINE) atomic_uint remaining;
     atomic_uint dispatcher_parked;
@@ -102,6 +119,10 @@ struct nxr__team {
 };
 
 static _Thread_local const struct nxr__team *current_team;
+
+/* > 0 while the calling thread runs a region body, as a worker or as a
+ * dispatcher taking part (feeds nested_regions). */
+static _Thread_local unsigned in_region;
 
 static void report_start(struct nxr__team *team, int status, const char *msg)
 {
@@ -161,9 +182,20 @@ static bool has_work(struct nxr__team *team, uint32_t seen, uint64_t *job)
     return atomic_load_explicit(&team->queued, memory_order_relaxed) != 0;
 }
 
+/* has_work for the parking re-check: seq_cst loads, the worker's half of
+ * the Dekker pair with a dispatcher's or submitter's seq_cst publish
+ * followed by its read of `parked`. */
+static bool has_work_parking(struct nxr__team *team, uint32_t seen, uint64_t *job)
+{
+    *job = atomic_load_explicit(&team->job, memory_order_seq_cst);
+    if ((uint32_t)(*job >> 32) != seen)
+        return true;
+    return atomic_load_explicit(&team->queued, memory_order_seq_cst) != 0;
+}
+
 /* Waits for work (see has_work): spins at most team->spin iterations, then
- * parks. Returns the job word. */
-static uint64_t await_work(struct nxr__team *team, uint32_t seen)
+ * parks on w's own futex word. Returns the job word. */
+static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t seen)
 {
     uint64_t job;
     /* Relaxed: a stale bound only changes how long this one wait spins. */
@@ -174,16 +206,33 @@ static uint64_t await_work(struct nxr__team *team, uint32_t seen)
         nxr__cpu_relax();
     }
     for (;;) {
-        unsigned seq = atomic_load_explicit(&team->wake_seq, memory_order_seq_cst);
-        if (has_work(team, seen, &job))
+        /* Acquire: pairs with wake_worker's increment (nothing is published
+         * through it; the work itself is re-read below). */
+        unsigned seq = atomic_load_explicit(&w->wake_seq, memory_order_acquire);
+        /* seq_cst store then seq_cst loads: the Dekker pair with
+         * wake_worker (see the file comment). */
+        atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
+        if (has_work_parking(team, seen, &job)) {
+            atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
             return job;
-        /* seq_cst: the Dekker pair with the dispatcher's wake_seq bump and
-         * its sleepers load (see the file comment). */
-        atomic_fetch_add_explicit(&team->sleepers, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&team->wake_seq, memory_order_seq_cst) == seq)
-            nxr__futex_wait(&team->wake_seq, seq);
-        atomic_fetch_sub_explicit(&team->sleepers, 1, memory_order_relaxed);
+        }
+        nxr__futex_wait(&w->wake_seq, seq);
+        /* Relaxed: a stale 1 only costs a waker one spurious FUTEX_WAKE. */
+        atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
     }
+}
+
+/* Wakes w if it is parked. The caller published the work (job or queued)
+ * with a seq_cst store first: the other half of the Dekker pair. */
+static bool wake_worker(struct worker *w)
+{
+    if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
+        return false;
+    /* seq_cst: ordered after the load above; makes a FUTEX_WAIT that read
+     * the old value return at once. */
+    atomic_fetch_add_explicit(&w->wake_seq, 1, memory_order_seq_cst);
+    nxr__futex_wake(&w->wake_seq, 1);
+    return true;
 }
 
 static void finish_share(struct nxr__team *team)
@@ -251,7 +300,7 @@ static void *worker_main(void *p)
 
     uint32_t seen = 0;
     for (;;) {
-        uint64_t job = await_work(team, seen);
+        uint64_t job = await_work(team, w, seen);
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
             /* Acquire pairs with the release store of stop in team_stop. */
@@ -260,7 +309,9 @@ static void *worker_main(void *p)
             unsigned count = (unsigned)(job & JOB_COUNT_MASK);
             if (w->index < count) {
                 unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
+                in_region++;
                 team->fn(team->arg, w->index + offset, count + offset);
+                in_region--;
                 finish_share(team);
             }
         }
@@ -274,9 +325,10 @@ static void team_stop(struct nxr__team *team, unsigned started)
 {
     atomic_store_explicit(&team->stop, true, memory_order_release);
     uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
-    atomic_store_explicit(&team->job, job + (UINT64_C(1) << 32), memory_order_release);
-    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
-    nxr__futex_wake(&team->wake_seq, INT_MAX);
+    /* seq_cst: the publish half of the parking Dekker pair. */
+    atomic_store_explicit(&team->job, job + (UINT64_C(1) << 32), memory_order_seq_cst);
+    for (unsigned i = 0; i < started; i++)
+        wake_worker(&team->workers[i]);
     for (unsigned i = 0; i < started; i++)
         pthread_join(team->workers[i].thread, NULL);
 }
@@ -317,7 +369,12 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     pthread_cond_init(&team->drained, NULL);
     pthread_mutex_init(&team->start_lock, NULL);
     pthread_cond_init(&team->start_cond, NULL);
-    team->workers = nxr__calloc(opts->size, sizeof(*team->workers));
+    /* aligned_alloc: struct worker has a cache-line-aligned member. */
+    team->workers = nxr__fault_hit(NXR_FAULT_ALLOC)
+                        ? NULL
+                        : aligned_alloc(CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
+    if (team->workers != NULL)
+        memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
     team->cpus = team->workers == NULL ? NULL : hwloc_bitmap_dup(cpus);
     int rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
     if (rc != 0) {
@@ -397,14 +454,15 @@ int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t c
         team->head = b;
     team->tail = b;
     team->outstanding++;
-    /* Relaxed: the hint's visibility is ordered by the seq_cst wake_seq bump
-     * below (workers re-check after loading wake_seq). */
-    atomic_store_explicit(&team->queued, 1, memory_order_relaxed);
+    /* seq_cst: the publish half of the parking Dekker pair (wake_worker
+     * reads the parked flags after it). */
+    atomic_store_explicit(&team->queued, 1, memory_order_seq_cst);
     pthread_mutex_unlock(&team->queue_lock);
-    /* seq_cst: Dekker pair with the worker's sleepers increment. */
-    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
-        nxr__futex_wake(&team->wake_seq, count < team->size ? (int)count : (int)team->size);
+    /* Any worker may run any item: wake parked ones, at most one per item
+     * (spinning workers find the items by themselves). */
+    size_t woken = 0;
+    for (unsigned i = 0; i < team->size && woken < count; i++)
+        woken += wake_worker(&team->workers[i]);
     return 0;
 }
 
@@ -507,9 +565,17 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     if (nworkers > team->size)
         nworkers = team->size;
     if (nworkers == 0) {
+        in_region++;
         fn(arg, 0, 1);
+        in_region--;
         return;
     }
+    /* Relaxed: counters only; counted before run_lock so that a nested
+     * dispatch onto this same team (which would wait on run_lock forever)
+     * is still visible to whoever investigates the hang. */
+    atomic_fetch_add_explicit(&team->regions, 1, memory_order_relaxed);
+    if (in_region > 0)
+        atomic_fetch_add_explicit(&team->nested_regions, 1, memory_order_relaxed);
     pthread_mutex_lock(&team->run_lock);
     team->fn = fn;
     team->arg = arg;
@@ -517,17 +583,21 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     atomic_store_explicit(&team->dispatcher_parked, 0, memory_order_relaxed);
     uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
     uint64_t gen = (job >> 32) + 1;
-    /* Release: fn, arg and remaining are visible to a worker that sees gen. */
+    /* seq_cst (a release, and the publish half of the parking Dekker pair):
+     * fn, arg and remaining are visible to a worker that sees gen. */
     atomic_store_explicit(&team->job,
                           (gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
-                          memory_order_release);
-    /* seq_cst: Dekker pair with the worker's sleepers increment. */
-    atomic_fetch_add_explicit(&team->wake_seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&team->sleepers, memory_order_seq_cst) != 0)
-        nxr__futex_wake(&team->wake_seq, INT_MAX);
+                          memory_order_seq_cst);
+    /* Wake the participants only: workers [0, nworkers) take part (see
+     * worker_main); the others stay parked. */
+    for (unsigned i = 0; i < nworkers; i++)
+        wake_worker(&team->workers[i]);
 
-    if (caller_joins)
+    if (caller_joins) {
+        in_region++;
         fn(arg, 0, nworkers + 1);
+        in_region--;
+    }
 
     /* Wait for the participants: spin, then park on `remaining`. */
     unsigned left;
@@ -543,4 +613,16 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
         nxr__futex_wait(&team->remaining, left);
 out_done:
     pthread_mutex_unlock(&team->run_lock);
+}
+
+uint64_t nxr__team_regions(const struct nxr__team *team)
+{
+    /* Relaxed: a counter; pairs with nothing. */
+    return atomic_load_explicit(&team->regions, memory_order_relaxed);
+}
+
+uint64_t nxr__team_nested_regions(const struct nxr__team *team)
+{
+    /* Relaxed: a counter; pairs with nothing. */
+    return atomic_load_explicit(&team->nested_regions, memory_order_relaxed);
 }

@@ -111,9 +111,15 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     /* Few or large items: one after another, each split over the domain. */
     for (size_t i = 0; i < args->batch; i++) {
         nxr_sgemm_args_t item = *g;
-        item.a = g->a + i * args->stride_a;
-        item.b = g->b + i * args->stride_b;
-        item.c = g->c + i * args->stride_c;
+        /* Operands that are not read (alpha == 0, k == 0) may be NULL:
+         * offsetting a null pointer is undefined, so never offset those
+         * (as nxr__sgemm_batch_chunk does on the OUTER path). */
+        if (g->a != NULL)
+            item.a = g->a + i * args->stride_a;
+        if (g->b != NULL)
+            item.b = g->b + i * args->stride_b;
+        if (g->c != NULL)
+            item.c = g->c + i * args->stride_c;
         if ((rc = native_sgemm(self, call, &item)) != 0)
             return rc;
     }

@@ -109,7 +109,14 @@ static int run(nxr_ctx_t *ctx, const struct kcall *k)
             return -EBUSY; /* waiting here could wait on our own operation */
         if ((rc = nxr__arbiter_acquire_exclusive(rt->arbiter)) != 0)
             return rc;
-        rc = call_with_scratch(ctx, k, dec.threads, NULL, p, (int)dec.threads);
+        /* Only a process-global count is set (and restored). A PER_CALL_BOUND
+         * provider on external workers (a partial domain under this policy)
+         * has no global count: its bound is call->threads alone, and asking
+         * nxr__global_threads_run to set one would fail with -EINVAL. */
+        rc = call_with_scratch(ctx, k, dec.threads, NULL, p,
+                               nxr_provider_count_control(p) == NXR_COUNT_GLOBAL_OR_UNCONTROLLED
+                                   ? (int)dec.threads
+                                   : 0);
         nxr__arbiter_release_exclusive(rt->arbiter);
         return rc;
     case NXR_RUN_REJECT:

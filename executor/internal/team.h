@@ -12,6 +12,7 @@
 #include <hwloc.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "executor/nxr_executor.h"
@@ -73,6 +74,17 @@ bool nxr__team_in_worker(void);
  */
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
                    bool caller_joins);
+
+/*
+ * Instrumentation for tests and diagnostics. regions: nxr__team_run calls
+ * that dispatched to at least one worker (a region the caller runs alone is
+ * not counted). nested_regions: of those, the ones dispatched by a thread
+ * that was running a region body at the time (of any team), i.e. a nested
+ * fan-out; nxr's one-fan-out-level rule keeps it at 0. Any thread; the
+ * values are monotonic but not synchronised with anything else.
+ */
+uint64_t nxr__team_regions(const struct nxr__team *team);
+uint64_t nxr__team_nested_regions(const struct nxr__team *team);
 
 /*
  * Queues items [0, count) for the workers (FIFO across submissions) and

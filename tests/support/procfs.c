@@ -93,3 +93,19 @@ int nxr_test_worker_domain(void)
     int id = -1;
     return sscanf(comm, "nxr-d%d-", &id) == 1 ? id : -1;
 }
+
+long nxr_test_thread_voluntary_switches(pid_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long n = -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    }
+    fclose(f);
+    return n;
+}

@@ -23,6 +23,11 @@ int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out);
  * "nxr-d<id>-w<i>"), or -1 when the caller is not an nxr worker. */
 int nxr_test_worker_domain(void);
 
+/* Voluntary context switches of thread tid so far (each time it blocked,
+ * e.g. parked on a futex), from /proc/self/task/<tid>/status; -1 when it
+ * cannot be read. */
+long nxr_test_thread_voluntary_switches(pid_t tid);
+
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
  * last count seen. Exited threads can linger briefly in /proc. */
 int nxr_test_wait_thread_count(int want);

@@ -1,0 +1,535 @@
+/*
+ * bench/kernels: nxr's kernel calls through a context against their peers,
+ * in one run, at one thread count: the first domain's budget.
+ *
+ *   (a) SGEMM, n = 512 and 2048, square, row-major: a runtime whose GEMM
+ *       provider is OpenBLAS (opts.providers[GEMM], what NXR_GEMM=openblas
+ *       selects), called with nxr_sgemm(ctx), against cblas_sgemm called
+ *       directly, with OpenBLAS's count set to the budget for both (goal:
+ *       ctx/direct >= 0.97). The placement rule nxr applied is printed: with
+ *       the default strict policy on a domain that is the whole allowed set
+ *       and a count within the budget it is "domain" (OpenBLAS runs at its
+ *       own count under the domain's permit); where strict rejects it, the
+ *       run switches to the exclusive policy and says so.
+ *   (b) nxr's native SGEMM through a context (split over the domain's
+ *       workers) against the same direct OpenBLAS.
+ *   (c) (a) and (b) again in a child process that the benchmark starts with
+ *       OPENBLAS_CORETYPE set (OpenBLAS reads it when it loads, so only a
+ *       re-exec can change it), printed as separate, labelled rows: on some
+ *       CPUs OpenBLAS's own pick is far from its best kernel set.
+ *   (d) STREAM triad a = b + s c on three arrays of 64 MiB (out of every
+ *       cache): nxr_triad on the domain against an OpenMP triad in this
+ *       binary with the same thread count and static schedule (goal:
+ *       nxr/OpenMP >= 0.95). GB/s counts 12 bytes per element (STREAM's
+ *       convention: no write-allocate traffic).
+ *
+ * Method: contenders alternate round by round, so load from other processes
+ * hits each alike. GFLOP/s and GB/s are medians over rounds; a ratio is the
+ * median of the per-round ratios (the contenders of one round ran back to
+ * back, so slow drift in the machine's load cancels out of it). Before a
+ * contender whose threads differ from the previous one's (OpenBLAS, nxr,
+ * OpenMP), the benchmark sleeps long enough for the others' spinning
+ * threads to go to sleep (OpenBLAS's spin ~0.1 s, libgomp's and nxr's
+ * under a few ms), so no contender pays for another's spin.
+ *
+ *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
+ *                                [--triad-mib M]
+ * --reps: rounds at n = 2048 (default 11; n = 512 and the triad use 3x).
+ * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
+ * AVX2, else none). The benchmark never changes the coretype of the tests.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/internal/cpu.h"
+#include "kernels/internal/rules.h"
+#include "runtime/internal/runtime.h"
+
+enum family { FAM_NONE, FAM_OPENBLAS, FAM_NXR, FAM_OMP };
+
+/* Sleep before switching to a contender of another family: long enough for
+ * the previous family's threads to stop spinning. */
+static const unsigned settle_ms[] = {
+    [FAM_NONE] = 0,
+    [FAM_OPENBLAS] = 150, /* OpenBLAS's server threads spin 2^28 TSC ticks, ~0.1 s */
+    [FAM_NXR] = 20,       /* NXR_SPIN: ~0.1 ms */
+    [FAM_OMP] = 20,       /* libgomp's default spin: a few ms at most */
+};
+
+static enum family last_family = FAM_NONE;
+
+static void settle(enum family next)
+{
+    if (last_family != FAM_NONE && last_family != next) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)settle_ms[last_family] * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    last_family = next;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "kernels: %s: %s\n", what, nxr_strerror(rc));
+    exit(1);
+}
+
+static float *alloc_floats(size_t n)
+{
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (p == NULL) {
+        fprintf(stderr, "kernels: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* A runtime on the default domains with `gemm` as its GEMM provider (NULL:
+ * native); env ignored so that the caller's NXR_* cannot change the run. */
+struct rt {
+    nxr_runtime_t *rt;
+    nxr_ctx_t *ctx;
+};
+
+static void rt_open(struct rt *r, nxr_provider_t *gemm, int policy)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.providers[NXR_FAMILY_GEMM] = gemm;
+    o.provider_policy = policy;
+    int rc = nxr_runtime_create(&r->rt, &o);
+    if (rc != 0)
+        die("runtime", rc);
+    rc = nxr_ctx_create(&r->ctx, r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)));
+    if (rc != 0)
+        die("context", rc);
+}
+
+static void rt_close(struct rt *r)
+{
+    nxr_ctx_destroy(r->ctx);
+    nxr_runtime_destroy(r->rt);
+}
+
+/* ---- SGEMM ----------------------------------------------------------------- */
+
+struct sgemm_row {
+    size_t n;
+    double ctx, direct, native; /* GFLOP/s, medians */
+    /* Medians of the per-round ratios (contenders of one round ran back to
+     * back, so slow drift in the machine's load cancels). */
+    double ctx_vs_direct, native_vs_direct;
+};
+
+struct sgemm_report {
+    char core[64];
+    char rule[16];
+    char policy[16];
+    int count;
+    unsigned budget;
+    struct sgemm_row rows[2];
+};
+
+enum contender { C_CTX, C_DIRECT, C_NATIVE, C_COUNT };
+
+static enum family family_of(enum contender c)
+{
+    return c == C_NATIVE ? FAM_NXR : FAM_OPENBLAS;
+}
+
+/* One call; the caller settles first (outside its timer). */
+static int run_contender(enum contender c, struct rt *ob, struct rt *nat, const nxr_sgemm_args_t *g)
+{
+    switch (c) {
+    case C_CTX:
+        return nxr_sgemm(ob->ctx, g);
+    case C_DIRECT:
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
+                    g->alpha, g->a, (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
+        return 0;
+    case C_NATIVE:
+        return nxr_sgemm(nat->ctx, g);
+    case C_COUNT:
+        break;
+    }
+    return -EINVAL;
+}
+
+static void sgemm_size(struct sgemm_row *row, size_t n, int reps, struct rt *ob, struct rt *nat)
+{
+    float *a = alloc_floats(n * n), *b = alloc_floats(n * n), *c = alloc_floats(n * n);
+    for (size_t i = 0; i < n * n; i++) {
+        a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+        b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+        c[i] = 0.0f;
+    }
+    nxr_sgemm_args_t g = {.m = n,
+                          .n = n,
+                          .k = n,
+                          .alpha = 1.0f,
+                          .a = a,
+                          .lda = n,
+                          .b = b,
+                          .ldb = n,
+                          .beta = 0.0f,
+                          .c = c,
+                          .ldc = n};
+    double *t[C_COUNT];
+    for (int k = 0; k < C_COUNT; k++) {
+        t[k] = calloc((size_t)reps, sizeof(double));
+        settle(family_of((enum contender)k));
+        int rc = run_contender((enum contender)k, ob, nat, &g); /* warm-up */
+        if (rc != 0)
+            die("sgemm warm-up", rc);
+    }
+    /* The two OpenBLAS contenders alternate order each round; native runs
+     * last (one settle per switch of library instead of two). */
+    for (int r = 0; r < reps; r++) {
+        enum contender order[C_COUNT] = {r % 2 ? C_DIRECT : C_CTX, r % 2 ? C_CTX : C_DIRECT,
+                                         C_NATIVE};
+        for (int k = 0; k < C_COUNT; k++) {
+            settle(family_of(order[k]));
+            double t0 = now();
+            int rc = run_contender(order[k], ob, nat, &g);
+            t[order[k]][r] = now() - t0;
+            if (rc != 0)
+                die("sgemm", rc);
+        }
+    }
+    double flop = 2.0 * (double)n * (double)n * (double)n;
+    double *ctx_ratio = calloc((size_t)reps, sizeof(double));
+    double *native_ratio = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++) {
+        ctx_ratio[r] = t[C_DIRECT][r] / t[C_CTX][r];
+        native_ratio[r] = t[C_DIRECT][r] / t[C_NATIVE][r];
+    }
+    row->n = n;
+    row->ctx_vs_direct = median(ctx_ratio, reps);
+    row->native_vs_direct = median(native_ratio, reps);
+    row->ctx = flop / median(t[C_CTX], reps) * 1e-9;
+    row->direct = flop / median(t[C_DIRECT], reps) * 1e-9;
+    row->native = flop / median(t[C_NATIVE], reps) * 1e-9;
+    free(ctx_ratio);
+    free(native_ratio);
+    for (int k = 0; k < C_COUNT; k++)
+        free(t[k]);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* (a) and (b) with this process's OpenBLAS core. */
+static void sgemm_section(struct sgemm_report *rep, int reps)
+{
+    struct rt nat;
+    rt_open(&nat, NULL, -1);
+    unsigned budget = nxr_ctx_budget(nat.ctx);
+    /* Same thread count everywhere: OpenBLAS's global count = the budget. */
+    openblas_set_num_threads((int)budget);
+
+    nxr_provider_t *p;
+    int rc = nxr_provider_openblas_create(&p);
+    if (rc != 0)
+        die("OpenBLAS provider", rc);
+    struct rt ob;
+    int policy = NXR_PROVIDER_STRICT; /* the default */
+    rt_open(&ob, p, policy);
+    const nxr_domain_t *d = nxr_ctx_domain(ob.ctx);
+    bool whole = hwloc_bitmap_isequal(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(ob.rt));
+    struct nxr__run_decision dec =
+        nxr__provider_decide_now(p, budget, whole, (enum nxr_provider_policy)policy);
+    if (dec.run == NXR_RUN_REJECT) {
+        /* Strict placement refuses it here (a partial domain): measure what
+         * a service would configure instead. */
+        rt_close(&ob);
+        policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
+        rt_open(&ob, p, policy);
+        dec = nxr__provider_decide_now(p, budget, whole, (enum nxr_provider_policy)policy);
+    }
+    snprintf(rep->rule, sizeof rep->rule, "%s", nxr__run_name(dec.run));
+    snprintf(rep->policy, sizeof rep->policy, "%s",
+             policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
+    snprintf(rep->core, sizeof rep->core, "%s", openblas_get_corename());
+    rep->count = openblas_get_num_threads();
+    rep->budget = budget;
+
+    sgemm_size(&rep->rows[0], 512, 3 * reps, &ob, &nat);
+    sgemm_size(&rep->rows[1], 2048, reps, &ob, &nat);
+    rt_close(&ob);
+    rt_close(&nat);
+    nxr_provider_destroy(p);
+}
+
+/* Child mode: one line per value, read back by the parent. */
+static int child_main(int reps)
+{
+    struct sgemm_report rep;
+    sgemm_section(&rep, reps);
+    printf("core %s\nrule %s\npolicy %s\ncount %d\n", rep.core, rep.rule, rep.policy, rep.count);
+    for (int i = 0; i < 2; i++)
+        printf("row %zu %.3f %.3f %.3f %.5f %.5f\n", rep.rows[i].n, rep.rows[i].ctx,
+               rep.rows[i].direct, rep.rows[i].native, rep.rows[i].ctx_vs_direct,
+               rep.rows[i].native_vs_direct);
+    return 0;
+}
+
+/* (c): re-runs this binary in child mode with OPENBLAS_CORETYPE set.
+ * Returns false (with a message) when the child failed. */
+static bool sgemm_with_coretype(const char *core, int reps, struct sgemm_report *rep)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return false;
+    pid_t pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        setenv("OPENBLAS_CORETYPE", core, 1);
+        char reps_arg[16];
+        snprintf(reps_arg, sizeof reps_arg, "%d", reps);
+        execl("/proc/self/exe", "kernels", "--sgemm-child", reps_arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *in = fdopen(fd[0], "r");
+    char line[256];
+    int rows = 0;
+    memset(rep, 0, sizeof *rep);
+    while (in != NULL && fgets(line, sizeof line, in) != NULL) {
+        struct sgemm_row *r = &rep->rows[rows < 2 ? rows : 1];
+        if (sscanf(line, "core %63s", rep->core) == 1 ||
+            sscanf(line, "rule %15s", rep->rule) == 1 ||
+            sscanf(line, "policy %15s", rep->policy) == 1 ||
+            sscanf(line, "count %d", &rep->count) == 1)
+            continue;
+        if (sscanf(line, "row %zu %lf %lf %lf %lf %lf", &r->n, &r->ctx, &r->direct, &r->native,
+                   &r->ctx_vs_direct, &r->native_vs_direct) == 6)
+            rows++;
+    }
+    if (in != NULL)
+        fclose(in);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rows != 2) {
+        fprintf(stderr, "kernels: the OPENBLAS_CORETYPE=%s run failed\n", core);
+        return false;
+    }
+    return true;
+}
+
+/* ---- STREAM triad ----------------------------------------------------------------- */
+
+static void omp_triad(size_t n, float *a, const float *b, const float *c, float s, int threads)
+{
+/* `simd`: what STREAM's OpenMP build gets from -O3; GCC's -O2 cost model
+ * may leave this loop scalar. */
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (size_t i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+
+struct triad_report {
+    size_t mib;
+    double nxr, omp; /* GB/s, medians */
+    double ratio;    /* nxr/OpenMP: median of the per-round ratios */
+};
+
+static void triad_section(struct triad_report *rep, size_t mib, int reps)
+{
+    struct rt nat;
+    rt_open(&nat, NULL, -1);
+    int threads = (int)nxr_ctx_budget(nat.ctx);
+    omp_set_dynamic(0);
+    size_t n = mib * ((size_t)1 << 20) / sizeof(float);
+    float *a = alloc_floats(n), *b = alloc_floats(n), *c = alloc_floats(n);
+    /* First touch in the OpenMP layout; one node here, and the same pages
+     * serve both contenders. */
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t i = 0; i < n; i++) {
+        a[i] = 0.0f;
+        b[i] = 1.0f;
+        c[i] = 2.0f;
+    }
+    double *tn = calloc((size_t)reps, sizeof(double)), *to = calloc((size_t)reps, sizeof(double));
+    const float s = 3.0f;
+    settle(FAM_NXR);
+    if (nxr_triad(nat.ctx, n, a, b, c, s) != 0) /* warm-up */
+        die("triad", -EINVAL);
+    settle(FAM_OMP);
+    omp_triad(n, a, b, c, s, threads);
+    for (int r = 0; r < reps; r++) {
+        for (int k = 0; k < 2; k++) {
+            bool nxr_turn = (k == 0) == (r % 2 == 0);
+            settle(nxr_turn ? FAM_NXR : FAM_OMP);
+            double t0 = now();
+            if (nxr_turn) {
+                int rc = nxr_triad(nat.ctx, n, a, b, c, s);
+                if (rc != 0)
+                    die("triad", rc);
+                tn[r] = now() - t0;
+            } else {
+                omp_triad(n, a, b, c, s, threads);
+                to[r] = now() - t0;
+            }
+        }
+    }
+    double bytes = 3.0 * (double)n * sizeof(float);
+    double *ratio = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++)
+        ratio[r] = to[r] / tn[r];
+    rep->mib = mib;
+    rep->ratio = median(ratio, reps);
+    rep->nxr = bytes / median(tn, reps) * 1e-9;
+    rep->omp = bytes / median(to, reps) * 1e-9;
+    free(ratio);
+    if (a[n / 2] != 1.0f + s * 2.0f)
+        fprintf(stderr, "kernels: triad result wrong (%g)\n", (double)a[n / 2]);
+    free(tn);
+    free(to);
+    free(a);
+    free(b);
+    free(c);
+    rt_close(&nat);
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static const char *goal(double ratio, double want)
+{
+    return ratio >= want ? "met" : "MISSED";
+}
+
+static void print_rows(const char *label, const struct sgemm_report *rep)
+{
+    for (int i = 0; i < 2; i++) {
+        const struct sgemm_row *r = &rep->rows[i];
+        printf("%-36s %5zu  %9.1f  %9.1f  %7.3f  %9.1f  %7.3f\n", label, r->n, r->ctx, r->direct,
+               r->ctx_vs_direct, r->native, r->native_vs_direct);
+    }
+}
+
+static void json_rows(const char *suffix, const struct sgemm_report *rep)
+{
+    const struct sgemm_row *r512 = &rep->rows[0], *r2048 = &rep->rows[1];
+    printf(",\"sgemm_ctx_gflops%s\":%.2f,\"sgemm_direct_gflops%s\":%.2f,"
+           "\"sgemm_ctx_vs_direct%s\":%.4f,\"native_sgemm_gflops%s\":%.2f,"
+           "\"native_vs_openblas%s\":%.4f",
+           suffix, r2048->ctx, suffix, r2048->direct, suffix, r2048->ctx_vs_direct, suffix,
+           r2048->native, suffix, r2048->native_vs_direct);
+    printf(",\"sgemm_512_ctx_gflops%s\":%.2f,\"sgemm_512_direct_gflops%s\":%.2f,"
+           "\"sgemm_512_ctx_vs_direct%s\":%.4f,\"native_sgemm_512_gflops%s\":%.2f,"
+           "\"native_512_vs_openblas%s\":%.4f",
+           suffix, r512->ctx, suffix, r512->direct, suffix, r512->ctx_vs_direct, suffix,
+           r512->native, suffix, r512->native_vs_direct);
+}
+
+int main(int argc, char **argv)
+{
+    bool json = false;
+    int reps = 11;
+    size_t triad_mib = 64;
+    const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--sgemm-child") == 0 && i + 1 < argc)
+            return child_main(atoi(argv[i + 1]));
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--coretype") == 0 && i + 1 < argc) {
+            core = argv[++i];
+            if (strcmp(core, "none") == 0)
+                core = NULL;
+        } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
+            triad_mib = (size_t)atol(argv[++i]);
+        } else {
+            fprintf(stderr,
+                    "usage: kernels [--json] [--reps N] [--coretype NAME|none] [--triad-mib M]\n");
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 1000 || triad_mib < 1) {
+        fprintf(stderr, "kernels: bad --reps or --triad-mib\n");
+        return 2;
+    }
+    if (getenv("OPENBLAS_CORETYPE") != NULL)
+        fprintf(stderr, "kernels: note: OPENBLAS_CORETYPE=%s is set for the default rows too\n",
+                getenv("OPENBLAS_CORETYPE"));
+    const int original_count = openblas_get_num_threads();
+
+    struct sgemm_report base, typed;
+    sgemm_section(&base, reps);
+    bool have_typed = core != NULL && sgemm_with_coretype(core, reps, &typed);
+    struct triad_report triad;
+    triad_section(&triad, triad_mib, 3 * reps);
+    openblas_set_num_threads(original_count);
+
+    const struct sgemm_row *r2048 = &base.rows[1];
+    if (json) {
+        printf("{\"threads\":%u,\"openblas_core\":\"%s\",\"openblas_count\":%d,"
+               "\"openblas_count_at_start\":%d,\"rule\":\"%s\",\"policy\":\"%s\",\"reps\":%d",
+               base.budget, base.core, base.count, original_count, base.rule, base.policy, reps);
+        json_rows("", &base);
+        if (have_typed) {
+            printf(",\"coretype\":\"%s\",\"coretype_core\":\"%s\"", core, typed.core);
+            json_rows("_coretype", &typed);
+        }
+        printf(",\"triad_mib_per_array\":%zu,\"triad_gbs\":%.2f,\"omp_triad_gbs\":%.2f,"
+               "\"triad_vs_omp\":%.4f}\n",
+               triad.mib, triad.nxr, triad.omp, triad.ratio);
+        return 0;
+    }
+    printf("nxr kernels benchmark: %u threads (the domain's budget) for every contender\n",
+           base.budget);
+    printf("OpenBLAS through the context: policy %s, rule '%s' (OpenBLAS count %d, budget %u; "
+           "count at start %d)\n",
+           base.policy, base.rule, base.count, base.budget, original_count);
+    printf("\nSGEMM, GFLOP/s (medians; %d rounds at 2048, %d at 512)\n", reps, 3 * reps);
+    printf("%-36s %5s  %9s  %9s  %7s  %9s  %7s\n", "OpenBLAS core", "n", "ctx+OB", "direct OB",
+           "ctx/dir", "native", "nat/OB");
+    char label[96];
+    snprintf(label, sizeof label, "default (%s)", base.core);
+    print_rows(label, &base);
+    if (have_typed) {
+        snprintf(label, sizeof label, "OPENBLAS_CORETYPE=%s (%s)", core, typed.core);
+        print_rows(label, &typed);
+        if (strcmp(typed.rule, base.rule) != 0)
+            printf("  (rule in that run: '%s')\n", typed.rule);
+    }
+    printf("\nSTREAM triad a = b + s c, 3 x %zu MiB, GB/s (medians of %d): nxr_triad %.2f, "
+           "OpenMP %.2f, nxr/OpenMP %.3f\n",
+           triad.mib, 3 * reps, triad.nxr, triad.omp, triad.ratio);
+    printf("\ngoals: sgemm 2048 ctx/direct %.3f >= 0.97 %s; triad nxr/OpenMP %.3f >= 0.95 %s\n",
+           r2048->ctx_vs_direct, goal(r2048->ctx_vs_direct, 0.97), triad.ratio,
+           goal(triad.ratio, 0.95));
+    return 0;
+}

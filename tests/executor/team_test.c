@@ -1,0 +1,70 @@
+/*
+ * The built-in team's parking: a region wakes exactly its participants. On a
+ * domain with as many CPUs as workers, the caller takes part in a region and
+ * one worker sits it out; waking that worker as well would put one more
+ * runnable thread than CPUs on the domain (measured: the participant then
+ * queued behind the caller for milliseconds). Observed from the kernel's
+ * side: a parked worker that takes no part in any region is never woken,
+ * so its voluntary context switches do not grow.
+ */
+#include <criterion/criterion.h>
+#include <time.h>
+
+#include "runtime/internal/runtime.h"
+#include "tests/support/procfs.h"
+
+static void noop(void *arg, size_t begin, size_t end, unsigned participant)
+{
+    (void)arg;
+    (void)begin;
+    (void)end;
+    (void)participant;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.spin = 0; /* park at once: every wake shows as a context switch */
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    if (nxr_domain_budget(d) < 2) {
+        nxr_runtime_destroy(rt);
+        cr_skip_test("the default domain has one CPU");
+    }
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(d)), 0);
+    struct nxr__team *team = ((const struct nxr_domain *)d)->team;
+    cr_assert(nxr__team_caller_inside(team), "the test thread runs inside the domain");
+    const unsigned workers = nxr__team_size(team);
+
+    /* Two chunks: the caller and worker 0 take part, workers 1.. sit out. */
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, noop, NULL), 0);
+    sleep_ms(20); /* every worker parked */
+    long before[64];
+    for (unsigned i = 0; i < workers && i < 64; i++)
+        before[i] = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, i));
+    enum { REGIONS = 100 };
+    for (int r = 0; r < REGIONS; r++) {
+        cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, noop, NULL), 0);
+        sleep_ms(1); /* worker 0 parks again between regions */
+    }
+    long w0 = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, 0)) - before[0];
+    cr_assert_geq(w0, REGIONS / 2, "worker 0 took part (woken from its park) in each region: %ld",
+                  w0);
+    for (unsigned i = 1; i < workers && i < 64; i++) {
+        long wi = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, i)) - before[i];
+        cr_assert_leq(wi, 2, "worker %u sat %d regions out but was woken %ld times", i, REGIONS,
+                      wi);
+    }
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+}

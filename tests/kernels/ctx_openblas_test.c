@@ -1,0 +1,311 @@
+/*
+ * OpenBLAS as the GEMM provider of a runtime (opts.providers[GEMM] =
+ * nxr_provider_openblas_create, what NXR_GEMM=openblas selects), called
+ * through contexts. OpenBLAS's thread count is process-global
+ * (openblas_set_num_threads); nxr may change it only inside the exclusive
+ * permit and must put it back. So:
+ *  - strict policy: the count is the same before and after every call, on
+ *    the whole-set default domain (runs at the library's count when it fits
+ *    the budget), at count 1 (inline), and on a partial one-CPU domain with
+ *    a count above one (NXR_EPLACEMENT, C untouched);
+ *  - exclusive policy: during the call the count is the domain's budget
+ *    (seen by a spy provider over the real library), after it the count is
+ *    what it was;
+ *  - NXR_GEMM=openblas and NXR_PROVIDER_POLICY=exclusive from the
+ *    environment do the same.
+ * Debian's OpenBLAS is the pthreads build (count = number of CPUs unless
+ * OPENBLAS_NUM_THREADS is set); a sequential build skips the count tests.
+ * These tests never set OPENBLAS_CORETYPE.
+ *
+ * Results are checked against a double reference:
+ * |C - ref| <= 2 (k + 2) u sum_p |a_ip b_pj|, u = 2^-24.
+ */
+#include <cblas.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ctx_support.h"
+#include "kernels/internal/rules.h"
+#include "ref.h"
+
+TestSuite(kernels_ctx_openblas, .timeout = 60);
+
+enum { M = 257, N = 129, K = 65 };
+
+struct problem {
+    float *a, *b, *c;
+    nxr_sgemm_args_t g;
+};
+
+static void problem_init(struct problem *pr, uint64_t seed)
+{
+    pr->a = ref_fill(M * K, seed, -1, 1);
+    pr->b = ref_fill(K * N, seed + 1, -1, 1);
+    pr->c = ref_fill(M * N, seed + 2, -1, 1);
+    pr->g = (nxr_sgemm_args_t){.m = M,
+                               .n = N,
+                               .k = K,
+                               .alpha = 1,
+                               .a = pr->a,
+                               .lda = K,
+                               .b = pr->b,
+                               .ldb = N,
+                               .beta = 0,
+                               .c = pr->c,
+                               .ldc = N};
+}
+
+static void problem_fini(struct problem *pr)
+{
+    free(pr->a);
+    free(pr->b);
+    free(pr->c);
+}
+
+static void expect_product(const struct problem *pr)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double dot = 0, mag = 0;
+            for (size_t p = 0; p < K; p++) {
+                double t = (double)pr->a[i * K + p] * pr->b[p * N + j];
+                dot += t;
+                mag += fabs(t);
+            }
+            cr_assert(fabs(pr->c[i * N + j] - dot) <= 2.0 * (K + 2) * U_F32 * mag,
+                      "C[%zu][%zu] = %.9g, want %.9g", i, j, pr->c[i * N + j], dot);
+        }
+}
+
+static nxr_provider_t *openblas_or_skip(void)
+{
+    nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_openblas_create(&p), 0);
+    if (nxr_provider_count_control(p) != NXR_COUNT_GLOBAL_OR_UNCONTROLLED) {
+        nxr_provider_destroy(p);
+        cr_skip_test("sequential OpenBLAS: no process-global count");
+    }
+    return p;
+}
+
+static void open_with(struct ctx_rt *r, nxr_provider_t *p, const char *domains, int policy)
+{
+    struct ctx_rt_opts o;
+    ctx_rt_opts_init(&o);
+    o.domains = domains;
+    o.policy = policy;
+    o.gemm = p;
+    ctx_rt_open(r, &o);
+}
+
+/* The rule that applies to ctx's domain now (for messages and for the
+ * expected outcome). */
+static struct nxr__run_decision rule_now(const struct ctx_rt *r, nxr_ctx_t *ctx,
+                                         const nxr_provider_t *p, int policy)
+{
+    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    bool whole = hwloc_bitmap_isequal(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(r->rt));
+    return nxr__provider_decide_now(p, nxr_ctx_budget(ctx), whole,
+                                    (enum nxr_provider_policy)policy);
+}
+
+Test(kernels_ctx_openblas, strict_default_domain_keeps_the_count)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    struct ctx_rt r;
+    open_with(&r, p, NULL, NXR_PROVIDER_STRICT);
+    const int before = openblas_get_num_threads();
+    struct nxr__run_decision d = rule_now(&r, r.ctx[0], p, NXR_PROVIDER_STRICT);
+    cr_log_info("OpenBLAS count %d, budget %u: rule '%s'", before, nxr_ctx_budget(r.ctx[0]),
+                nxr__run_name(d.run));
+    struct problem pr;
+    problem_init(&pr, 1);
+    int rc = nxr_sgemm(r.ctx[0], &pr.g);
+    if (d.run == NXR_RUN_REJECT) {
+        /* A count above the budget: never run wider than granted. */
+        cr_assert_eq(rc, NXR_EPLACEMENT);
+    } else {
+        cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
+        expect_product(&pr);
+        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2};
+        cr_assert_eq(nxr_sgemm_batch(r.ctx[0], &batch), 0);
+        expect_product(&pr);
+    }
+    cr_assert_eq(openblas_get_num_threads(), before, "the count is unchanged");
+    problem_fini(&pr);
+    ctx_rt_close(&r);
+    nxr_provider_destroy(p);
+}
+
+Test(kernels_ctx_openblas, strict_count_one_runs_inline)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    struct ctx_rt r;
+    open_with(&r, p, NULL, NXR_PROVIDER_STRICT);
+    cr_assert_eq(rule_now(&r, r.ctx[0], p, NXR_PROVIDER_STRICT).run, NXR_RUN_INLINE);
+    struct problem pr;
+    problem_init(&pr, 2);
+    cr_assert_eq(nxr_sgemm(r.ctx[0], &pr.g), 0);
+    expect_product(&pr);
+    cr_assert_eq(openblas_get_num_threads(), 1);
+    problem_fini(&pr);
+    ctx_rt_close(&r);
+    nxr_provider_destroy(p);
+    openblas_set_num_threads(original);
+}
+
+Test(kernels_ctx_openblas, strict_partial_domain_with_count_two_is_eplacement)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        cr_skip_test("\"0:0;1:1\" needs two CPUs");
+    nxr_provider_t *p = openblas_or_skip();
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(2);
+    struct ctx_rt r;
+    open_with(&r, p, "0:0;1:1", NXR_PROVIDER_STRICT);
+    struct problem pr;
+    problem_init(&pr, 3);
+    float *c0 = malloc(sizeof(float) * M * N);
+    memcpy(c0, pr.c, sizeof(float) * M * N);
+    for (size_t d = 0; d < r.nctx; d++) {
+        cr_assert_eq(nxr_sgemm(r.ctx[d], &pr.g), NXR_EPLACEMENT);
+        cr_assert_eq(memcmp(c0, pr.c, sizeof(float) * M * N), 0, "C untouched");
+        cr_assert_eq(openblas_get_num_threads(), 2);
+    }
+    free(c0);
+    problem_fini(&pr);
+    ctx_rt_close(&r);
+    nxr_provider_destroy(p);
+    openblas_set_num_threads(original);
+}
+
+/* ---- exclusive policy ------------------------------------------------------------ */
+
+/* A spy over the real library: the OpenBLAS provider's classification and
+ * global count, with an sgemm that records the live count before calling
+ * cblas_sgemm. */
+static int spy_seen;
+
+static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+{
+    (void)self;
+    (void)call;
+    spy_seen = openblas_get_num_threads();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
+                g->alpha, g->a, (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
+    return 0;
+}
+
+static int spy_get(void *self)
+{
+    (void)self;
+    return openblas_get_num_threads();
+}
+
+static void spy_set(void *self, int n)
+{
+    (void)self;
+    openblas_set_num_threads(n);
+}
+
+static const nxr_gemm_ops_t spy_ops = {.sgemm = spy_sgemm};
+static const nxr_global_threads_ops_t spy_threads = {.get = spy_get, .set = spy_set};
+
+static nxr_provider_t *spy_create(void)
+{
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "openblas-spy";
+    d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.gemm = &spy_ops;
+    d.global_threads = &spy_threads;
+    nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0);
+    return p;
+}
+
+static void exclusive_case(nxr_provider_t *p, const char *domains, int count_before, bool spy)
+{
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(count_before);
+    struct ctx_rt r;
+    open_with(&r, p, domains, NXR_PROVIDER_PROCESS_EXCLUSIVE);
+    for (size_t d = 0; d < r.nctx; d++) {
+        cr_assert_eq(rule_now(&r, r.ctx[d], p, NXR_PROVIDER_PROCESS_EXCLUSIVE).run,
+                     NXR_RUN_EXCLUSIVE);
+        struct problem pr;
+        problem_init(&pr, 10 + d);
+        spy_seen = -1;
+        cr_assert_eq(nxr_sgemm(r.ctx[d], &pr.g), 0);
+        expect_product(&pr);
+        if (spy)
+            cr_assert_eq(spy_seen, (int)nxr_ctx_budget(r.ctx[d]),
+                         "during the call the count is the budget");
+        cr_assert_eq(openblas_get_num_threads(), count_before, "%s domain %zu: restored",
+                     domains ? domains : "default", d);
+        cr_assert_not(ctx_arbiter(r.rt).exclusive_held);
+        problem_fini(&pr);
+    }
+    ctx_rt_close(&r);
+    openblas_set_num_threads(original);
+}
+
+Test(kernels_ctx_openblas, exclusive_sets_the_budget_and_restores_the_count)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    /* Default domain (budget = CPUs) from a count of 1; one-CPU domains
+     * (budget 1) from a count of 2. */
+    exclusive_case(p, NULL, 1, false);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        exclusive_case(p, "0:0;1:1", 2, false);
+    nxr_provider_destroy(p);
+
+    p = spy_create();
+    exclusive_case(p, NULL, 1, true);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        exclusive_case(p, "0:0;1:1", 2, true);
+    nxr_provider_destroy(p);
+}
+
+/* ---- the environment ------------------------------------------------------------ */
+
+Test(kernels_ctx_openblas, environment_selects_openblas_and_the_policy)
+{
+    nxr_provider_t *probe = openblas_or_skip();
+    nxr_provider_destroy(probe);
+    const int before = openblas_get_num_threads();
+    const char *policies[] = {"strict", "exclusive"};
+    for (int i = 0; i < 2; i++) {
+        setenv("NXR_GEMM", "openblas", 1);
+        setenv("NXR_PROVIDER_POLICY", policies[i], 1);
+        nxr_runtime_t *rt;
+        struct nxr_runtime_opts o;
+        nxr_runtime_opts_init(&o); /* the environment is honoured */
+        cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+        const nxr_provider_t *gemm =
+            nxr_provider_bundle_get(nxr_runtime_providers(rt), NXR_FAMILY_GEMM);
+        cr_assert_str_eq(nxr_provider_name(gemm), "openblas");
+        cr_assert_eq(rt->settings.policy,
+                     i == 0 ? NXR_PROVIDER_STRICT : NXR_PROVIDER_PROCESS_EXCLUSIVE);
+        nxr_ctx_t *ctx;
+        cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+        struct problem pr;
+        problem_init(&pr, 20 + (uint64_t)i);
+        int rc = nxr_sgemm(ctx, &pr.g);
+        if (rc != NXR_EPLACEMENT) { /* only a count above the budget refuses */
+            cr_assert_eq(rc, 0, "%s: %s", policies[i], nxr_strerror(rc));
+            expect_product(&pr);
+        }
+        cr_assert_eq(openblas_get_num_threads(), before, "%s: the count is unchanged", policies[i]);
+        problem_fini(&pr);
+        nxr_ctx_destroy(ctx);
+        nxr_runtime_destroy(rt);
+    }
+    unsetenv("NXR_GEMM");
+    unsetenv("NXR_PROVIDER_POLICY");
+}
