@@ -99,6 +99,8 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected)
 {
     /* atomic_uint has the size and alignment of a 32-bit futex word. */
     _Static_assert(sizeof(atomic_uint) == sizeof(uint32_t), "futex word must be 32 bits");
+    if (nxr__fault_hit(NXR_FAULT_FUTEX_WAIT))
+        return; /* a spurious wake-up */
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 

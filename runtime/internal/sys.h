@@ -26,7 +26,8 @@ enum nxr__fault_point {
     NXR_FAULT_TOPOLOGY_LOAD = 1u << 4,   /* topology load fails */
     NXR_FAULT_MBIND = 1u << 5,           /* nxr__mbind_node returns -EINVAL */
     NXR_FAULT_MMAP = 1u << 6,            /* nxr__mmap_anon returns -ENOMEM */
-    NXR_FAULT_ALL = (1u << 7) - 1,
+    NXR_FAULT_FUTEX_WAIT = 1u << 7,      /* nxr__futex_wait returns at once (spurious) */
+    NXR_FAULT_ALL = (1u << 8) - 1,
 };
 
 /* Arms the hook: the nth call (n >= 1) through any point in `points` fails;
@@ -75,7 +76,9 @@ int nxr__madvise(void *addr, size_t size, int advice);
 /* mprotect; 0 or a negative errno. */
 int nxr__mprotect(void *addr, size_t size, int prot);
 
-/* Sleeps while *word == expected (spurious wake-ups possible). */
+/* Sleeps while *word == expected (spurious wake-ups possible: the kernel's
+ * EINTR and EAGAIN look the same, so every caller re-checks in a loop;
+ * NXR_FAULT_FUTEX_WAIT makes a wait return at once to test those loops). */
 void nxr__futex_wait(atomic_uint *word, unsigned expected);
 
 /* Wakes up to n sleepers on word. */
