@@ -60,16 +60,18 @@ static nxr_runtime_t *default_runtime(void)
 #define MAX_CPU 256
 
 struct where {
-    atomic_uint seen[MAX_CPU]; /* chunks run per CPU */
+    atomic_uint seen[MAX_CPU]; /* iterations run per CPU */
 };
 
 static void record_cpu(void *arg, size_t b, size_t e, unsigned worker)
 {
     struct where *w = arg;
-    (void)b, (void)e, (void)worker;
-    int cpu = sched_getcpu();
-    if (cpu >= 0 && cpu < MAX_CPU)
-        atomic_fetch_add_explicit(&w->seen[cpu], 1, memory_order_relaxed);
+    (void)worker;
+    for (size_t i = b; i < e; i++) {
+        int cpu = sched_getcpu();
+        if (cpu >= 0 && cpu < MAX_CPU)
+            atomic_fetch_add_explicit(&w->seen[cpu], 1, memory_order_relaxed);
+    }
 }
 
 /* Domain `node` is node `node`: its set, its workers, its loop's CPUs. */
@@ -101,8 +103,8 @@ static void check_node_domain(nxr_runtime_t *rt, int node)
     }
     hwloc_bitmap_free(actual);
 
-    /* A loop on the domain runs every chunk on the node's CPUs, whichever
-     * CPU the calling thread is on. */
+    /* A loop on the domain runs every iteration on the node's CPUs,
+     * whichever CPU the calling thread is on. */
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, node), 0);
     struct where *w = calloc(1, sizeof(*w));
@@ -112,10 +114,10 @@ static void check_node_domain(nxr_runtime_t *rt, int node)
         unsigned k = atomic_load(&w->seen[cpu]);
         total += k;
         cr_assert(k == 0 || hwloc_bitmap_isset(want, (unsigned)cpu),
-                  "node %d: %u chunks ran on CPU %d, outside the node", node, k, cpu);
+                  "node %d: %u iterations ran on CPU %d, outside the node", node, k, cpu);
         cr_assert(k == 0 || numa_node_of_cpu(cpu) == node, "CPU %d is not on node %d", cpu, node);
     }
-    cr_assert_eq(total, 4096 / 16);
+    cr_assert_eq(total, 4096, "every iteration ran once on a known CPU");
 
     /* And its memory is on the node. */
     nxr_buffer_t *b;
