@@ -114,6 +114,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     err[0] = '\0';
     if (rt == NULL || decl == NULL)
         return -EINVAL;
+    NXR__HANDLE_CHECK(rt, "runtime");
     pthread_mutex_lock(&rt->domains_lock);
     int rc = validate(rt, decl, err, errsz);
     if (rc != 0)

@@ -193,6 +193,7 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     nxr_runtime_t *rt = nxr__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return explain(-ENOMEM, err, errsz);
+    rt->magic = NXR__HANDLE_LIVE;
     pthread_mutex_init(&rt->domains_lock, NULL);
     struct nxr__plan plan = {0};
     int rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
@@ -258,6 +259,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
+    NXR__HANDLE_CHECK(rt, "runtime");
     drain_all(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i]->team);
@@ -272,5 +274,5 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     nxr__arbiter_destroy(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
-    free(rt);
+    nxr__handle_retire(&rt->magic, rt);
 }

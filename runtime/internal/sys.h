@@ -84,4 +84,31 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected);
 /* Wakes up to n sleepers on word. */
 void nxr__futex_wake(atomic_uint *word, int n);
 
+/*
+ * Destroyed handles (checked builds). A runtime or context carries a magic
+ * word: live from creation, dead from destroy. In NXR_CHECKED builds destroy
+ * does not free the handle at once but keeps it in a small quarantine (the
+ * last 64 retired handles), so a call with a destroyed handle still reads the
+ * dead word and aborts with a message instead of touching freed memory; in
+ * other builds retiring frees, and using a destroyed handle is undefined.
+ */
+#define NXR__HANDLE_LIVE 0x6e78726cu /* "nxrl" */
+#define NXR__HANDLE_DEAD 0x64656164u /* "dead" */
+
+/* Marks *magic dead and frees mem (checked builds: quarantines it). */
+void nxr__handle_retire(unsigned *magic, void *mem);
+
+/* Reports a call with a destroyed (or foreign) handle and aborts. */
+void nxr__handle_dead(const char *what, const void *handle) __attribute__((noreturn));
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+#define NXR__HANDLE_CHECK(h, what)                                                                 \
+    do {                                                                                           \
+        if ((h) != NULL && (h)->magic != NXR__HANDLE_LIVE)                                         \
+            nxr__handle_dead(what, h);                                                             \
+    } while (0)
+#else
+#define NXR__HANDLE_CHECK(h, what) ((void)0)
+#endif
+
 #endif /* NXR_INTERNAL_SYS_H */

@@ -8,10 +8,13 @@
  * is a no-op" are called with NULL too. Accessors that return a value rather
  * than a status (nxr_domain_id, nxr_buffer_size, ...) have no error to
  * report and require a valid handle; the rows cover their documented
- * out-of-range results instead.
+ * out-of-range results instead. In checked builds (--config=asan or
+ * --config=checked) a destroyed runtime or context is caught: the call
+ * aborts with a message, which the last rows check.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -859,3 +862,62 @@ Test(reliability_bad_input, names_of_out_of_range_enums)
     cr_assert_str_eq(nxr_placement_name((enum nxr_placement)9), "unknown");
     cr_assert_str_eq(nxr_mem_binding_name((enum nxr_mem_binding)9), "unknown");
 }
+
+/* ---- destroyed handles (checked builds) --------------------------------- */
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+static nxr_ctx_t *destroyed_ctx(void)
+{
+    open_runtime();
+    nxr_ctx_t *c = ctx;
+    nxr_ctx_destroy(c);
+    ctx = NULL;
+    return c;
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_a_loop_aborts, .signal = SIGABRT)
+{
+    int calls = 0;
+    nxr_parallel_for(destroyed_ctx(), 0, 10, 0, body, &calls);
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_submit_aborts, .signal = SIGABRT)
+{
+    nxr_job_t *job;
+    nxr_submit(destroyed_ctx(), 3, task, NULL, &job);
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_a_kernel_aborts, .signal = SIGABRT)
+{
+    float v;
+    nxr_sum(destroyed_ctx(), 4, xs, &v);
+}
+
+Test(reliability_bad_input, ctx_destroyed_twice_aborts, .signal = SIGABRT)
+{
+    nxr_ctx_destroy(destroyed_ctx());
+}
+
+Test(reliability_bad_input, destroyed_runtime_in_ctx_create_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_ctx_destroy(ctx);
+    ctx = NULL;
+    nxr_runtime_t *r = rt;
+    nxr_runtime_destroy(r);
+    rt = NULL;
+    nxr_ctx_t *c;
+    nxr_ctx_create(&c, r, 0);
+}
+
+Test(reliability_bad_input, runtime_destroyed_twice_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_ctx_destroy(ctx);
+    ctx = NULL;
+    nxr_runtime_t *r = rt;
+    nxr_runtime_destroy(r);
+    rt = NULL;
+    nxr_runtime_destroy(r);
+}
+#endif
