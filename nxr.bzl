@@ -38,8 +38,11 @@ def nxr_test(name, srcs, deps = [], size = "small", copts = [], data = [], **kwa
     native.cc_test(
         name = name,
         srcs = srcs,
-        # The sanitizer configs point LSAN_OPTIONS at this file.
-        data = data + ["//tools/sanitizers:lsan.supp"],
+        # The sanitizer configs point LSAN_OPTIONS / TSAN_OPTIONS at these.
+        data = data + [
+            "//tools/sanitizers:lsan.supp",
+            "//tools/sanitizers:tsan.supp",
+        ],
         copts = NXR_TEST_COPTS + copts,
         deps = deps + ["//third_party:criterion"],
         size = size,

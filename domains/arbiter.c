@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
 #include "runtime/internal/sys.h"
 
@@ -210,7 +211,7 @@ int nxr__arbiter_create(struct nxr__arbiter **out, hwloc_const_bitmap_t universe
     if (a->held == NULL)
         goto out_free_arbiter;
     a->waiting = a->held + nwords;
-    a->universe = hwloc_bitmap_dup(universe);
+    a->universe = nxr__cpuset_dup(universe);
     if (a->universe == NULL)
         goto out_free_words;
     int rc = pthread_mutex_init(&a->lock, NULL);

@@ -14,6 +14,16 @@
  * larger than any Linux configuration in practice (CONFIG_NR_CPUS <= 8192). */
 #define KERNEL_MASK_BITS 8192
 
+hwloc_bitmap_t nxr__cpuset_alloc(void)
+{
+    return nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : hwloc_bitmap_alloc();
+}
+
+hwloc_bitmap_t nxr__cpuset_dup(hwloc_const_bitmap_t set)
+{
+    return nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : hwloc_bitmap_dup(set);
+}
+
 int nxr__cpumask_alloc(struct nxr__cpumask *mask, int max_cpu)
 {
     int bits = max_cpu + 1 > KERNEL_MASK_BITS ? max_cpu + 1 : KERNEL_MASK_BITS;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domains/internal/cpuset.h"
 #include "domains/internal/plan.h"
 #include "runtime/internal/sys.h"
 #include "runtime/nxr_status.h"
@@ -68,7 +69,8 @@ static int cpulist(struct cursor *c, hwloc_bitmap_t cpus)
             if (last < first)
                 return syntax(c, "range ends before it starts");
         }
-        if (hwloc_bitmap_set_range(cpus, (unsigned)first, (int)last) != 0)
+        if (nxr__fault_hit(NXR_FAULT_ALLOC) ||
+            hwloc_bitmap_set_range(cpus, (unsigned)first, (int)last) != 0)
             return -ENOMEM;
         if (*c->p != ',')
             return 0;
@@ -85,7 +87,7 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
     if (*c->p != ':')
         return syntax(c, "expected ':' after the domain id");
     c->p++;
-    hwloc_bitmap_t cpus = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : hwloc_bitmap_alloc();
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
     if (cpus == NULL)
         return -ENOMEM;
     d->id = (int)id;

@@ -59,7 +59,7 @@ static int plan_reserve(struct nxr__plan *plan, size_t n)
 static int plan_append(struct nxr__plan *plan, int id, int node, hwloc_const_bitmap_t cpus,
                        unsigned budget)
 {
-    hwloc_bitmap_t copy = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : hwloc_bitmap_dup(cpus);
+    hwloc_bitmap_t copy = nxr__cpuset_dup(cpus);
     if (copy == NULL)
         return -ENOMEM;
     plan->domains[plan->count++] = (struct nxr__domain_spec){
@@ -94,7 +94,7 @@ int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, 
     int rc = plan_reserve(plan, topo->has_numa ? (size_t)topo->node_count : 1);
     if (rc != 0)
         return rc;
-    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
     if (cpus == NULL) {
         rc = -ENOMEM;
         goto out_fail;
@@ -148,7 +148,7 @@ static int validate_one(const struct nxr__topology *topo, const struct nxr_domai
         return NXR_EEMPTYSET;
     }
     if (!hwloc_bitmap_isincluded(d->cpus, topo->allowed)) {
-        hwloc_bitmap_t outside = hwloc_bitmap_alloc();
+        hwloc_bitmap_t outside = nxr__cpuset_alloc();
         if (outside == NULL)
             return -ENOMEM;
         hwloc_bitmap_andnot(outside, d->cpus, topo->allowed);
@@ -183,7 +183,7 @@ static int validate_pairs(const struct nxr_domain_decl *decls, size_t n, char *e
                 !hwloc_bitmap_intersects(decls[i].cpus, decls[j].cpus))
                 continue; /* an overlap by intent is the arbiter's to keep apart */
             char list[LIST_MAX];
-            hwloc_bitmap_t shared = hwloc_bitmap_alloc();
+            hwloc_bitmap_t shared = nxr__cpuset_alloc();
             if (shared == NULL)
                 return -ENOMEM;
             hwloc_bitmap_and(shared, decls[i].cpus, decls[j].cpus);

@@ -67,7 +67,8 @@ static int parse_spec(const char *spec, enum nxr__topology_source *source, const
 
 static int load_hwloc(struct nxr__topology *topo, const char *arg, char *err, size_t errsz)
 {
-    if (hwloc_topology_init(&topo->hw) != 0) {
+    if (nxr__fault_hit(NXR_FAULT_ALLOC) || hwloc_topology_init(&topo->hw) != 0) {
+        topo->hw = NULL;
         snprintf(err, errsz, "hwloc_topology_init failed");
         return -ENOMEM;
     }
@@ -106,7 +107,7 @@ int nxr__topology_load(struct nxr__topology *topo, const char *spec, hwloc_const
     if (rc != 0)
         return rc;
 
-    topo->allowed = hwloc_bitmap_alloc();
+    topo->allowed = nxr__cpuset_alloc();
     if (topo->allowed == NULL) {
         rc = -ENOMEM;
         goto out_fini;

@@ -77,8 +77,14 @@ static int enter_guarded(struct nxr__exec *exec)
 
 static int enter_arbitrated(struct nxr__exec *exec)
 {
+    /* Inside another operation's body, never wait: not for the permit, and
+     * not for another thread that is acquiring it either, because that
+     * thread may be waiting for the very operation this body belongs to
+     * (a task of domain A submitting to B while a thread acquires B's
+     * permit, which overlaps A's). */
+    bool inside = nxr__tls.depth > 0;
     pthread_mutex_lock(&exec->lock);
-    while (exec->acquiring)
+    while (exec->acquiring && !inside)
         pthread_cond_wait(&exec->changed, &exec->lock);
     if (exec->active > 0) {
         exec->active++; /* the domain holds its permit already: join it */
@@ -86,10 +92,11 @@ static int enter_arbitrated(struct nxr__exec *exec)
         return 0;
     }
     int rc;
-    if (nxr__tls.depth > 0) {
-        /* Inside another operation's body: waiting here could wait on a
-         * permit that operation is itself holding back. */
-        rc = nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
+    if (inside) {
+        /* -EBUSY while another thread acquires; otherwise grant only what
+         * needs no wait: waiting could wait on a permit the enclosing
+         * operation is itself holding back. */
+        rc = exec->acquiring ? -EBUSY : nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
     } else {
         exec->acquiring = true;
         pthread_mutex_unlock(&exec->lock);

@@ -79,6 +79,7 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
                           nxr_for_fn fn, void *arg)
 {
     struct nxr_for_opts defaults;
+    NXR__HANDLE_CHECK(ctx, "context");
     if (ctx == NULL || fn == NULL || begin > end)
         return -EINVAL;
     if (begin == end)

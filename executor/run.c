@@ -64,6 +64,7 @@ static void outer_body(void *p, unsigned participant, unsigned count)
 
 int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg)
 {
+    NXR__HANDLE_CHECK(ctx, "context");
     if (ctx == NULL || fn == NULL)
         return -EINVAL;
     struct nxr__exec *exec = ctx->exec;
@@ -147,6 +148,7 @@ int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_
 {
     if (out != NULL)
         *out = NULL;
+    NXR__HANDLE_CHECK(ctx, "context");
     if (ctx == NULL || fn == NULL)
         return -EINVAL;
     struct nxr__exec *exec = ctx->exec;

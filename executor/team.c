@@ -148,7 +148,7 @@ static int pin_and_verify(struct worker *w, char *msg, size_t msgsz)
                  nxr_strerror(rc));
         return NXR_EPLACEMENT;
     }
-    hwloc_bitmap_t actual = hwloc_bitmap_alloc();
+    hwloc_bitmap_t actual = nxr__cpuset_alloc();
     if (actual == NULL) {
         snprintf(msg, msgsz, "domain %d worker %u: out of memory", team->domain_id, w->index);
         return -ENOMEM;
@@ -375,7 +375,7 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
                         : aligned_alloc(CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
     if (team->workers != NULL)
         memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
-    team->cpus = team->workers == NULL ? NULL : hwloc_bitmap_dup(cpus);
+    team->cpus = team->workers == NULL ? NULL : nxr__cpuset_dup(cpus);
     int rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
     if (rc != 0) {
         team_free(team);

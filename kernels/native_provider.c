@@ -16,6 +16,7 @@
 #include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
 #include "kernels/internal/provider.h"
+#include "runtime/internal/sys.h"
 
 /* Grains: enough work per chunk that a region's fixed cost (~0.5 us) stays
  * below a few percent of it. */
@@ -202,8 +203,9 @@ static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__
     int rc = nxr__reduce_job_init(&job, isa_of(self), kind, x, n, 0);
     if (rc != 0)
         return rc;
-    job.partial = malloc(job.nblocks * sizeof(float));
-    job.partial_index = kind == NXR_REDUCE_ARGMAX ? malloc(job.nblocks * sizeof(size_t)) : NULL;
+    job.partial = nxr__malloc(job.nblocks * sizeof(float));
+    job.partial_index =
+        kind == NXR_REDUCE_ARGMAX ? nxr__malloc(job.nblocks * sizeof(size_t)) : NULL;
     rc = -ENOMEM;
     if (job.partial != NULL && (kind != NXR_REDUCE_ARGMAX || job.partial_index != NULL)) {
         rc = run_range(call, job.nblocks, 1, nxr__reduce_chunk, &job);

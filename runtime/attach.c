@@ -114,6 +114,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     err[0] = '\0';
     if (rt == NULL || decl == NULL)
         return -EINVAL;
+    NXR__HANDLE_CHECK(rt, "runtime");
     pthread_mutex_lock(&rt->domains_lock);
     int rc = validate(rt, decl, err, errsz);
     if (rc != 0)
@@ -130,7 +131,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
         decl->budget == NXR_BUDGET_ALL ? decl->executor.workers : (unsigned)decl->budget;
     if (coop && d->spec.budget > (unsigned)hwloc_bitmap_weight(decl->cpus))
         d->spec.budget = (unsigned)hwloc_bitmap_weight(decl->cpus);
-    d->spec.cpus = coop ? hwloc_bitmap_dup(decl->cpus) : NULL;
+    d->spec.cpus = coop ? nxr__cpuset_dup(decl->cpus) : NULL;
     d->spec.node = coop ? nxr__topology_node_of(&rt->topo, decl->cpus) : NXR_NODE_NONE;
     d->placement = coop ? NXR_PLACEMENT_DECLARED : NXR_PLACEMENT_NONE;
     d->exec.executor = decl->executor;

@@ -4,11 +4,13 @@
 #include <errno.h>
 
 #include "runtime/internal/runtime.h"
+#include "runtime/internal/sys.h"
 
 /* The table may grow under an attach: every read takes the lock. The cast
  * drops const only to lock; the runtime's observable state is unchanged. */
 static void lock(const nxr_runtime_t *rt)
 {
+    NXR__HANDLE_CHECK(rt, "runtime");
     pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
 }
 

@@ -78,6 +78,7 @@ static int run(nxr_ctx_t *ctx, const struct kcall *k)
 {
     if (ctx == NULL)
         return -EINVAL;
+    NXR__HANDLE_CHECK(ctx, "context");
     nxr_runtime_t *rt = ctx->runtime;
     const struct nxr_domain *d = ctx->domain;
     const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, k->family);

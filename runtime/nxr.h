@@ -9,6 +9,12 @@
  *
  * Threads: nxr_runtime_create/destroy are called by the owner; every const
  * accessor may be called from any thread while the runtime lives.
+ * Errors: calls that can fail return a status (and check their arguments:
+ * NULL handles are -EINVAL); accessors that return a value instead
+ * (nxr_domain_id, nxr_ctx_budget, nxr_buffer_size, ...) have no error to
+ * report and need a valid handle. Using a runtime or context after its
+ * destroy is a caller bug: checked builds (-DNXR_CHECKED=1) catch it and
+ * abort with a message; other builds do not check.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV (see README).
  */

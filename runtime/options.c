@@ -2,6 +2,7 @@
  * Runtime options and the environment: the one place where NXR_* variables
  * are read. Options set in the struct win over the environment.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -27,14 +28,15 @@ static const char *env(const struct nxr_runtime_opts *opts, const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-/* A whole decimal number in [0, max]; anything else is NXR_ESYNTAX. */
+/* A whole decimal number in [0, max], digits only (no sign, no spaces);
+ * anything else is NXR_ESYNTAX. */
 static int env_uint(const char *name, const char *value, unsigned max, unsigned *out, char *err,
                     size_t errsz)
 {
     char *end;
     errno = 0;
     unsigned long v = strtoul(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v > max) {
+    if (errno != 0 || !isdigit((unsigned char)value[0]) || *end != '\0' || v > max) {
         snprintf(err, errsz, "%s='%s': expected a whole number from 0 to %u", name, value, max);
         return NXR_ESYNTAX;
     }

@@ -166,6 +166,15 @@ static void display_env(const nxr_runtime_t *rt)
     }
 }
 
+/* Every failed create explains itself: the stage's own message, or (out of
+ * memory deep in a stage) the status. */
+static int explain(int rc, char *err, size_t errsz)
+{
+    if (err[0] == '\0')
+        snprintf(err, errsz, "runtime creation failed: %s", nxr_strerror(rc));
+    return rc;
+}
+
 int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
 {
     struct nxr_runtime_opts defaults;
@@ -183,7 +192,8 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
 
     nxr_runtime_t *rt = nxr__calloc(1, sizeof(*rt));
     if (rt == NULL)
-        return -ENOMEM;
+        return explain(-ENOMEM, err, errsz);
+    rt->magic = NXR__HANDLE_LIVE;
     pthread_mutex_init(&rt->domains_lock, NULL);
     struct nxr__plan plan = {0};
     int rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
@@ -220,7 +230,7 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
 
 out_destroy:
     nxr_runtime_destroy(rt); /* joins the teams that did start */
-    return rc;
+    return explain(rc, err, errsz);
 out_plan:
     nxr__plan_fini(&plan);
 out_topology:
@@ -228,7 +238,7 @@ out_topology:
 out_free:
     pthread_mutex_destroy(&rt->domains_lock);
     free(rt);
-    return rc;
+    return explain(rc, err, errsz);
 }
 
 /* Waits until no domain has an operation in flight. A job may submit to
@@ -249,6 +259,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
+    NXR__HANDLE_CHECK(rt, "runtime");
     drain_all(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i]->team);
@@ -263,5 +274,5 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     nxr__arbiter_destroy(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
-    free(rt);
+    nxr__handle_retire(&rt->magic, rt);
 }

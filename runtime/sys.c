@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <numaif.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,8 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected)
 {
     /* atomic_uint has the size and alignment of a 32-bit futex word. */
     _Static_assert(sizeof(atomic_uint) == sizeof(uint32_t), "futex word must be 32 bits");
+    if (nxr__fault_hit(NXR_FAULT_FUTEX_WAIT))
+        return; /* a spurious wake-up */
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
@@ -140,6 +143,36 @@ int nxr__mbind_node(void *addr, size_t size, int node)
     if (mbind(addr, size, MPOL_BIND, mask, (unsigned long)node + 2, 0) != 0)
         return -errno;
     return 0;
+}
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+/* The quarantine of retired handles: a ring, oldest freed first. Reachable
+ * from here, so LeakSanitizer does not count what it holds as leaked. */
+#define QUARANTINE 64
+static void *quarantine[QUARANTINE];
+static size_t quarantine_next;
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
+void nxr__handle_retire(unsigned *magic, void *mem)
+{
+    *magic = NXR__HANDLE_DEAD;
+#if defined(NXR_CHECKED) && NXR_CHECKED
+    pthread_mutex_lock(&quarantine_lock);
+    void *oldest = quarantine[quarantine_next];
+    quarantine[quarantine_next] = mem;
+    quarantine_next = (quarantine_next + 1) % QUARANTINE;
+    pthread_mutex_unlock(&quarantine_lock);
+    free(oldest);
+#else
+    free(mem);
+#endif
+}
+
+void nxr__handle_dead(const char *what, const void *handle)
+{
+    fprintf(stderr, "nxr: %s %p was destroyed (or is not an nxr %s)\n", what, handle, what);
+    abort();
 }
 
 int nxr__madvise(void *addr, size_t size, int advice)

@@ -14,6 +14,7 @@ PACKAGES=(
     libopenblas-dev       # the GEMM provider
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
+    qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)
 )
 
 missing=()

@@ -16,6 +16,12 @@ struct nxr__cpumask {
     size_t size; /* bytes, for the *_S macros and sched_*affinity */
 };
 
+/* hwloc_bitmap_alloc and hwloc_bitmap_dup through the fault seam
+ * (NXR_FAULT_ALLOC), so that tests can fail them: NULL when out of memory.
+ * Free with hwloc_bitmap_free. */
+hwloc_bitmap_t nxr__cpuset_alloc(void);
+hwloc_bitmap_t nxr__cpuset_dup(hwloc_const_bitmap_t set);
+
 /* Allocates a mask holding exactly the CPUs of `cpus`; 0 or -ENOMEM. */
 int nxr__cpumask_from_bitmap(struct nxr__cpumask *mask, hwloc_const_bitmap_t cpus);
 

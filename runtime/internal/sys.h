@@ -26,7 +26,8 @@ enum nxr__fault_point {
     NXR_FAULT_TOPOLOGY_LOAD = 1u << 4,   /* topology load fails */
     NXR_FAULT_MBIND = 1u << 5,           /* nxr__mbind_node returns -EINVAL */
     NXR_FAULT_MMAP = 1u << 6,            /* nxr__mmap_anon returns -ENOMEM */
-    NXR_FAULT_ALL = (1u << 7) - 1,
+    NXR_FAULT_FUTEX_WAIT = 1u << 7,      /* nxr__futex_wait returns at once (spurious) */
+    NXR_FAULT_ALL = (1u << 8) - 1,
 };
 
 /* Arms the hook: the nth call (n >= 1) through any point in `points` fails;
@@ -86,10 +87,39 @@ static inline void nxr__cpu_relax(void)
 #endif
 }
 
-/* Sleeps while *word == expected (spurious wake-ups possible). */
+/* Sleeps while *word == expected (spurious wake-ups possible: the kernel's
+ * EINTR and EAGAIN look the same, so every caller re-checks in a loop;
+ * NXR_FAULT_FUTEX_WAIT makes a wait return at once to test those loops). */
 void nxr__futex_wait(atomic_uint *word, unsigned expected);
 
 /* Wakes up to n sleepers on word. */
 void nxr__futex_wake(atomic_uint *word, int n);
+
+/*
+ * Destroyed handles (checked builds). A runtime or context carries a magic
+ * word: live from creation, dead from destroy. In NXR_CHECKED builds destroy
+ * does not free the handle at once but keeps it in a small quarantine (the
+ * last 64 retired handles), so a call with a destroyed handle still reads the
+ * dead word and aborts with a message instead of touching freed memory; in
+ * other builds retiring frees, and using a destroyed handle is undefined.
+ */
+#define NXR__HANDLE_LIVE 0x6e78726cu /* "nxrl" */
+#define NXR__HANDLE_DEAD 0x64656164u /* "dead" */
+
+/* Marks *magic dead and frees mem (checked builds: quarantines it). */
+void nxr__handle_retire(unsigned *magic, void *mem);
+
+/* Reports a call with a destroyed (or foreign) handle and aborts. */
+void nxr__handle_dead(const char *what, const void *handle) __attribute__((noreturn));
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+#define NXR__HANDLE_CHECK(h, what)                                                                 \
+    do {                                                                                           \
+        if ((h) != NULL && (h)->magic != NXR__HANDLE_LIVE)                                         \
+            nxr__handle_dead(what, h);                                                             \
+    } while (0)
+#else
+#define NXR__HANDLE_CHECK(h, what) ((void)0)
+#endif
 
 #endif /* NXR_INTERNAL_SYS_H */

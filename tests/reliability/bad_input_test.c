@@ -1,0 +1,923 @@
+/*
+ * The bad-input table: every public function of runtime/nxr.h,
+ * executor/nxr_executor.h, alloc/nxr_alloc.h and kernels/nxr_kernels.h that
+ * can report an error, called with NULL handles and out-parameters,
+ * out-of-range ids and enums, zero or oversized sizes, and overlapping or
+ * empty sets, returns the error its header documents -- and hands nothing
+ * out (out-parameters NULL). One test per row; functions documented as "NULL
+ * is a no-op" are called with NULL too. Accessors that return a value rather
+ * than a status (nxr_domain_id, nxr_buffer_size, ...) have no error to
+ * report and require a valid handle; the rows cover their documented
+ * out-of-range results instead. In checked builds (--config=asan or
+ * --config=checked) a destroyed runtime or context is caught: the call
+ * aborts with a message, which the last rows check.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/nxr.h"
+
+static nxr_runtime_t *rt;
+static nxr_ctx_t *ctx;
+static char err[512];
+
+static void teardown(void)
+{
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    ctx = NULL;
+    rt = NULL;
+}
+
+TestSuite(reliability_bad_input, .fini = teardown, .timeout = 60);
+
+static void opts_of(struct nxr_runtime_opts *o)
+{
+    nxr_runtime_opts_init(o);
+    o->ignore_env = true;
+    o->errbuf = err;
+    o->errbuf_size = sizeof(err);
+}
+
+/* A runtime with domains 0 (CPU 0) and 1 (CPU 1), and a context on 0. */
+static void open_runtime(void)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domains = "0:0;1:1";
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+}
+
+static void expect_create(const struct nxr_runtime_opts *o, int want)
+{
+    nxr_runtime_t *out = (nxr_runtime_t *)0x1;
+    err[0] = '\0';
+    int rc = nxr_runtime_create(&out, o);
+    cr_assert_eq(rc, want, "got %d (%s), want %d (%s): %s", rc, nxr_strerror(rc), want,
+                 nxr_strerror(want), err);
+    cr_assert_null(out, "a failed create hands nothing out");
+    cr_assert_neq(err[0], '\0', "a failed create explains itself");
+}
+
+static hwloc_bitmap_t set_of(const char *list)
+{
+    hwloc_bitmap_t s = hwloc_bitmap_alloc();
+    cr_assert_eq(hwloc_bitmap_list_sscanf(s, list), 0);
+    return s;
+}
+
+/* Creation with one declared domain (cpus as a list, or NULL). */
+static void expect_decl(int id, const char *cpus, int budget, int want)
+{
+    struct nxr_domain_decl d;
+    nxr_domain_decl_init(&d);
+    d.id = id;
+    hwloc_bitmap_t set = cpus != NULL ? set_of(cpus) : NULL;
+    d.cpus = set;
+    d.budget = budget;
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domain_decls = &d;
+    o.domain_decl_count = 1;
+    expect_create(&o, want);
+    if (set != NULL)
+        hwloc_bitmap_free(set);
+}
+
+/* ---- runtime creation --------------------------------------------------- */
+
+Test(reliability_bad_input, runtime_create_null_out_is_einval)
+{
+    cr_assert_eq(nxr_runtime_create(NULL, NULL), -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_domains_and_decls_both_set_is_einval)
+{
+    struct nxr_domain_decl d;
+    nxr_domain_decl_init(&d);
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domains = "0:0";
+    o.domain_decls = &d;
+    o.domain_decl_count = 1;
+    expect_create(&o, -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_negative_num_threads_is_einval)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.num_threads = -1;
+    expect_create(&o, -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_spin_below_minus_one_is_einval)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.spin = -2;
+    expect_create(&o, -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_provider_policy_out_of_range_is_einval)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE + 1;
+    expect_create(&o, -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_malformed_topology_is_esyntax)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.topology = "sythetic:pu:2";
+    expect_create(&o, NXR_ESYNTAX);
+}
+
+Test(reliability_bad_input, runtime_create_unloadable_topology_is_etopology)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.topology = "xml:/nonexistent/nxr-topology.xml";
+    expect_create(&o, NXR_ETOPOLOGY);
+}
+
+Test(reliability_bad_input, runtime_create_malformed_domains_string_is_esyntax)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domains = "0:";
+    expect_create(&o, NXR_ESYNTAX);
+}
+
+Test(reliability_bad_input, runtime_create_zero_declarations_is_enodomain)
+{
+    struct nxr_domain_decl d;
+    nxr_domain_decl_init(&d);
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domain_decls = &d;
+    o.domain_decl_count = 0;
+    expect_create(&o, NXR_ENODOMAIN);
+}
+
+Test(reliability_bad_input, runtime_create_null_or_empty_cpu_set_is_eemptyset)
+{
+    expect_decl(0, NULL, NXR_BUDGET_ALL, NXR_EEMPTYSET);
+    expect_decl(0, "", NXR_BUDGET_ALL, NXR_EEMPTYSET);
+}
+
+Test(reliability_bad_input, runtime_create_negative_id_is_einval)
+{
+    expect_decl(-1, "0", NXR_BUDGET_ALL, -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_create_cpu_outside_allowed_is_edisallowed)
+{
+    expect_decl(0, "0,4000", NXR_BUDGET_ALL, NXR_EDISALLOWED);
+}
+
+Test(reliability_bad_input, runtime_create_zero_negative_or_oversized_budget_is_ebudget)
+{
+    expect_decl(0, "0", 0, NXR_EBUDGET);
+    expect_decl(0, "0", -5, NXR_EBUDGET);
+    expect_decl(0, "0", 2, NXR_EBUDGET);
+}
+
+Test(reliability_bad_input, runtime_create_duplicate_ids_is_edupid)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domains = "3:0;3:1";
+    expect_create(&o, NXR_EDUPID);
+}
+
+Test(reliability_bad_input, runtime_create_overlapping_sets_is_eoverlap)
+{
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.domains = "0:0-1;1:1";
+    expect_create(&o, NXR_EOVERLAP);
+}
+
+Test(reliability_bad_input, runtime_create_allowed_set_outside_the_machine_is_enodomain)
+{
+    hwloc_bitmap_t none = set_of("4000");
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.allowed_cpus = none;
+    expect_create(&o, NXR_ENODOMAIN);
+    hwloc_bitmap_free(none);
+}
+
+Test(reliability_bad_input, runtime_destroy_null_is_a_no_op)
+{
+    nxr_runtime_destroy(NULL);
+    nxr_ctx_destroy(NULL);
+}
+
+/* ---- lookups and contexts ----------------------------------------------- */
+
+Test(reliability_bad_input, runtime_domain_null_arguments_are_einval)
+{
+    open_runtime();
+    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    cr_assert_eq(nxr_runtime_domain(NULL, 0, &d), -EINVAL);
+    cr_assert_null(d);
+    cr_assert_eq(nxr_runtime_domain(rt, 0, NULL), -EINVAL);
+}
+
+Test(reliability_bad_input, runtime_domain_unknown_id_is_enodomain)
+{
+    open_runtime();
+    static const int ids[] = {2, -1, INT_MAX, INT_MIN};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+        cr_assert_eq(nxr_runtime_domain(rt, ids[i], &d), NXR_ENODOMAIN, "id %d", ids[i]);
+        cr_assert_null(d);
+    }
+}
+
+Test(reliability_bad_input, runtime_domain_at_out_of_range_is_null)
+{
+    open_runtime();
+    cr_assert_null(nxr_runtime_domain_at(rt, nxr_runtime_domain_count(rt)));
+    cr_assert_null(nxr_runtime_domain_at(rt, SIZE_MAX));
+}
+
+Test(reliability_bad_input, ctx_create_null_arguments_are_einval)
+{
+    open_runtime();
+    nxr_ctx_t *c = (nxr_ctx_t *)0x1;
+    cr_assert_eq(nxr_ctx_create(NULL, rt, 0), -EINVAL);
+    cr_assert_eq(nxr_ctx_create(&c, NULL, 0), -EINVAL);
+    cr_assert_null(c);
+}
+
+Test(reliability_bad_input, ctx_create_unknown_domain_is_enodomain)
+{
+    open_runtime();
+    nxr_ctx_t *c = (nxr_ctx_t *)0x1;
+    cr_assert_eq(nxr_ctx_create(&c, rt, 7), NXR_ENODOMAIN);
+    cr_assert_null(c);
+    cr_assert_eq(nxr_ctx_create(&c, rt, -3), NXR_ENODOMAIN);
+    cr_assert_null(c);
+}
+
+Test(reliability_bad_input, describe_null_arguments_and_bad_format_are_einval)
+{
+    open_runtime();
+    char *s = (char *)0x1;
+    cr_assert_eq(nxr_runtime_describe(NULL, NXR_DESCRIBE_TEXT, &s), -EINVAL);
+    cr_assert_null(s);
+    cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, NULL), -EINVAL);
+    s = (char *)0x1;
+    cr_assert_eq(nxr_runtime_describe(rt, (enum nxr_describe_format)7, &s), -EINVAL);
+    cr_assert_null(s);
+}
+
+/* ---- external domains --------------------------------------------------- */
+
+static int noop_install(void *self, nxr_region_fn fn, void *arg, unsigned count)
+{
+    (void)self;
+    for (unsigned p = 0; p < count; p++)
+        fn(arg, p, count);
+    return 0;
+}
+
+static int noop_submit(void *self, nxr_item_fn fn, void *arg, size_t count, nxr_done_fn done,
+                       void *done_arg)
+{
+    (void)self;
+    for (size_t i = 0; i < count; i++)
+        fn(arg, i);
+    done(done_arg);
+    return 0;
+}
+
+static void noop_retain(void *self)
+{
+    (void)self;
+}
+
+static const struct nxr_executor_ops inline_ops = {.install = noop_install, .submit = noop_submit};
+
+/* A caller-managed declaration over an inline executor. */
+static void caller_decl(struct nxr_external_decl *d, int id)
+{
+    nxr_external_decl_init(d);
+    d->id = id;
+    d->executor = (struct nxr_executor){.ops = &inline_ops, .workers = 1};
+}
+
+static void expect_attach(const struct nxr_external_decl *d, int want)
+{
+    size_t before = nxr_runtime_domain_count(rt);
+    err[0] = '\0';
+    int rc = nxr_runtime_attach(rt, d, err, sizeof(err));
+    cr_assert_eq(rc, want, "got %d (%s), want %d (%s): %s", rc, nxr_strerror(rc), want,
+                 nxr_strerror(want), err);
+    cr_assert_eq(nxr_runtime_domain_count(rt), before, "a failed attach adds nothing");
+}
+
+Test(reliability_bad_input, attach_null_runtime_or_decl_is_einval)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    caller_decl(&d, 5);
+    cr_assert_eq(nxr_runtime_attach(NULL, &d, err, sizeof(err)), -EINVAL);
+    cr_assert_eq(nxr_runtime_attach(rt, NULL, err, sizeof(err)), -EINVAL);
+}
+
+Test(reliability_bad_input, attach_negative_id_or_bad_admission_is_einval)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    caller_decl(&d, -1);
+    expect_attach(&d, -EINVAL);
+    caller_decl(&d, 5);
+    d.admission = NXR_ADMISSION_MANAGED;
+    expect_attach(&d, -EINVAL);
+    d.admission = (enum nxr_admission)9;
+    expect_attach(&d, -EINVAL);
+}
+
+Test(reliability_bad_input, attach_caller_managed_with_a_cpu_set_is_einval)
+{
+    open_runtime();
+    hwloc_bitmap_t one = set_of("1");
+    struct nxr_external_decl d;
+    caller_decl(&d, 5);
+    d.cpus = one;
+    expect_attach(&d, -EINVAL);
+    hwloc_bitmap_free(one);
+}
+
+Test(reliability_bad_input, attach_incomplete_executor_is_eexecutor)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    caller_decl(&d, 5);
+    d.executor.ops = NULL;
+    expect_attach(&d, NXR_EEXECUTOR);
+    caller_decl(&d, 5);
+    d.executor.workers = 0;
+    expect_attach(&d, NXR_EEXECUTOR);
+    static const struct nxr_executor_ops half = {
+        .install = noop_install, .submit = noop_submit, .retain = noop_retain};
+    caller_decl(&d, 5);
+    d.executor.ops = &half;
+    expect_attach(&d, NXR_EEXECUTOR);
+}
+
+Test(reliability_bad_input, attach_cooperative_null_or_empty_set_is_eemptyset)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    caller_decl(&d, 5);
+    d.admission = NXR_ADMISSION_COOPERATIVE;
+    expect_attach(&d, NXR_EEMPTYSET);
+    hwloc_bitmap_t empty = hwloc_bitmap_alloc();
+    d.cpus = empty;
+    expect_attach(&d, NXR_EEMPTYSET);
+    hwloc_bitmap_free(empty);
+}
+
+Test(reliability_bad_input, attach_cooperative_set_outside_allowed_is_edisallowed)
+{
+    open_runtime();
+    hwloc_bitmap_t far = set_of("1,4000");
+    struct nxr_external_decl d;
+    caller_decl(&d, 5);
+    d.admission = NXR_ADMISSION_COOPERATIVE;
+    d.cpus = far;
+    expect_attach(&d, NXR_EDISALLOWED);
+    hwloc_bitmap_free(far);
+}
+
+Test(reliability_bad_input, attach_zero_negative_or_oversized_budget_is_ebudget)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    static const int budgets[] = {0, -4, 2};
+    for (size_t i = 0; i < 3; i++) {
+        caller_decl(&d, 5);
+        d.budget = budgets[i];
+        expect_attach(&d, NXR_EBUDGET);
+    }
+}
+
+Test(reliability_bad_input, attach_taken_id_is_edupid)
+{
+    open_runtime();
+    struct nxr_external_decl d;
+    caller_decl(&d, 1);
+    expect_attach(&d, NXR_EDUPID);
+}
+
+/* ---- executor ----------------------------------------------------------- */
+
+static void body(void *arg, size_t b, size_t e, unsigned worker)
+{
+    (void)b, (void)e, (void)worker;
+    (*(int *)arg)++;
+}
+
+static int task(void *arg, size_t index)
+{
+    (void)arg, (void)index;
+    return 0;
+}
+
+Test(reliability_bad_input, parallel_for_null_ctx_or_fn_or_reversed_range_is_einval)
+{
+    open_runtime();
+    int calls = 0;
+    cr_assert_eq(nxr_parallel_for(NULL, 0, 10, 0, body, &calls), -EINVAL);
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 10, 0, NULL, &calls), -EINVAL);
+    cr_assert_eq(nxr_parallel_for(ctx, 10, 0, 0, body, &calls), -EINVAL);
+    cr_assert_eq(nxr_parallel_for_opts(NULL, 0, 10, NULL, body, &calls), -EINVAL);
+    cr_assert_eq(calls, 0);
+}
+
+Test(reliability_bad_input, parallel_for_empty_range_calls_nothing)
+{
+    open_runtime();
+    int calls = 0;
+    cr_assert_eq(nxr_parallel_for(ctx, 5, 5, 0, body, &calls), 0);
+    cr_assert_eq(nxr_parallel_for(ctx, SIZE_MAX, SIZE_MAX, 1, body, &calls), 0);
+    cr_assert_eq(calls, 0);
+}
+
+static void map_count(void *arg, size_t b, size_t e, void *partial)
+{
+    (void)arg;
+    *(size_t *)partial += e - b;
+}
+
+static void combine_sum(void *arg, void *result, const void *partial)
+{
+    (void)arg;
+    *(size_t *)result += *(const size_t *)partial;
+}
+
+Test(reliability_bad_input, parallel_reduce_null_arguments_or_zero_size_are_einval)
+{
+    open_runtime();
+    size_t zero = 0, result = 0;
+    cr_assert_eq(nxr_parallel_reduce(NULL, 0, 9, 1, sizeof(size_t), &zero, map_count, combine_sum,
+                                     NULL, &result),
+                 -EINVAL);
+    cr_assert_eq(
+        nxr_parallel_reduce(ctx, 0, 9, 1, sizeof(size_t), &zero, NULL, combine_sum, NULL, &result),
+        -EINVAL);
+    cr_assert_eq(
+        nxr_parallel_reduce(ctx, 0, 9, 1, sizeof(size_t), &zero, map_count, NULL, NULL, &result),
+        -EINVAL);
+    cr_assert_eq(nxr_parallel_reduce(ctx, 0, 9, 1, sizeof(size_t), NULL, map_count, combine_sum,
+                                     NULL, &result),
+                 -EINVAL);
+    cr_assert_eq(nxr_parallel_reduce(ctx, 0, 9, 1, sizeof(size_t), &zero, map_count, combine_sum,
+                                     NULL, NULL),
+                 -EINVAL);
+    cr_assert_eq(nxr_parallel_reduce(ctx, 0, 9, 1, 0, &zero, map_count, combine_sum, NULL, &result),
+                 -EINVAL, "zero element size");
+    cr_assert_eq(nxr_parallel_reduce(ctx, 9, 0, 1, sizeof(size_t), &zero, map_count, combine_sum,
+                                     NULL, &result),
+                 -EINVAL, "reversed range");
+}
+
+Test(reliability_bad_input, run_null_ctx_or_fn_or_bad_mode_is_einval)
+{
+    open_runtime();
+    cr_assert_eq(nxr_run(NULL, NXR_MODE_OUTER, 3, task, NULL), -EINVAL);
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 3, NULL, NULL), -EINVAL);
+    cr_assert_eq(nxr_run(ctx, (enum nxr_mode)7, 3, task, NULL), -EINVAL);
+    cr_assert_eq(nxr_run(ctx, (enum nxr_mode) - 1, 3, task, NULL), -EINVAL);
+}
+
+Test(reliability_bad_input, run_and_submit_zero_tasks_succeed)
+{
+    open_runtime();
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 0, task, NULL), 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 0, task, NULL, &job), 0);
+    cr_assert_eq(nxr_job_wait(job), 0);
+}
+
+Test(reliability_bad_input, submit_null_ctx_or_fn_is_einval)
+{
+    open_runtime();
+    nxr_job_t *job = (nxr_job_t *)0x1;
+    cr_assert_eq(nxr_submit(NULL, 3, task, NULL, &job), -EINVAL);
+    cr_assert_null(job);
+    job = (nxr_job_t *)0x1;
+    cr_assert_eq(nxr_submit(ctx, 3, NULL, NULL, &job), -EINVAL);
+    cr_assert_null(job);
+}
+
+Test(reliability_bad_input, job_wait_null_is_einval_and_detach_null_a_no_op)
+{
+    cr_assert_eq(nxr_job_wait(NULL), -EINVAL);
+    nxr_job_detach(NULL);
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+Test(reliability_bad_input, pool_class_size_of_zero_and_oversized)
+{
+    cr_assert_eq(nxr_pool_class_size(0), 64);
+    cr_assert_eq(nxr_pool_class_size(NXR_POOL_MAX_SIZE + 1), 0);
+    cr_assert_eq(nxr_pool_class_size(SIZE_MAX), 0);
+}
+
+Test(reliability_bad_input, buffer_acquire_null_arguments_or_zero_size_are_einval)
+{
+    open_runtime();
+    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_buffer_t *b = (nxr_buffer_t *)0x1;
+    cr_assert_eq(nxr_buffer_acquire(NULL, 64, &b), -EINVAL);
+    cr_assert_null(b);
+    cr_assert_eq(nxr_buffer_acquire(d, 64, NULL), -EINVAL);
+    b = (nxr_buffer_t *)0x1;
+    cr_assert_eq(nxr_buffer_acquire(d, 0, &b), -EINVAL);
+    cr_assert_null(b);
+}
+
+Test(reliability_bad_input, buffer_acquire_oversized_is_enomem)
+{
+    open_runtime();
+    nxr_buffer_t *b = (nxr_buffer_t *)0x1;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), NXR_POOL_MAX_SIZE + 1, &b), -ENOMEM);
+    cr_assert_null(b);
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), SIZE_MAX, &b), -ENOMEM);
+    cr_assert_null(b);
+    struct nxr_pool_stats st;
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &st), 0);
+    cr_assert_eq(st.outstanding, 0);
+}
+
+Test(reliability_bad_input, buffer_release_null_is_a_no_op)
+{
+    nxr_buffer_release(NULL);
+}
+
+Test(reliability_bad_input, pool_calls_with_null_domain_are_einval)
+{
+    open_runtime();
+    struct nxr_pool_stats st;
+    cr_assert_eq(nxr_pool_stats(NULL, &st), -EINVAL);
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), NULL), -EINVAL);
+    cr_assert_eq(nxr_pool_set_cap(NULL, 0), -EINVAL);
+    cr_assert_eq(nxr_pool_trim(NULL), -EINVAL);
+}
+
+Test(reliability_bad_input, domain_malloc_null_arguments_zero_size_or_bad_alignment_are_einval)
+{
+    open_runtime();
+    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    void *p = (void *)0x1;
+    cr_assert_eq(nxr_domain_malloc(NULL, 64, 0, &p), -EINVAL);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_domain_malloc(d, 64, 0, NULL), -EINVAL);
+    p = (void *)0x1;
+    cr_assert_eq(nxr_domain_malloc(d, 0, 0, &p), -EINVAL);
+    cr_assert_null(p);
+    p = (void *)0x1;
+    cr_assert_eq(nxr_domain_malloc(d, 64, 48, &p), -EINVAL, "alignment not a power of two");
+    cr_assert_null(p);
+}
+
+Test(reliability_bad_input, domain_malloc_impossible_size_is_enomem)
+{
+    open_runtime();
+    void *p = (void *)0x1;
+    cr_assert_eq(nxr_domain_malloc(nxr_ctx_domain(ctx), SIZE_MAX / 2, 0, &p), -ENOMEM);
+    cr_assert_null(p);
+}
+
+Test(reliability_bad_input, domain_free_null_is_a_no_op)
+{
+    nxr_domain_free(NULL);
+}
+
+Test(reliability_bad_input, scope_create_null_arguments_or_oversized_chunk_are_einval)
+{
+    open_runtime();
+    nxr_scope_t *s = (nxr_scope_t *)0x1;
+    cr_assert_eq(nxr_scope_create(NULL, NULL, &s), -EINVAL);
+    cr_assert_null(s);
+    cr_assert_eq(nxr_scope_create(nxr_ctx_domain(ctx), NULL, NULL), -EINVAL);
+    struct nxr_scope_opts o;
+    nxr_scope_opts_init(&o);
+    o.chunk_size = NXR_POOL_MAX_SIZE + 1;
+    s = (nxr_scope_t *)0x1;
+    cr_assert_eq(nxr_scope_create(nxr_ctx_domain(ctx), &o, &s), -EINVAL);
+    cr_assert_null(s);
+}
+
+Test(reliability_bad_input, scope_alloc_null_arguments_zero_or_oversized_size)
+{
+    open_runtime();
+    nxr_scope_t *s;
+    cr_assert_eq(nxr_scope_create(nxr_ctx_domain(ctx), NULL, &s), 0);
+    void *p = (void *)0x1;
+    cr_assert_eq(nxr_scope_alloc(NULL, 64, &p), -EINVAL);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_scope_alloc(s, 64, NULL), -EINVAL);
+    p = (void *)0x1;
+    cr_assert_eq(nxr_scope_alloc(s, 0, &p), -EINVAL);
+    cr_assert_null(p);
+    p = (void *)0x1;
+    cr_assert_eq(nxr_scope_alloc(s, NXR_POOL_MAX_SIZE + 1, &p), -ENOMEM);
+    cr_assert_null(p);
+    struct nxr_scope_stats st;
+    nxr_scope_stats(s, &st);
+    cr_assert_eq(st.used_bytes, 0);
+    nxr_scope_destroy(s);
+    nxr_scope_destroy(NULL);
+}
+
+Test(reliability_bad_input, mem_node_of_an_unmapped_address_is_an_errno)
+{
+    int rc = nxr_mem_node(NULL);
+    cr_assert(rc == -EFAULT || rc == -ENOENT || rc == -ENOSYS, "got %d (%s)", rc, nxr_strerror(rc));
+}
+
+/* ---- providers and kernels ---------------------------------------------- */
+
+static int fake_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+{
+    (void)self, (void)call, (void)args;
+    return 0;
+}
+
+static const nxr_gemm_ops_t fake_gemm = {.sgemm = fake_sgemm};
+
+static void expect_provider(const nxr_provider_desc_t *d, int want)
+{
+    nxr_provider_t *p = (nxr_provider_t *)0x1;
+    int rc = nxr_provider_create(d, &p);
+    cr_assert_eq(rc, want, "got %d (%s), want %d", rc, nxr_strerror(rc), want);
+    cr_assert_null(p);
+}
+
+Test(reliability_bad_input, provider_create_null_arguments_empty_name_or_bad_family_are_einval)
+{
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "x";
+    d.gemm = &fake_gemm;
+    cr_assert_eq(nxr_provider_create(&d, NULL), -EINVAL);
+    expect_provider(NULL, -EINVAL);
+    d.name = NULL;
+    expect_provider(&d, -EINVAL);
+    d.name = "";
+    expect_provider(&d, -EINVAL);
+    d.name = "x";
+    d.family = NXR_FAMILY_COUNT;
+    expect_provider(&d, -EINVAL);
+}
+
+Test(reliability_bad_input, provider_create_impossible_classification_or_tables_is_eprovider)
+{
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "x";
+    d.gemm = &fake_gemm;
+    d.count = NXR_COUNT_SEQUENTIAL; /* SEQUENTIAL x ENGINE_WORKERS */
+    expect_provider(&d, NXR_EPROVIDER);
+    nxr_provider_desc_init(&d);
+    d.name = "x"; /* no table at all */
+    expect_provider(&d, NXR_EPROVIDER);
+    d.gemm = &fake_gemm;
+    d.norm = (const nxr_norm_ops_t *)&fake_gemm; /* a second family's table */
+    expect_provider(&d, NXR_EPROVIDER);
+    nxr_provider_desc_init(&d);
+    d.name = "x";
+    d.gemm = &fake_gemm;
+    d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS; /* without global_threads */
+    expect_provider(&d, NXR_EPROVIDER);
+}
+
+Test(reliability_bad_input, provider_native_and_openblas_bad_arguments_are_einval)
+{
+    nxr_provider_t *p = (nxr_provider_t *)0x1;
+    cr_assert_eq(nxr_provider_native_create(NXR_FAMILY_COUNT, &p), -EINVAL);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_provider_native_create(NXR_FAMILY_GEMM, NULL), -EINVAL);
+    cr_assert_eq(nxr_provider_openblas_create(NULL), -EINVAL);
+    nxr_provider_destroy(NULL);
+}
+
+Test(reliability_bad_input, bundle_provider_in_another_familys_slot_is_einval)
+{
+    nxr_provider_t *gemm;
+    cr_assert_eq(nxr_provider_native_create(NXR_FAMILY_GEMM, &gemm), 0);
+    struct nxr_provider_bundle_opts o;
+    nxr_provider_bundle_opts_init(&o);
+    o.providers[NXR_FAMILY_NORM] = gemm;
+    nxr_provider_bundle_t *b = (nxr_provider_bundle_t *)0x1;
+    cr_assert_eq(nxr_provider_bundle_create(&o, &b), -EINVAL);
+    cr_assert_null(b);
+    cr_assert_eq(nxr_provider_bundle_create(NULL, NULL), -EINVAL);
+    nxr_provider_destroy(gemm);
+    nxr_provider_bundle_destroy(NULL);
+}
+
+Test(reliability_bad_input, bundle_get_family_out_of_range_is_null)
+{
+    nxr_provider_bundle_t *b;
+    cr_assert_eq(nxr_provider_bundle_create(NULL, &b), 0);
+    cr_assert_null(nxr_provider_bundle_get(b, NXR_FAMILY_COUNT));
+    cr_assert_null(nxr_provider_bundle_get(b, (enum nxr_provider_family) - 1));
+    nxr_provider_bundle_destroy(b);
+}
+
+static float xs[64], ys[64], outs[64];
+
+Test(reliability_bad_input, kernels_with_a_null_ctx_are_einval)
+{
+    nxr_sgemm_args_t g = {.m = 1,
+                          .n = 1,
+                          .k = 1,
+                          .alpha = 1,
+                          .a = xs,
+                          .lda = 1,
+                          .b = ys,
+                          .ldb = 1,
+                          .c = outs,
+                          .ldc = 1};
+    nxr_sgemm_batch_args_t gb = {.gemm = g, .batch = 1};
+    size_t at;
+    cr_assert_eq(nxr_sgemm(NULL, &g), -EINVAL);
+    cr_assert_eq(nxr_sgemm_batch(NULL, &gb), -EINVAL);
+    cr_assert_eq(nxr_binary(NULL, NXR_BINARY_ADD, 4, xs, ys, outs), -EINVAL);
+    cr_assert_eq(nxr_scale(NULL, 4, 2, xs, outs), -EINVAL);
+    cr_assert_eq(nxr_unary(NULL, NXR_UNARY_SILU, 4, xs, outs), -EINVAL);
+    cr_assert_eq(nxr_triad(NULL, 4, outs, xs, ys, 2), -EINVAL);
+    cr_assert_eq(nxr_sum(NULL, 4, xs, outs), -EINVAL);
+    cr_assert_eq(nxr_max(NULL, 4, xs, outs), -EINVAL);
+    cr_assert_eq(nxr_argmax(NULL, 4, xs, &at), -EINVAL);
+    cr_assert_eq(nxr_softmax(NULL, 2, 2, xs, 2, outs, 2), -EINVAL);
+    cr_assert_eq(nxr_rmsnorm(NULL, 2, 2, xs, 2, NULL, 0, outs, 2), -EINVAL);
+    cr_assert_eq(nxr_layernorm(NULL, 2, 2, xs, 2, NULL, NULL, 0, outs, 2), -EINVAL);
+}
+
+Test(reliability_bad_input, sgemm_null_args_matrices_or_short_leading_dimensions_are_einval)
+{
+    open_runtime();
+    nxr_sgemm_args_t g = {.m = 2,
+                          .n = 2,
+                          .k = 2,
+                          .alpha = 1,
+                          .a = xs,
+                          .lda = 2,
+                          .b = ys,
+                          .ldb = 2,
+                          .c = outs,
+                          .ldc = 2};
+    cr_assert_eq(nxr_sgemm(ctx, NULL), -EINVAL);
+    cr_assert_eq(nxr_sgemm_batch(ctx, NULL), -EINVAL);
+    nxr_sgemm_args_t bad = g;
+    bad.lda = 1;
+    cr_assert_eq(nxr_sgemm(ctx, &bad), -EINVAL, "lda < k");
+    bad = g;
+    bad.ldc = 1;
+    cr_assert_eq(nxr_sgemm(ctx, &bad), -EINVAL, "ldc < n");
+    bad = g;
+    bad.c = NULL;
+    cr_assert_eq(nxr_sgemm(ctx, &bad), -EINVAL);
+    bad = g;
+    bad.a = NULL;
+    cr_assert_eq(nxr_sgemm(ctx, &bad), -EINVAL);
+}
+
+Test(reliability_bad_input, sgemm_zero_sizes_touch_nothing)
+{
+    open_runtime();
+    nxr_sgemm_args_t g = {.m = 0, .n = 0, .k = 0, .alpha = 1, .ldc = 1};
+    cr_assert_eq(nxr_sgemm(ctx, &g), 0, "an empty C: nothing read or written");
+}
+
+Test(reliability_bad_input, elementwise_unknown_op_is_eunsupported_and_null_vectors_einval)
+{
+    open_runtime();
+    cr_assert_eq(nxr_binary(ctx, (enum nxr_binary_op)9, 4, xs, ys, outs), NXR_EUNSUPPORTED);
+    cr_assert_eq(nxr_unary(ctx, (enum nxr_unary_op)9, 4, xs, outs), NXR_EUNSUPPORTED);
+    cr_assert_eq(nxr_binary(ctx, NXR_BINARY_ADD, 4, NULL, ys, outs), -EINVAL);
+    cr_assert_eq(nxr_scale(ctx, 4, 2, xs, NULL), -EINVAL);
+    cr_assert_eq(nxr_triad(ctx, 4, NULL, xs, ys, 2), -EINVAL);
+}
+
+Test(reliability_bad_input, reductions_of_nothing)
+{
+    open_runtime();
+    float v = 1;
+    size_t at = 7;
+    cr_assert_eq(nxr_sum(ctx, 0, NULL, &v), 0);
+    cr_assert_eq(v, 0.0f, "the sum of no floats is 0");
+    cr_assert_eq(nxr_max(ctx, 0, xs, &v), -EINVAL);
+    cr_assert_eq(nxr_argmax(ctx, 0, xs, &at), -EINVAL);
+    cr_assert_eq(nxr_sum(ctx, 4, xs, NULL), -EINVAL);
+}
+
+Test(reliability_bad_input, norms_short_strides_zero_cols_or_negative_eps_are_einval)
+{
+    open_runtime();
+    cr_assert_eq(nxr_softmax(ctx, 2, 4, xs, 3, outs, 4), -EINVAL, "ldx < cols");
+    cr_assert_eq(nxr_softmax(ctx, 2, 4, xs, 4, outs, 3), -EINVAL, "ldo < cols");
+    cr_assert_eq(nxr_softmax(ctx, 2, 0, xs, 4, outs, 4), -EINVAL, "zero columns");
+    cr_assert_eq(nxr_rmsnorm(ctx, 2, 4, xs, 4, NULL, -1.0f, outs, 4), -EINVAL, "eps < 0");
+    cr_assert_eq(nxr_layernorm(ctx, 2, 4, xs, 4, NULL, NULL, -1.0f, outs, 4), -EINVAL);
+    cr_assert_eq(nxr_rmsnorm(ctx, 2, 4, NULL, 4, NULL, 0, outs, 4), -EINVAL);
+}
+
+/* ---- status and names --------------------------------------------------- */
+
+Test(reliability_bad_input, strerror_of_unknown_codes)
+{
+    static const int unknown[] = {1, INT_MAX, INT_MIN, NXR_ERANGE_LAST - 1, NXR_ERANGE_FIRST};
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+        cr_assert_str_eq(nxr_strerror(unknown[i]), "unknown status", "%d", unknown[i]);
+        cr_assert(!nxr_status_is_nxr(unknown[i]));
+    }
+    for (int c = NXR_ERANGE_FIRST - 1; c >= NXR_ERANGE_LAST; c--) {
+        cr_assert(nxr_status_is_nxr(c));
+        cr_assert_eq(strncmp(nxr_strerror(c), "NXR_E", 5), 0, "%d", c);
+    }
+}
+
+Test(reliability_bad_input, names_of_out_of_range_enums)
+{
+    cr_assert_str_eq(nxr_admission_name((enum nxr_admission)9), "unknown");
+    cr_assert_str_eq(nxr_placement_name((enum nxr_placement)9), "unknown");
+    cr_assert_str_eq(nxr_mem_binding_name((enum nxr_mem_binding)9), "unknown");
+}
+
+/* ---- destroyed handles (checked builds) --------------------------------- */
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+static nxr_ctx_t *destroyed_ctx(void)
+{
+    open_runtime();
+    nxr_ctx_t *c = ctx;
+    nxr_ctx_destroy(c);
+    ctx = NULL;
+    return c;
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_a_loop_aborts, .signal = SIGABRT)
+{
+    int calls = 0;
+    nxr_parallel_for(destroyed_ctx(), 0, 10, 0, body, &calls);
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_submit_aborts, .signal = SIGABRT)
+{
+    nxr_job_t *job;
+    nxr_submit(destroyed_ctx(), 3, task, NULL, &job);
+}
+
+Test(reliability_bad_input, destroyed_ctx_in_a_kernel_aborts, .signal = SIGABRT)
+{
+    float v;
+    nxr_sum(destroyed_ctx(), 4, xs, &v);
+}
+
+Test(reliability_bad_input, ctx_destroyed_twice_aborts, .signal = SIGABRT)
+{
+    nxr_ctx_destroy(destroyed_ctx());
+}
+
+Test(reliability_bad_input, destroyed_runtime_in_ctx_create_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_ctx_destroy(ctx);
+    ctx = NULL;
+    nxr_runtime_t *r = rt;
+    nxr_runtime_destroy(r);
+    rt = NULL;
+    nxr_ctx_t *c;
+    nxr_ctx_create(&c, r, 0);
+}
+
+Test(reliability_bad_input, runtime_destroyed_twice_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_ctx_destroy(ctx);
+    ctx = NULL;
+    nxr_runtime_t *r = rt;
+    nxr_runtime_destroy(r);
+    rt = NULL;
+    nxr_runtime_destroy(r);
+}
+#endif
