@@ -8,6 +8,7 @@
  * so its voluntary context switches do not grow.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <time.h>
 
 #include "runtime/internal/runtime.h"
@@ -43,6 +44,14 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(d)), 0);
     struct nxr__team *team = ((const struct nxr_domain *)d)->team;
+    /* Run inside the domain, as a service thread pinned to its socket would
+     * (on a multi-node machine the default domain is one node). */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, nxr_domain_cpuset(d)) CPU_SET(cpu, &set);
+    hwloc_bitmap_foreach_end();
+    cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
     cr_assert(nxr__team_caller_inside(team), "the test thread runs inside the domain");
     const unsigned workers = nxr__team_size(team);
 

@@ -133,7 +133,7 @@ Test(kernels_ctx_batch, outer_many_small_items_use_one_region)
     batch_fini(&bt);
     /* The boundary: items of exactly 128^3 multiply-adds are still OUTER. */
     bt = (struct batch){.alpha = 0.5f, .beta = -1.0f};
-    batch_init(&bt, 128, 128, 128, 2, 2);
+    batch_init(&bt, 128, 128, 128, nxr_ctx_budget(R.ctx[0]), 2); /* as many items as threads */
     cr_assert_eq(run_counted(&bt), 1u, "128^3 items: OUTER");
     batch_fini(&bt);
     ctx_rt_close(&R);

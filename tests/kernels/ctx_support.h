@@ -11,6 +11,8 @@
 
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -20,9 +22,12 @@
 /* ---- runtimes ------------------------------------------------------------- */
 
 struct ctx_rt_opts {
-    const char *domains; /* NULL: one domain per NUMA node */
-    int num_threads;     /* 0: no cap */
-    int policy;          /* -1: strict (env ignored) */
+    /* NULL: one domain (id 0) over the process's whole allowed set; on a
+     * one-node machine that is the default layout, and on a multi-node one
+     * (the VM runs) it keeps "the domain is the whole allowed set" true. */
+    const char *domains;
+    int num_threads; /* 0: no cap */
+    int policy;      /* -1: strict (env ignored) */
     nxr_provider_t *gemm;
 };
 
@@ -43,10 +48,22 @@ struct ctx_rt {
 static inline void ctx_rt_open(struct ctx_rt *r, const struct ctx_rt_opts *ro)
 {
     static char err[256];
+    static char whole[512];
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.domains = ro->domains;
+    if (o.domains == NULL) {
+        cpu_set_t set;
+        cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+        size_t len = (size_t)snprintf(whole, sizeof whole, "0:");
+        for (int cpu = 0; cpu < CPU_SETSIZE && len < sizeof whole - 8; cpu++) {
+            if (CPU_ISSET(cpu, &set))
+                len += (size_t)snprintf(whole + len, sizeof whole - len, "%s%d",
+                                        whole[len - 1] == ':' ? "" : ",", cpu);
+        }
+        o.domains = whole;
+    }
     o.num_threads = ro->num_threads;
     o.provider_policy = ro->policy;
     o.providers[NXR_FAMILY_GEMM] = ro->gemm;
