@@ -173,7 +173,7 @@ static int pin_and_verify(struct worker *w, char *msg, size_t msgsz)
  * (stored in *job) or queued items. */
 static bool has_work(struct nxr__team *team, uint32_t seen, uint64_t *job)
 {
-    /* Acquire pairs with the release publish in nxr__team_run: fn/arg
+    /* Acquire pairs with the (seq_cst) publish in nxr__team_run: fn/arg
      * written before it are visible once the new generation is. */
     *job = atomic_load_explicit(&team->job, memory_order_acquire);
     if ((uint32_t)(*job >> 32) != seen)
