@@ -24,9 +24,13 @@
  *       convention: no write-allocate traffic).
  *
  * Method: contenders alternate round by round, so load from other processes
- * hits each alike. GFLOP/s and GB/s are medians over rounds; a ratio is the
- * median of the per-round ratios (the contenders of one round ran back to
- * back, so slow drift in the machine's load cancels out of it). Before a
+ * hits each alike, and the order within a round flips every round (the first
+ * call after a pause finds its threads asleep, the second finds them
+ * spinning). GFLOP/s and GB/s are medians over rounds; a ratio is the median
+ * over pairs of consecutive rounds (one of each order) of the pair's summed
+ * times, so neither the order nor slow drift in the machine's load biases
+ * it. (Native SGEMM always runs last in its round, after a pause: its
+ * ratio is, if anything, biased against it.) Before a
  * contender whose threads differ from the previous one's (OpenBLAS, nxr,
  * OpenMP), the benchmark sleeps long enough for the others' spinning
  * threads to go to sleep (OpenBLAS's spin ~0.1 s, libgomp's and nxr's
@@ -34,7 +38,7 @@
  *
  *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
  *                                [--triad-mib M]
- * --reps: rounds at n = 2048 (default 11; n = 512 and the triad use 3x).
+ * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
  */
@@ -93,6 +97,19 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Median over pairs of rounds (2i, 2i+1) of (num[2i] + num[2i+1]) /
+ * (den[2i] + den[2i+1]); a last unpaired round is left out. reps >= 2. */
+static double pair_ratio(const double *num, const double *den, int reps)
+{
+    int pairs = reps / 2;
+    double *r = calloc((size_t)pairs, sizeof(double));
+    for (int i = 0; i < pairs; i++)
+        r[i] = (num[2 * i] + num[2 * i + 1]) / (den[2 * i] + den[2 * i + 1]);
+    double m = median(r, pairs);
+    free(r);
+    return m;
+}
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "kernels: %s: %s\n", what, nxr_strerror(rc));
@@ -142,8 +159,7 @@ static void rt_close(struct rt *r)
 struct sgemm_row {
     size_t n;
     double ctx, direct, native; /* GFLOP/s, medians */
-    /* Medians of the per-round ratios (contenders of one round ran back to
-     * back, so slow drift in the machine's load cancels). */
+    /* Medians over round pairs (see the file comment). */
     double ctx_vs_direct, native_vs_direct;
 };
 
@@ -223,20 +239,13 @@ static void sgemm_size(struct sgemm_row *row, size_t n, int reps, struct rt *ob,
         }
     }
     double flop = 2.0 * (double)n * (double)n * (double)n;
-    double *ctx_ratio = calloc((size_t)reps, sizeof(double));
-    double *native_ratio = calloc((size_t)reps, sizeof(double));
-    for (int r = 0; r < reps; r++) {
-        ctx_ratio[r] = t[C_DIRECT][r] / t[C_CTX][r];
-        native_ratio[r] = t[C_DIRECT][r] / t[C_NATIVE][r];
-    }
     row->n = n;
-    row->ctx_vs_direct = median(ctx_ratio, reps);
-    row->native_vs_direct = median(native_ratio, reps);
+    /* Before the medians below: median() sorts in place. */
+    row->ctx_vs_direct = pair_ratio(t[C_DIRECT], t[C_CTX], reps);
+    row->native_vs_direct = pair_ratio(t[C_DIRECT], t[C_NATIVE], reps);
     row->ctx = flop / median(t[C_CTX], reps) * 1e-9;
     row->direct = flop / median(t[C_DIRECT], reps) * 1e-9;
     row->native = flop / median(t[C_NATIVE], reps) * 1e-9;
-    free(ctx_ratio);
-    free(native_ratio);
     for (int k = 0; k < C_COUNT; k++)
         free(t[k]);
     free(a);
@@ -360,7 +369,7 @@ static void omp_triad(size_t n, float *a, const float *b, const float *c, float 
 struct triad_report {
     size_t mib;
     double nxr, omp; /* GB/s, medians */
-    double ratio;    /* nxr/OpenMP: median of the per-round ratios */
+    double ratio;    /* nxr/OpenMP: median over round pairs */
 };
 
 static void triad_section(struct triad_report *rep, size_t mib, int reps)
@@ -403,14 +412,10 @@ static void triad_section(struct triad_report *rep, size_t mib, int reps)
         }
     }
     double bytes = 3.0 * (double)n * sizeof(float);
-    double *ratio = calloc((size_t)reps, sizeof(double));
-    for (int r = 0; r < reps; r++)
-        ratio[r] = to[r] / tn[r];
     rep->mib = mib;
-    rep->ratio = median(ratio, reps);
+    rep->ratio = pair_ratio(to, tn, reps); /* before median() sorts them */
     rep->nxr = bytes / median(tn, reps) * 1e-9;
     rep->omp = bytes / median(to, reps) * 1e-9;
-    free(ratio);
     if (a[n / 2] != 1.0f + s * 2.0f)
         fprintf(stderr, "kernels: triad result wrong (%g)\n", (double)a[n / 2]);
     free(tn);
@@ -455,7 +460,7 @@ static void json_rows(const char *suffix, const struct sgemm_report *rep)
 int main(int argc, char **argv)
 {
     bool json = false;
-    int reps = 11;
+    int reps = 12;
     size_t triad_mib = 64;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
@@ -477,7 +482,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (reps < 1 || reps > 1000 || triad_mib < 1) {
+    if (reps < 2 || reps > 1000 || triad_mib < 1) {
         fprintf(stderr, "kernels: bad --reps or --triad-mib\n");
         return 2;
     }
