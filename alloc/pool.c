@@ -84,8 +84,9 @@ static void buffer_free(nxr_buffer_t *b)
     nxr__arena_free_sized(b, sizeof(*b), _Alignof(nxr_buffer_t));
 }
 
-/* Pops the top of class cls, or NULL. */
-static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls)
+/* Pops the top of class cls, or NULL. An acquire (`count`) also records the
+ * hit or miss; trimming does not. */
+static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls, bool count)
 {
     struct nxr__pool_class *c = &p->classes[cls];
     pthread_mutex_lock(&c->lock);
@@ -93,6 +94,12 @@ static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls)
     if (b != NULL) {
         c->top = b->next;
         c->count--;
+    }
+    if (count) {
+        if (b != NULL)
+            c->hits++;
+        else
+            c->misses++;
     }
     pthread_mutex_unlock(&c->lock);
     if (b != NULL)
@@ -105,7 +112,7 @@ static void trim_to(struct nxr__pool *p, size_t limit)
 {
     for (unsigned cls = NXR__CLASS_COUNT; cls-- > 0;) {
         while (atomic_load_explicit(&p->cached_bytes, memory_order_relaxed) > limit) {
-            nxr_buffer_t *b = class_pop(p, cls);
+            nxr_buffer_t *b = class_pop(p, cls, false);
             if (b == NULL)
                 break;
             buffer_free(b);
@@ -155,21 +162,8 @@ int nxr__pool_acquire(struct nxr__pool *p, size_t size, nxr_buffer_t **out)
         return -ENOMEM;
     size_t csize;
     unsigned cls = nxr__size_class(size, &csize);
-    struct nxr__pool_class *c = &p->classes[cls];
-
-    pthread_mutex_lock(&c->lock);
-    nxr_buffer_t *b = c->top;
+    nxr_buffer_t *b = class_pop(p, cls, true);
     if (b != NULL) {
-        c->top = b->next;
-        c->count--;
-        c->hits++;
-    } else {
-        c->misses++;
-    }
-    pthread_mutex_unlock(&c->lock);
-
-    if (b != NULL) {
-        atomic_fetch_sub_explicit(&p->cached_bytes, b->size, memory_order_relaxed);
         nxr__asan_unpoison(b->data, b->size);
     } else {
         int rc = nxr__arena_alloc(p->arena, sizeof(*b), _Alignof(nxr_buffer_t), (void **)&b);
