@@ -13,6 +13,7 @@
 
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
 static struct host_pool *pool;
@@ -247,12 +248,6 @@ struct overlap {
     bool expect_concurrent;
 };
 
-static void wait_for(atomic_int *flag, int ms)
-{
-    for (int i = 0; i < ms && atomic_load(flag) == 0; i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
-}
-
 static void body_a(void *p, size_t b, size_t e, unsigned w)
 {
     struct overlap *o = p;
@@ -260,7 +255,7 @@ static void body_a(void *p, size_t b, size_t e, unsigned w)
     atomic_store(&o->inside_a, 1);
     /* Concurrent: wait for B to arrive (rendezvous). Exclusive: give B
      * 100 ms to (wrongly) start. */
-    wait_for(&o->b_started, o->expect_concurrent ? 5000 : 100);
+    nxr_test_wait_at_least(&o->b_started, 1, o->expect_concurrent ? 5000 : 100);
     atomic_store(&o->inside_a, 0);
 }
 
@@ -281,7 +276,7 @@ struct runner {
 static void *run_b(void *p)
 {
     struct runner *r = p;
-    wait_for(&r->o->inside_a, 5000);
+    nxr_test_wait_at_least(&r->o->inside_a, 1, 5000);
     nxr_parallel_for(r->ctx, 0, 2, 1, body_b, r->o);
     return NULL;
 }
@@ -370,7 +365,7 @@ static void body_hold(void *p, size_t b, size_t e, unsigned w)
     /* From a worker of the same caller pool, while the domain is active. */
     atomic_store(&g->from_pool_rc, nxr_submit(g->ctx, 1, noop, NULL, NULL));
     atomic_store(&g->entered, 1);
-    wait_for(&g->release, 5000);
+    nxr_test_wait_at_least(&g->release, 1, 5000);
 }
 
 static void *hold_domain(void *p)
@@ -404,7 +399,7 @@ Test(runtime_attach, caller_managed_rejects_a_second_entry)
     cr_assert_eq(nxr_ctx_create(&g.ctx, rt, 3), 0);
     pthread_t t;
     pthread_create(&t, NULL, hold_domain, &g);
-    wait_for(&g.entered, 5000);
+    nxr_test_wait_at_least(&g.entered, 1, 5000);
     cr_assert_eq(atomic_load(&g.entered), 1);
     /* From another thread while active. */
     cr_expect_eq(nxr_run(g.ctx, NXR_MODE_OUTER, 2, noop, NULL), NXR_EADMISSION);

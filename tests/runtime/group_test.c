@@ -30,12 +30,6 @@ static void teardown(void)
 
 TestSuite(runtime_group, .fini = teardown, .timeout = 30);
 
-static void wait_for(atomic_int *flag, int want, int ms)
-{
-    for (int i = 0; i < ms && atomic_load(flag) < want; i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
-}
-
 struct meet {
     atomic_int on_domain[2];
     atomic_int arrived;
@@ -50,7 +44,7 @@ static int meet_task(void *p, size_t i)
         atomic_fetch_add(&m->on_domain[d], 1);
     if (i < 2) { /* two tasks wait for each other: only concurrency lets them meet */
         atomic_fetch_add(&m->arrived, 1);
-        wait_for(&m->arrived, 2, 5000);
+        nxr_test_wait_at_least(&m->arrived, 2, 5000);
         if (atomic_load(&m->arrived) >= 2)
             atomic_fetch_add(&m->met, 1);
     }
@@ -80,7 +74,7 @@ static void hold_body(void *p, size_t b, size_t e, unsigned w)
     struct hold *h = p;
     (void)b, (void)e, (void)w;
     atomic_store(&h->inside, 1);
-    wait_for(&h->release, 1, 5000);
+    nxr_test_wait_at_least(&h->release, 1, 5000);
     atomic_store(&h->inside, 0);
 }
 
@@ -116,7 +110,7 @@ Test(runtime_group, the_union_is_granted_whole_or_not_at_all)
     memset(&h, 0, sizeof(h));
     pthread_t a, b;
     pthread_create(&a, NULL, hold_domain1, &h);
-    wait_for(&h.inside, 1, 5000);
+    nxr_test_wait_at_least(&h.inside, 1, 5000);
     cr_assert_eq(atomic_load(&h.inside), 1);
     pthread_create(&b, NULL, run_group, &h);
     /* While domain 1 is busy the group waits holding nothing: domain 0 is

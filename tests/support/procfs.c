@@ -109,3 +109,9 @@ long nxr_test_thread_voluntary_switches(pid_t tid)
     fclose(f);
     return n;
 }
+
+void nxr_test_wait_at_least(atomic_int *flag, int want, int ms)
+{
+    for (int i = 0; i < ms && atomic_load(flag) < want; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+}

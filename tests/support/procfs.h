@@ -6,6 +6,7 @@
 #define NXR_TESTS_PROCFS_H
 
 #include <hwloc.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,6 +28,10 @@ int nxr_test_worker_domain(void);
  * e.g. parked on a futex), from /proc/self/task/<tid>/status; -1 when it
  * cannot be read. */
 long nxr_test_thread_voluntary_switches(pid_t tid);
+
+/* Sleeps in 1 ms steps until *flag >= want or ms milliseconds passed: a
+ * bounded rendezvous, so a broken test fails instead of hanging. */
+void nxr_test_wait_at_least(atomic_int *flag, int want, int ms);
 
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
  * last count seen. Exited threads can linger briefly in /proc. */
