@@ -21,7 +21,7 @@
 
 #include "alloc/internal/arena.h"
 #include "alloc/internal/je.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #define PAGE 4096u
 

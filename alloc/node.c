@@ -8,8 +8,8 @@
 #include <stdio.h>
 
 #include "alloc/internal/arena.h"
-#include "runtime/internal/sys.h"
-#include "runtime/nxr_status.h"
+#include "base/internal/sys.h"
+#include "base/nxr_status.h"
 
 #define PROBE_SIZE 4096u
 

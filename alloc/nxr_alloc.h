@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -27,7 +27,7 @@
 #include "alloc/internal/debug.h"
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #define SCOPE_ALIGN   64u
 #define DEFAULT_CHUNK ((size_t)1 << 20)

@@ -39,7 +39,7 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 /* A waiter spins this many pause iterations (a few microseconds) before it
  * sleeps: permits are often held for less than a sleep/wake round trip. */

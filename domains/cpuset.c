@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 /* The kernel refuses masks smaller than its own nr_cpu_ids; 8192 bits is
  * larger than any Linux configuration in practice (CONFIG_NR_CPUS <= 8192). */

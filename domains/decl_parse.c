@@ -12,8 +12,8 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/internal/plan.h"
-#include "runtime/internal/sys.h"
-#include "runtime/nxr_status.h"
+#include "base/internal/sys.h"
+#include "base/nxr_status.h"
 
 struct cursor {
     const char *start;

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "domains/internal/cpuset.h"
-#include "runtime/internal/sys.h"
-#include "runtime/nxr_status.h"
+#include "base/internal/sys.h"
+#include "base/nxr_status.h"
 
 #define LIST_MAX 256 /* room for a CPU list in an error message */
 

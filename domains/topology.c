@@ -15,8 +15,8 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
-#include "runtime/internal/sys.h"
-#include "runtime/nxr_status.h"
+#include "base/internal/sys.h"
+#include "base/nxr_status.h"
 
 const char *nxr__topology_source_name(enum nxr__topology_source source)
 {

@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "executor/internal/exec.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #define CACHE_LINE 64
 

@@ -48,8 +48,8 @@
 #include <unistd.h>
 
 #include "domains/internal/cpuset.h"
-#include "runtime/internal/sys.h"
-#include "runtime/nxr_status.h"
+#include "base/internal/sys.h"
+#include "base/nxr_status.h"
 
 #define CACHE_LINE       64
 #define JOB_CALLER_JOINS (UINT64_C(1) << 31)

@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "executor/internal/exec.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 _Thread_local struct nxr__exec_tls nxr__tls;
 

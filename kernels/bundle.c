@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 void nxr_provider_bundle_opts_init(struct nxr_provider_bundle_opts *opts)
 {

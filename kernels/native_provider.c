@@ -16,7 +16,7 @@
 #include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
 #include "kernels/internal/provider.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 /* Grains: enough work per chunk that a region's fixed cost (~0.5 us) stays
  * below a few percent of it. */

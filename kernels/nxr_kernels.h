@@ -36,7 +36,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernels/internal/rules.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 void nxr_provider_desc_init(nxr_provider_desc_t *desc)
 {

@@ -12,7 +12,7 @@
 #include "alloc/internal/pool.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 void nxr_external_decl_init(struct nxr_external_decl *decl)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
 {

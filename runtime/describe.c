@@ -9,7 +9,7 @@
 #include "domains/internal/cpuset.h"
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/strbuf.h"
+#include "base/internal/strbuf.h"
 
 static const char *executor_owner(const struct nxr_domain *d)
 {

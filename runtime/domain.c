@@ -4,7 +4,7 @@
 #include <errno.h>
 
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 /* The table may grow under an attach: every read takes the lock. The cast
  * drops const only to lock; the runtime's observable state is unchanged. */

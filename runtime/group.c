@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #define CACHE_LINE 64
 #define GROUP_MAX  64 /* domains in one group */

@@ -14,7 +14,7 @@
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 struct kcall {
     enum nxr_provider_family family;

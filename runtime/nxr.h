@@ -29,7 +29,7 @@
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {

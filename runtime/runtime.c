@@ -13,7 +13,7 @@
 
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 static int build_plan(struct nxr__plan *plan, const nxr_runtime_t *rt,
                       const struct nxr_runtime_opts *opts, char *err, size_t errsz)

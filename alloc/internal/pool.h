@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "alloc/nxr_alloc.h"
-#include "runtime/internal/strbuf.h"
+#include "base/internal/strbuf.h"
 
 struct nxr__pool;
 struct nxr__arena;

@@ -83,7 +83,7 @@ void nxr__exec_leave(struct nxr__exec *exec);
 bool nxr__exec_drain(struct nxr__exec *exec);
 
 struct nxr_ctx {
-    unsigned magic; /* NXR__HANDLE_LIVE until destroyed (runtime/internal/sys.h) */
+    unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
     struct nxr__exec *exec;
     const void *domain; /* the public nxr_domain_t */
     void *runtime;      /* the nxr_runtime_t it belongs to */

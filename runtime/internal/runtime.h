@@ -42,7 +42,7 @@ struct nxr__settings {
 };
 
 struct nxr_runtime {
-    unsigned magic; /* NXR__HANDLE_LIVE until destroyed (runtime/internal/sys.h) */
+    unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
     struct nxr__topology topo;
     struct nxr__settings settings;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */

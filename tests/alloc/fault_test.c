@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 #include "runtime/nxr.h"
 
 static nxr_runtime_t *make_runtime(void)

@@ -16,7 +16,7 @@
 
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #define MS 1000000ull
 

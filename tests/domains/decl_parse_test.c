@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "domains/internal/plan.h"
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 static char err[512];
 

@@ -8,7 +8,7 @@
 
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 static struct nxr__topology topo;
 static char err[512];

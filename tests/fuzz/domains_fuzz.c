@@ -22,7 +22,7 @@
 
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #define INPUT_MAX 2048
 

@@ -12,7 +12,7 @@
 #include "kernels/internal/fpenv_arch.h"
 #include "kernels/internal/provider.h"
 #include "ref.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 /* ---- fakes ------------------------------------------------------------------ */
 

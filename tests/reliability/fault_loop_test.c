@@ -1,6 +1,6 @@
 /*
  * The fault-injection loop: every failure point of the system seam
- * (runtime/internal/sys.h), failed at its 1st, 2nd, ... Nth call until the
+ * (base/internal/sys.h), failed at its 1st, 2nd, ... Nth call until the
  * Nth call no longer comes, over four scenarios: runtime creation, external
  * domain registration (nxr_runtime_attach), pool use, and work (parallel
  * loops, reductions, OUTER runs, submit/wait/detach, kernels). After each
@@ -25,7 +25,7 @@
 
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 #include "tests/support/procfs.h"
 
 /* Bounds that turn a runaway loop into a failure, never a target. */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "runtime/internal/runtime.h"
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 #include "tests/support/procfs.h"
 
 static char err[512];

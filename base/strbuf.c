@@ -1,14 +1,14 @@
 /*
  * Growable diagnostic strings (see internal/strbuf.h).
  */
-#include "runtime/internal/strbuf.h"
+#include "base/internal/strbuf.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 static int grow(struct nxr__strbuf *sb, size_t need)
 {

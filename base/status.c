@@ -2,7 +2,7 @@
  * nxr_strerror: one name per status code. The table is indexed by
  * NXR_ERANGE_FIRST - code, so adding a code means adding one row here.
  */
-#include "runtime/nxr_status.h"
+#include "base/nxr_status.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * The system seam (see internal/sys.h): thin wrappers that convert OS
  * conventions into nxr's (0 or a negative errno) and consult the fault hook.
  */
-#include "runtime/internal/sys.h"
+#include "base/internal/sys.h"
 
 #include <errno.h>
 #include <linux/futex.h>
