@@ -20,6 +20,7 @@
 
 struct caller_cache {
     const struct nxr__exec *exec;
+    uint64_t serial;
     bool inside;
     unsigned left;
 };
@@ -45,7 +46,7 @@ bool nxr__exec_caller_inside(const struct nxr__exec *exec)
     if (exec->cpus == NULL)
         return false; /* caller-managed: no set to be inside of */
     struct caller_cache *c = &caller_cache;
-    if (c->exec == exec && c->left > 0) {
+    if (c->exec == exec && c->serial == exec->serial && c->left > 0) {
         c->left--;
         if (!c->inside)
             return false;
@@ -54,7 +55,13 @@ bool nxr__exec_caller_inside(const struct nxr__exec *exec)
             return true;
     }
     c->exec = exec;
+    c->serial = exec->serial;
     c->inside = affinity_inside(exec->cpus);
     c->left = RECHECK;
     return c->inside;
+}
+
+void nxr__exec_caller_forget(void)
+{
+    caller_cache.left = 0;
 }

@@ -70,8 +70,10 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
 bool nxr__ctx_enter(nxr_ctx_t *ctx)
 {
     NXR__HANDLE_CHECK(ctx, "context");
-    if (nxr__exec_nesting(ctx->exec) == NXR__NEST_INLINE)
-        return false; /* a body of this domain's own operation: runs in place */
+    /* A call from inside a body belongs to the enclosing operation: it runs
+     * in place or is refused (the nesting table), never as a second driver. */
+    if (nxr__tls.depth > 0)
+        return false;
     uintptr_t me = (uintptr_t)&driver_token, none = 0;
     /* Acquire: pairs with the release in leave, so the previous driver's
      * depth write is visible before this thread counts its own. */

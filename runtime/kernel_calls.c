@@ -1,8 +1,7 @@
 /*
  * Kernel calls through a context: the provider placement rules applied per
  * call (kernels/internal/rules.h), then the call made where they say, with
- * per-worker scratch from the domain's pool, the domain's permit or the
- * exclusive permit as needed.
+ * per-worker scratch, the domain's permit or the exclusive permit as needed.
  *
  * Every public kernel packs its arguments and an invoker (the bundle's
  * dispatch for that op) into a `struct kcall`; run() does the rest, so the
@@ -24,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/internal/pool.h"
 #include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
@@ -106,8 +104,7 @@ static int call_provider(void *p)
     return pc->k->invoke(pc->bundle, pc->call, pc->k->args);
 }
 
-/* Calls the provider with inv->threads threads and per-thread scratch from
- * the domain's pool (node-local, and reused LIFO call after call). */
+/* Calls the provider with inv->threads threads and per-thread scratch. */
 static int invoke(void *p)
 {
     const struct invocation *inv = p;
@@ -115,17 +112,18 @@ static int invoke(void *p)
     size_t bytes = (inv->k->scratch_bytes + 63) & ~(size_t)63;
     void *stack_ptrs[64];
     void **ptrs = stack_ptrs;
-    nxr_buffer_t *block = NULL;
+    unsigned char *block = NULL;
     int rc = 0;
     if (bytes > 0) {
         if (inv->threads > 64 && (ptrs = nxr__malloc(inv->threads * sizeof(*ptrs))) == NULL)
             return -ENOMEM;
-        rc = nxr__pool_acquire(inv->ctx->domain->pool, bytes * inv->threads, &block);
-        if (rc != 0)
+        block = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : aligned_alloc(64, bytes * inv->threads);
+        if (block == NULL) {
+            rc = -ENOMEM;
             goto out_free;
-        unsigned char *base = nxr_buffer_data(block);
+        }
         for (unsigned i = 0; i < inv->threads; i++)
-            ptrs[i] = base + (size_t)i * bytes;
+            ptrs[i] = block + (size_t)i * bytes;
     }
     struct runner r = {.exec = inv->ctx->exec, .foreign = nxr_provider_is_foreign(inv->p)};
     atomic_init(&r.fpenv_status, 0);
@@ -143,7 +141,7 @@ static int invoke(void *p)
     if (rc == 0)
         rc = atomic_load_explicit(&r.fpenv_status, memory_order_relaxed);
 out_free:
-    nxr_buffer_release(block);
+    free(block);
     if (ptrs != stack_ptrs)
         free(ptrs);
     return rc;

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
@@ -29,6 +30,10 @@ struct nxr__exec {
     unsigned budget;              /* most participants one operation may use */
     int domain_id;
     enum nxr_admission admission;
+    /* Unique per exec over the process's life (set at admission init): the
+     * per-thread caller-placement cache keys on it, since a new domain may
+     * reuse a freed one's address. */
+    uint64_t serial;
 
     /* Admission (executor/admission.c). MANAGED and COOPERATIVE domains hold
      * a permit for `cpus` while any operation of theirs is in flight
@@ -104,6 +109,10 @@ static inline enum nxr__nesting nxr__exec_nesting(const struct nxr__exec *exec)
  * common case costs no system call.
  */
 bool nxr__exec_caller_inside(const struct nxr__exec *exec);
+
+/* Forgets the calling thread's cached answer (after the thread changed its
+ * own affinity, e.g. bound itself to a domain). */
+void nxr__exec_caller_forget(void);
 
 /* Fills exec->executor with the built-in team's implementation of the
  * contract (owned by nxr, fans out, not re-entrant). */

@@ -28,9 +28,10 @@ struct nxr_ctx {
 
 /*
  * Every public call on a context brackets its work with these: the handle
- * check, and in checked builds the one-driving-thread rule. A body of the
- * context's own domain (a worker or participant running the context's
- * operation) is not a second driver: its calls run in place. enter returns
+ * check, and in checked builds the one-driving-thread rule. A call from
+ * inside a body (a worker or a participant running some operation) is not a
+ * second driver: it runs in place or is refused by the nesting rules. enter
+ * returns
  * whether leave has something to undo. A violation aborts with a message
  * naming the context.
  */
