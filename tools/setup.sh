@@ -7,7 +7,8 @@ set -euo pipefail
 PACKAGES=(
     bazel-bootstrap   # Bazel 4.2.3, needs no download of its own
     gcc libc6-dev     # the C toolchain
-    clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer
+    clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer, bench/forkjoin's libomp
+    libtbb-dev            # bench/forkjoin's oneTBB peer
     libhwloc-dev hwloc    # topology discovery, lstopo
     libnuma-dev numactl   # memory policy, numactl
     libjemalloc-dev       # per-node arenas (linked privately)

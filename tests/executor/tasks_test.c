@@ -89,8 +89,15 @@ static void note_chunk(void *p, size_t b, size_t e, unsigned w)
 {
     struct inner_probe *ip = p;
     (void)b, (void)e, (void)w;
-    if (on_worker())
+    if (on_worker()) {
         atomic_fetch_add(&ip->worker_chunks, 1);
+        return;
+    }
+    /* A region does not wait for a worker that is not awake yet (the caller
+     * claims its share too); hold the caller's chunks (bounded) until a
+     * worker took one, so the loop shows that workers do take part. */
+    for (int i = 0; i < 5000 && atomic_load(&ip->worker_chunks) == 0; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
 }
 
 static int inner_task(void *p, size_t index)
