@@ -50,7 +50,10 @@ static const char *const programs[CONTENDERS] = {"forkjoin", "forkjoin_gomp", "f
 #define WORKS  3
 #define ROUNDS 16
 static const uint64_t gaps_ns[GAPS] = {0, 50000, 500000, 5000000};
-static const unsigned regions_per_gap[GAPS] = {4000, 2000, 600, 150};
+/* At least this many regions per cell, and at least MIN_MS of them (the
+ * process CPU clock needs a long window). */
+static const unsigned regions_per_gap[GAPS] = {1000, 1000, 300, 100};
+#define MIN_MS 200
 static const uint64_t works_ns[WORKS] = {0, 1000, 10000};
 
 /* ---- the nxr contender -------------------------------------------------- */
@@ -188,8 +191,9 @@ static int run_child(int who, const char *dir, const char *self, int gi, unsigne
     else
         snprintf(cmd, sizeof(cmd), "%s'%s/%s'", env, dir, programs[who]);
     snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd),
-             " --threads %u --gap-ns %llu --iters-per-us %.4f --regions %u --cells %s", threads,
-             (unsigned long long)gaps_ns[gi], ipus, regions, cells);
+             " --threads %u --gap-ns %llu --iters-per-us %.4f --regions %u --min-ms %u --cells %s",
+             threads, (unsigned long long)gaps_ns[gi], ipus, regions,
+             (unsigned)(MIN_MS * scale), cells);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return -1;

@@ -6,13 +6,16 @@
  * is built by clang outside the project's toolchain.
  *
  * A contender is run as a child process by bench/forkjoin:
- *   <program> --threads T --gap-ns G --iters-per-us I --regions R --cells W:C,W:C,...
+ *   <program> --threads T --gap-ns G --iters-per-us I --regions R --min-ms M
+ *             --cells W:C,W:C,...
  * and prints one line per cell: "cell <work_ns> <chunks> <median_ns> <worker_cpu>".
  *
- * A cell repeats: the calling thread spins for the gap (serial work, as a
- * service does between requests), then times one region of `chunks` chunks
- * of `work_ns` each. Worker CPU is the process's CPU time minus the calling
- * thread's, per wall second of the cell (gaps included).
+ * A cell repeats, at least R times and for at least M ms (the kernel adds
+ * other threads' CPU time to the process clock only at ticks and switches:
+ * short windows misreport it): the calling thread spins for the gap (serial
+ * work, as a service does between requests), then times one region of
+ * `chunks` chunks of `work_ns` each. Worker CPU is the process's CPU time
+ * minus the calling thread's, per wall second of the cell (gaps included).
  */
 #ifndef NXR_BENCH_FORKJOIN_PEER_H
 #define NXR_BENCH_FORKJOIN_PEER_H
@@ -23,14 +26,16 @@
 #include <string.h>
 #include <time.h>
 
-#define FJ_MAX_CELLS 32
-#define FJ_WARMUP    20
+#define FJ_MAX_CELLS   32
+#define FJ_WARMUP      20
+#define FJ_MAX_REGIONS 1000000u
 
 struct fj_args {
     unsigned threads;
     uint64_t gap_ns;
     double iters_per_us;
     unsigned regions;
+    unsigned min_ms;
     unsigned ncells;
     uint64_t work_ns[FJ_MAX_CELLS];
     unsigned chunks[FJ_MAX_CELLS];
@@ -89,6 +94,8 @@ static inline int fj_parse(int argc, char **argv, struct fj_args *a)
             a->iters_per_us = strtod(v, NULL);
         else if (strcmp(k, "--regions") == 0)
             a->regions = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--min-ms") == 0)
+            a->min_ms = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(k, "--cells") == 0) {
             for (const char *p = v; *p != '\0' && a->ncells < FJ_MAX_CELLS;) {
                 char *end;
@@ -101,7 +108,8 @@ static inline int fj_parse(int argc, char **argv, struct fj_args *a)
             }
         }
     }
-    if (a->threads == 0 || a->regions == 0 || a->ncells == 0 || a->iters_per_us <= 0) {
+    if (a->threads == 0 || a->regions == 0 || a->regions > FJ_MAX_REGIONS || a->ncells == 0 ||
+        a->iters_per_us <= 0) {
         fprintf(stderr, "usage: %s --threads T --gap-ns G --iters-per-us I --regions R "
                         "--cells W:C,...\n", argv[0]);
         return -1;
@@ -114,7 +122,7 @@ static inline void fj_run(const struct fj_args *a, void (*region)(void *ctx, uns
                                                                   uint64_t iters),
                           void *ctx)
 {
-    uint64_t *t = (uint64_t *)malloc(a->regions * sizeof(*t));
+    uint64_t *t = (uint64_t *)malloc(FJ_MAX_REGIONS * sizeof(*t));
     for (unsigned c = 0; c < a->ncells; c++) {
         const uint64_t iters = (uint64_t)(a->iters_per_us * (double)a->work_ns[c] / 1000.0);
         for (unsigned r = 0; r < FJ_WARMUP; r++) {
@@ -124,19 +132,21 @@ static inline void fj_run(const struct fj_args *a, void (*region)(void *ctx, uns
         const uint64_t p0 = fj_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
         const uint64_t s0 = fj_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         const uint64_t w0 = fj_now();
-        for (unsigned r = 0; r < a->regions; r++) {
+        const uint64_t until = w0 + (uint64_t)a->min_ms * 1000000u;
+        unsigned n = 0;
+        while (n < FJ_MAX_REGIONS && (n < a->regions || fj_now() < until)) {
             fj_spin_ns(a->gap_ns);
             uint64_t t0 = fj_now();
             region(ctx, a->chunks[c], iters);
-            t[r] = fj_now() - t0;
+            t[n++] = fj_now() - t0;
         }
         const uint64_t w1 = fj_now();
         const uint64_t s1 = fj_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         const uint64_t p1 = fj_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-        qsort(t, a->regions, sizeof(*t), fj_cmp);
+        qsort(t, n, sizeof(*t), fj_cmp);
         const double workers = (double)((p1 - p0) - (s1 - s0)) / (double)(w1 - w0);
         printf("cell %llu %u %llu %.4f\n", (unsigned long long)a->work_ns[c], a->chunks[c],
-               (unsigned long long)t[a->regions / 2], workers);
+               (unsigned long long)t[n / 2], workers);
         fflush(stdout);
     }
     free(t);

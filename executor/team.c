@@ -52,7 +52,9 @@
  * scheduler's load balancer moved it, milliseconds later.) The wake-ups form
  * a tree: the dispatcher wakes workers 0 and 1, worker i wakes 2i+2 and 2i+3
  * when it sees the region, so the dispatcher makes at most two futex calls
- * before it runs its own slot. `parked` and the published work (`job`,
+ * before it runs its own slot; a dispatcher that takes part may make none
+ * (wake_for_joining_caller: a worker about to wake by itself, or regions too
+ * short for a woken worker to arrive in time, are left alone). `parked` and the published work (`job`,
  * `queued`) form a Dekker pair (all seq_cst): the worker sets parked then
  * re-reads the work; a waker publishes the work then reads parked. Either the
  * waker sees the worker parked and wakes it (bumping its wake_seq first), or
@@ -119,6 +121,11 @@ struct worker {
      * worker only when it parks and by a waker only when it is parked. */
     _Alignas(CACHE_LINE) atomic_uint wake_seq;
     atomic_uint parked;
+    /* While parked: the deadline of its timed park (the rhythm's), 0 when
+     * it parked for good. Written before `parked` (see wake_worker). */
+    _Atomic uint64_t wake_at;
+    /* The last generation it has seen (the dispatcher's re-engage rule). */
+    atomic_uint seen;
     pthread_t thread;
     struct nxr__team *team;
     unsigned index;
@@ -259,6 +266,8 @@ static bool park(struct nxr__team *team, struct worker *w, uint32_t seen, uint64
         /* Acquire: pairs with wake_worker's increment (nothing is published
          * through it; the work itself is re-read below). */
         unsigned seq = atomic_load_explicit(&w->wake_seq, memory_order_acquire);
+        /* Relaxed: published by the seq_cst store of parked just below. */
+        atomic_store_explicit(&w->wake_at, deadline, memory_order_relaxed);
         /* seq_cst store then seq_cst loads: the Dekker pair with
          * wake_worker (see the file comment). */
         atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
@@ -321,12 +330,26 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
         if (spin_for(team, seen, spin, &job))
             return job;
     } else {
-        struct nxr__idle_plan plan;
-        nxr__rhythm_plan(&team->rhythm, seen, nxr__now_ns(), &plan);
-        if (plan.sleep_until != 0 && park(team, w, seen, plan.sleep_until, &job))
-            return job;
-        if (spin_until(team, seen, plan.spin_until, &job))
-            return job;
+        /* Re-plan when the plan had to guess the region's end (the caller
+         * was still running its share), and once after a predicted region
+         * did not come; then park for good. At most four plans. */
+        unsigned missed = 0;
+        for (int plans = 0; plans < 4; plans++) {
+            struct nxr__idle_plan plan;
+            nxr__rhythm_plan(&team->rhythm, seen, nxr__now_ns(), missed, &plan);
+            if (plan.sleep_until != 0) {
+                if (park(team, w, seen, plan.sleep_until, &job))
+                    return job;
+                /* Woken late: the region may be late too; spin a little. */
+                uint64_t floor = nxr__now_ns() + NXR__RHYTHM_MARGIN_MIN_NS;
+                if (plan.spin_until < floor)
+                    plan.spin_until = floor;
+            }
+            if (spin_until(team, seen, plan.spin_until, &job))
+                return job;
+            if (plan.end_known && (!plan.predicted || ++missed > 1))
+                break;
+        }
     }
     park(team, w, seen, 0, &job);
     return job;
@@ -351,6 +374,48 @@ static void wake_pair(struct nxr__team *team, unsigned first, unsigned count)
 {
     for (unsigned i = first; i < first + 2 && i < count; i++)
         wake_worker(&team->workers[i]);
+}
+
+/*
+ * The wake-ups of a dispatcher that takes part in region gen (published at
+ * now). It does not wait for any worker (it claims what is left), and a
+ * wake-up call to an idle CPU costs it microseconds on its critical path
+ * (~10 us measured on a loaded VM), so a parked participant is left alone
+ *  - when its timed park (the rhythm's) ends within the lead: it comes by
+ *    itself, on time or nearly;
+ *  - when the last regions were short (nxr__rhythm_short): they are over
+ *    before a woken worker could take part, and the caller runs them about
+ *    as fast alone; unless the worker has not seen REENGAGE regions, so that
+ *    one of them wakes it and it picks up the rhythm again.
+ * A worker left alone is a delay at most, never a lost wake-up: the region
+ * does not need it. Only with the adaptive policy: a fixed spin bound
+ * (NXR_SPIN, or 0 on shared CPUs) keeps the plain rule, every parked
+ * participant woken. wake_at is read after parked (acquire via seq_cst): the
+ * deadline of the park that set this parked flag, or a later one.
+ */
+#define REENGAGE 16u
+
+static void wake_for_joining_caller(struct nxr__team *team, unsigned count, uint32_t gen,
+                                    uint64_t now)
+{
+    const uint64_t soon = now + nxr__rhythm_lead(&team->rhythm);
+    int short_regions = -1; /* not asked yet: only when someone is parked */
+    for (unsigned i = 0; i < 2 && i < count; i++) {
+        struct worker *w = &team->workers[i];
+        if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
+            continue;
+        /* Relaxed: see above; seen is a hint. */
+        uint64_t at = atomic_load_explicit(&w->wake_at, memory_order_relaxed);
+        if (at != 0 && at <= soon)
+            continue;
+        if (gen - atomic_load_explicit(&w->seen, memory_order_relaxed) < REENGAGE) {
+            if (short_regions < 0)
+                short_regions = nxr__rhythm_short(&team->rhythm, gen);
+            if (short_regions)
+                continue;
+        }
+        wake_worker(w);
+    }
 }
 
 /* Claims slot s for generation gen (see the file comment). */
@@ -452,6 +517,8 @@ static void *worker_main(void *p)
         uint64_t job = await_work(team, w, seen, participant);
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
+            /* Relaxed: a hint for the dispatcher's re-engage rule. */
+            atomic_store_explicit(&w->seen, seen, memory_order_relaxed);
             /* Acquire pairs with the release store of stop in team_stop. */
             if (atomic_load_explicit(&team->stop, memory_order_acquire))
                 return NULL;
@@ -684,7 +751,8 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
         atomic_store_explicit(&team->slots[s].gen, gen - 1, memory_order_relaxed);
     if (caller_joins)
         atomic_store_explicit(&team->slots[0].gen, gen, memory_order_relaxed);
-    nxr__rhythm_start(&team->rhythm, gen, nxr__now_ns());
+    const uint64_t now = nxr__now_ns();
+    nxr__rhythm_start(&team->rhythm, gen, now);
     /* seq_cst (a release, and the publish half of the parking Dekker pair):
      * fn, arg, remaining and the slots are visible to a worker that sees
      * gen. */
@@ -693,7 +761,11 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
                           memory_order_seq_cst);
     /* Wake the participants only, and of those only the first two: the
      * woken ones wake the rest (wake_pair). The others stay parked. */
-    wake_pair(team, 0, nworkers);
+    if (caller_joins && atomic_load_explicit(&team->spin, memory_order_relaxed) ==
+                            NXR__TEAM_SPIN_ADAPTIVE)
+        wake_for_joining_caller(team, nworkers, gen, now);
+    else
+        wake_pair(team, 0, nworkers);
 
     if (caller_joins) {
         in_region++;
@@ -720,6 +792,7 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0)
         nxr__futex_wait(&team->remaining, left);
 out_done:
+    nxr__rhythm_end(&team->rhythm, gen, nxr__now_ns());
     pthread_mutex_unlock(&team->run_lock);
 }
 

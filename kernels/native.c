@@ -94,6 +94,16 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     }
     plan->tiles_n = ceil_div(args->n, plan->nc);
     plan->tiles_m = ceil_div(args->m, plan->mc);
+    if (parts > 1 && plan->tiles_n < parts) {
+        /* Columns first: tiles are numbered column-major, so each static
+         * share is then whole tile columns, whose B block its participant
+         * packs alone (and smaller), instead of every participant packing
+         * all of B for its rows. Never below one micro-panel; edges stay at
+         * the matrix's edge (nc a multiple of nr), so no bit changes. */
+        size_t nc = round_up(ceil_div(args->n, parts), isa->nr);
+        plan->nc = nc < plan->nc ? nc : plan->nc;
+        plan->tiles_n = ceil_div(args->n, plan->nc);
+    }
     if (parts > 1 && plan->tiles_m * plan->tiles_n < parts) {
         /* More, shorter row blocks (never below one micro-tile). */
         const size_t want_m = ceil_div(parts, plan->tiles_n);
