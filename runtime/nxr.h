@@ -30,6 +30,7 @@
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"
 #include "base/nxr_status.h"
+#include "base/nxr_version.h"
 
 #ifdef __cplusplus
 extern "C" {
