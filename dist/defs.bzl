@@ -118,7 +118,10 @@ def _nxr_dist_library_impl(ctx):
         progress_message = "Linking lib%s.a (one object, internals local)" % name,
     )
     return [
-        DefaultInfo(files = depset([shared, static])),
+        DefaultInfo(
+            files = depset([shared, static]),
+            runfiles = ctx.runfiles(files = [shared, static]),
+        ),
         NxrDistInfo(owners = depset(owners), shared = shared),
     ]
 
@@ -171,7 +174,10 @@ def _nxr_dist_headers_impl(ctx):
         mnemonic = "NxrHeaders",
         progress_message = "Staging nxr's public headers for <nxr/...>",
     )
-    return [DefaultInfo(files = depset(outs.values()))]
+    return [DefaultInfo(
+        files = depset(outs.values()),
+        runfiles = ctx.runfiles(files = outs.values()),
+    )]
 
 nxr_dist_headers = rule(
     implementation = _nxr_dist_headers_impl,
@@ -195,7 +201,7 @@ nxr_dist_headers = rule(
 def _nxr_consumer_flags_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".txt")
     ctx.actions.write(out, "".join([f + "\n" for f in ctx.fragments.cpp.linkopts]))
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 # The --linkopt values of this build (the sanitizer configs' runtimes): a
 # program that links the packaged libraries must use them too.

@@ -52,8 +52,17 @@ major=${version%%.*}
 minor=${version#*.}
 minor=${minor%%.*}
 
+# In the .pc files, directories under the prefix are written as ${prefix}/...
+# (so that pkg-config --define-prefix can relocate them).
+under_prefix() {
+    case $1 in "$prefix"/*) echo "\${prefix}${1#"$prefix"}" ;; *) echo "$1" ;; esac
+}
+pc_libdir=$(under_prefix "$libdir")
+pc_includedir=$(under_prefix "$includedir")
+
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@LIBDIR@|$libdir|g" -e "s|@INCLUDEDIR@|$includedir|g" \
+        -e "s|@PC_LIBDIR@|$pc_libdir|g" -e "s|@PC_INCLUDEDIR@|$pc_includedir|g" \
         -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" "$1" >"$2"
     chmod 0644 "$2"
 }
