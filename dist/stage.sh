@@ -60,11 +60,18 @@ under_prefix() {
 pc_libdir=$(under_prefix "$libdir")
 pc_includedir=$(under_prefix "$includedir")
 
+installed=""
+put() { # mode source destination-file
+    install -m "$1" "$2" "$3"
+    installed="$installed $3"
+}
+
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@LIBDIR@|$libdir|g" -e "s|@INCLUDEDIR@|$includedir|g" \
         -e "s|@PC_LIBDIR@|$pc_libdir|g" -e "s|@PC_INCLUDEDIR@|$pc_includedir|g" \
         -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" "$1" >"$2"
     chmod 0644 "$2"
+    installed="$installed $2"
 }
 
 shared() { # name: lib<name>.so.X.Y.Z, lib<name>.so.X -> it, lib<name>.so -> .so.X
@@ -73,16 +80,16 @@ shared() { # name: lib<name>.so.X.Y.Z, lib<name>.so.X -> it, lib<name>.so -> .so
         echo "stage.sh: lib$1.so has soname '$soname', expected lib$1.so.$major" >&2
         exit 1
     fi
-    install -m 0755 "$dist/lib$1.so" "$destdir$libdir/lib$1.so.$version"
+    put 0755 "$dist/lib$1.so" "$destdir$libdir/lib$1.so.$version"
     ln -sfn "lib$1.so.$version" "$destdir$libdir/lib$1.so.$major"
     ln -sfn "lib$1.so.$major" "$destdir$libdir/lib$1.so"
-    install -m 0644 "$dist/lib$1.a" "$destdir$libdir/lib$1.a"
+    put 0644 "$dist/lib$1.a" "$destdir$libdir/lib$1.a"
 }
 
 install -d "$destdir$includedir/nxr" "$destdir$libdir/pkgconfig" "$destdir$libdir/cmake/nxr" \
     "$destdir$bindir"
 for h in "$dist"/include/nxr/*.h; do
-    install -m 0644 "$h" "$destdir$includedir/nxr/"
+    put 0644 "$h" "$destdir$includedir/nxr/$(basename "$h")"
 done
 shared nxr
 shared nxr_omp
@@ -91,5 +98,8 @@ fill "$dist/nxr-static.pc.in" "$destdir$libdir/pkgconfig/nxr-static.pc"
 fill "$dist/nxr-omp.pc.in" "$destdir$libdir/pkgconfig/nxr-omp.pc"
 fill "$dist/nxrConfig.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfig.cmake"
 fill "$dist/nxrConfigVersion.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfigVersion.cmake"
-install -m 0755 "$root/tools/nxr" "$destdir$bindir/nxr"
-echo "stage.sh: nxr $version installed under $destdir$prefix"
+put 0755 "$root/tools/nxr" "$destdir$bindir/nxr"
+echo "stage.sh: nxr $version installed under $destdir$prefix (bytes, file):"
+# shellcheck disable=SC2086 # one word per installed path
+stat -c '%10s  %n' $installed
+echo "  (and the links lib{nxr,nxr_omp}.so.$major and .so)"
