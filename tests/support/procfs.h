@@ -29,8 +29,8 @@ int nxr_test_worker_domain(void);
  * cannot be read. */
 long nxr_test_thread_voluntary_switches(pid_t tid);
 
-/* Sleeps in 1 ms steps until *flag >= want or ms milliseconds passed: a
- * bounded rendezvous, so a broken test fails instead of hanging. */
+/* Yields until *flag >= want, giving up after ms milliseconds: a bounded
+ * rendezvous (no sleep), so a broken test fails instead of hanging. */
 void nxr_test_wait_at_least(atomic_int *flag, int want, int ms);
 
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
