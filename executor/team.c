@@ -486,6 +486,12 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i)
     return i < team->size ? team->workers[i].tid : 0;
 }
 
+bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i)
+{
+    /* seq_cst like the worker's store of the flag; read by tests only. */
+    return i < team->size && atomic_load_explicit(&team->workers[i].parked, memory_order_seq_cst);
+}
+
 bool nxr__team_is_own_worker(const struct nxr__team *team)
 {
     return current_team == team;

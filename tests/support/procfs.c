@@ -141,3 +141,32 @@ void nxr_test_wait_at_least(atomic_int *flag, int want, int ms)
     while (atomic_load(flag) < want && before(&deadline))
         sched_yield();
 }
+
+char nxr_test_thread_state(pid_t tid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '?';
+    char state = '?';
+    if (fgets(line, sizeof(line), f) != NULL) {
+        /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+        char *close = strrchr(line, ')');
+        if (close != NULL && close[1] == ' ')
+            state = close[2];
+    }
+    fclose(f);
+    return state;
+}
+
+bool nxr_test_wait_asleep(pid_t tid, bool (*pred)(void *arg), void *arg, int ms)
+{
+    struct timespec deadline = deadline_in(ms);
+    do {
+        if ((pred == NULL || pred(arg)) && nxr_test_thread_state(tid) == 'S')
+            return true;
+        sched_yield();
+    } while (before(&deadline));
+    return false;
+}
