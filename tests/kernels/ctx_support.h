@@ -18,6 +18,7 @@
 
 #include "kernels/internal/fpenv_arch.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 
 /* ---- runtimes ------------------------------------------------------------- */
 
