@@ -369,7 +369,7 @@ Test(runtime_attach, undeclared_overlap_is_still_eoverlap)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = "0:0;1:1;9:0-1";
+    o.domains = nxr_test_expand("0:%0;9:%0"); /* overlapping, neither says shared */
     nxr_runtime_t *bad = NULL;
     cr_expect_eq(nxr_runtime_create(&bad, &o), NXR_EOVERLAP);
     cr_expect_null(bad);
