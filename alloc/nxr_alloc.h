@@ -1,6 +1,9 @@
 /*
  * nxr memory: node-local buffer pools, per-node jemalloc arenas, request
- * scopes and a placement query. Included by runtime/nxr.h.
+ * scopes and a placement query. The calls that take a domain (acquire a
+ * buffer, allocate, create a scope, pool statistics) are the runtime's, in
+ * runtime/nxr_memory.h; this header has the types and the calls on buffers
+ * and scopes themselves. Both are included by runtime/nxr.h.
  *
  * Every domain of a runtime owns a pool and a jemalloc arena whose memory
  * comes from the domain's NUMA node (see "Binding" below). Three ways to get
@@ -54,7 +57,6 @@
 extern "C" {
 #endif
 
-typedef struct nxr_domain nxr_domain_t; /* also in runtime/nxr.h */
 typedef struct nxr_buffer nxr_buffer_t;
 typedef struct nxr_scope nxr_scope_t;
 
@@ -82,19 +84,6 @@ typedef struct nxr_scope nxr_scope_t;
  * NXR_POOL_MAX_SIZE returns 0. Any thread; no side effects.
  */
 NXR_API size_t nxr_pool_class_size(size_t size);
-
-/*
- * Hands out a buffer of at least `size` bytes (its class size, see above)
- * from domain d's pool: the most recently released buffer of that class if
- * one is cached (LIFO: the same address comes back), else fresh memory from
- * the domain's node. The contents are undefined. Returns 0 and *out, or
- * -EINVAL (NULL argument, size 0), -ENOMEM (size above NXR_POOL_MAX_SIZE, or
- * out of memory), NXR_EPLACEMENT (binding the new memory to the node
- * failed). On failure *out is NULL and the pool is unchanged apart from its
- * miss count. Any thread; takes one short per-class lock; blocks only inside
- * the kernel on a miss. The caller owns the buffer until it releases it.
- */
-NXR_API int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out);
 
 /*
  * Returns a buffer to the pool of the domain that allocated it, whichever
@@ -125,20 +114,6 @@ struct nxr_pool_stats {
     uint64_t drops;        /* releases that freed because of the cap */
 };
 
-/* Fills *out with d's pool statistics: 0 or -EINVAL. Any thread; the fields
- * are read one by one, so under concurrent use they are each exact but not
- * one snapshot. */
-NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
-
-/* Sets d's cap on cached bytes (default NXR_POOL_DEFAULT_CAP; 0 caches
- * nothing) and frees cached buffers, largest classes first, until the cache
- * fits under it. 0 or -EINVAL. Any thread. */
-NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
-
-/* Frees every cached buffer of d's pool (outstanding ones are untouched).
- * 0 or -EINVAL. Any thread. */
-NXR_API int nxr_pool_trim(const nxr_domain_t *d);
-
 /* ------------------------------------------------ binding and placement */
 
 enum nxr_mem_binding {
@@ -146,9 +121,6 @@ enum nxr_mem_binding {
     NXR_MEM_NO_NODE = 1,     /* the domain has no node */
     NXR_MEM_UNAVAILABLE = 2, /* the node could not be bound (see above) */
 };
-
-/* How d's memory is placed (decided once, at runtime creation). */
-NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
 
 /* "bound", "no-node", "unavailable". */
 NXR_API const char *nxr_mem_binding_name(enum nxr_mem_binding binding);
@@ -161,23 +133,6 @@ NXR_API const char *nxr_mem_binding_name(enum nxr_mem_binding binding);
  * NUMA support), another negative errno. Any thread; one system call.
  */
 NXR_API int nxr_mem_node(const void *ptr);
-
-/* --------------------------------------------- general allocations (arena) */
-
-/*
- * Allocates `size` bytes from domain d's jemalloc arena (memory bound to d's
- * node as described above), aligned to `alignment` (0: 16; otherwise a power
- * of two). No thread cache is used, so memory of one node never serves
- * another's requests. Returns 0 and *out, or -EINVAL (NULL argument, size 0,
- * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread; takes jemalloc's
- * arena locks, and maps memory (mmap + mbind) when the arena has none free.
- * The caller owns the memory until nxr_domain_free.
- */
-NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);
-
-/* Frees memory from nxr_domain_malloc back to the arena it came from, from any
- * thread. NULL is a no-op. Anything else is undefined. */
-NXR_API void nxr_domain_free(void *ptr);
 
 /* ----------------------------------------------------------------- scopes */
 
@@ -200,18 +155,6 @@ struct nxr_scope_opts {
 
 /* chunk_size 1 MiB, checked as described above. */
 NXR_API void nxr_scope_opts_init(struct nxr_scope_opts *opts);
-
-/*
- * Creates a scope on domain d (opts may be NULL). A scope hands out memory
- * by bumping a pointer through chunks acquired from d's pool; everything it
- * handed out dies together at nxr_scope_reset, which keeps the chunks, so a
- * steady state of same-shaped steps allocates no new memory. Returns 0 and
- * *out, or -EINVAL, -ENOMEM. No chunk is acquired before the first
- * allocation. A scope is used by one thread at a time (no internal lock);
- * it must be destroyed before the runtime.
- */
-NXR_API int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts,
-                             nxr_scope_t **out);
 
 /*
  * Allocates `size` bytes (rounded up to a multiple of 64; the result is

@@ -30,8 +30,12 @@
 
 #include "executor/internal/exec.h"
 
+static atomic_ullong exec_serials;
+
 int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbiter)
 {
+    /* Relaxed: only uniqueness matters. */
+    exec->serial = atomic_fetch_add_explicit(&exec_serials, 1, memory_order_relaxed) + 1;
     pthread_mutex_init(&exec->lock, NULL);
     pthread_cond_init(&exec->changed, NULL);
     atomic_init(&exec->guard, 0);

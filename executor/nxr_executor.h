@@ -8,16 +8,33 @@
  * items, asynchronous), plus optional retain/release so nxr can hold the
  * executor for as long as any of its work may run.
  *
- * On top of it, a context (nxr_ctx_t, created in runtime/nxr.h) offers:
- *  - nxr_parallel_for / nxr_parallel_reduce: one loop over the domain (INNER);
- *  - nxr_run: n independent tasks in a chosen mode (SEQUENTIAL, INNER, OUTER);
- *  - nxr_submit / nxr_job_wait / nxr_job_detach: asynchronous tasks.
+ * Also here: the shapes of work (loop and task bodies, schedules, modes, job
+ * handles) and the nesting rules below. The calls that run work through a
+ * context are in runtime/nxr_ctx.h.
  *
- * One fan-out level: code already running inside a task or loop body (on any
- * nxr worker, or on a caller taking part in a region) that calls
- * nxr_parallel_for runs the loop sequentially in place; it never starts a
- * nested region. Entering a domain's executor (nxr_run, nxr_submit,
- * nxr_job_wait) from one of that domain's own workers is NXR_EREENTRANT.
+ * Nesting. A body is a loop chunk or a task while it runs, on any
+ * participant: an nxr worker, a host pool's thread, or a calling thread
+ * that takes part in a region. A call made from inside a body gives the
+ * same answer whichever participant runs it; it depends only on the call
+ * and on the domain D whose operation the body belongs to:
+ *
+ *   call made inside a body of D       | on a context of D     | on another domain's context
+ *   -----------------------------------+-----------------------+----------------------------
+ *   nxr_parallel_for(_opts), _reduce   | in place, this thread | NXR_EREENTRANT
+ *   kernels (nxr_sgemm, nxr_binary...) | in place, one thread  | NXR_EREENTRANT
+ *   nxr_run SEQUENTIAL or INNER        | in place, this thread | NXR_EREENTRANT
+ *   nxr_run OUTER                      | NXR_EREENTRANT        | NXR_EREENTRANT
+ *   nxr_submit                         | NXR_EREENTRANT        | NXR_EREENTRANT
+ *   a kernel that needs the process-   | NXR_EREENTRANT        | NXR_EREENTRANT
+ *   wide exclusive permit              |                       |
+ *   nxr_job_wait (any job)             | NXR_EREENTRANT, the handle is kept
+ *   nxr_run_across (any domains)       | NXR_EREENTRANT
+ *
+ * "In place" is one fan-out level: the call runs sequentially on the
+ * body's thread, as the body's participant, and never starts a nested team.
+ * Everything marked NXR_EREENTRANT would enter an executor again (and could
+ * wait for the very thread it runs on) or would run one domain's work on
+ * another domain's CPUs; it is refused before anything starts.
  */
 #ifndef NXR_EXECUTOR_H
 #define NXR_EXECUTOR_H
@@ -86,19 +103,18 @@ struct nxr_executor {
     enum nxr_executor_owner owner;
 };
 
-/* ---- Contexts: running work in a domain ------------------------------------ */
-
-typedef struct nxr_ctx nxr_ctx_t;
+/* ---- What work looks like ------------------------------------------------ */
 
 /* A loop body over [begin, end). `worker` is the participant index, below
- * nxr_ctx_budget(ctx): an index for per-worker scratch, stable for the call. */
+ * the context's budget: an index for per-worker scratch, stable for the
+ * call. */
 typedef void (*nxr_for_fn)(void *arg, size_t begin, size_t end, unsigned worker);
 
 /* A task: index in [0, count); returns 0 or a negative status. */
 typedef int (*nxr_task_fn)(void *arg, size_t index);
 
 /* The grain nxr_parallel_for uses when given 0: loops shorter than this run
- * on the calling thread. Meant for cheap bodies; pass 1 for heavy ones. */
+ * on one thread. Meant for cheap bodies; pass 1 for heavy ones. */
 #define NXR_GRAIN_DEFAULT 1024
 
 enum nxr_schedule {
@@ -114,83 +130,29 @@ struct nxr_for_opts {
     unsigned max_threads; /* 0: the context's budget */
 };
 
+/* grain 0 (NXR_GRAIN_DEFAULT), static schedule, no thread cap. */
 NXR_API void nxr_for_opts_init(struct nxr_for_opts *opts);
 
-/*
- * Runs fn over [begin, end) in chunks of `grain` (0: NXR_GRAIN_DEFAULT),
- * static schedule. When the range fits in one chunk, or the caller is already
- * inside a task or loop body, fn runs on the calling thread over the whole
- * range and the team is not touched. Otherwise the
- * domain's workers run the chunks; the caller takes part only when its
- * affinity lies inside the domain's CPU set (so work never leaves the
- * socket), else it waits. Blocks until every chunk ran.
- * Before the region the domain's permit is taken (waiting while an
- * overlapping domain runs) and released after; a caller-managed domain's
- * guard instead, NXR_EADMISSION if it is already active.
- * Returns 0, -EINVAL (NULL ctx/fn, begin > end), NXR_EADMISSION, or the
- * executor's error.
- */
-NXR_API int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
-                             void *arg);
-
-/* nxr_parallel_for with a schedule and a thread cap. opts NULL: defaults. */
-NXR_API int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end,
-                                  const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg);
-
-/*
- * A reduction over [begin, end): map(arg, b, e, partial) folds a range into
- * one of nxr_ctx_budget(ctx) per-participant partials (each starts as a copy
- * of `identity`, elem_size bytes), then combine(arg, result, partial) folds
- * them into *result (which starts as identity) in participant order. With the
- * static schedule the result is deterministic for a given budget.
- * Returns 0, -EINVAL or -ENOMEM (partials for more than 64 participants, or
- * larger than 256 bytes each, are heap-allocated).
- */
-NXR_API int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain,
-                                size_t elem_size, const void *identity,
-                                void (*map)(void *arg, size_t b, size_t e, void *partial),
-                                void (*combine)(void *arg, void *result, const void *partial),
-                                void *arg, void *result);
-
 enum nxr_mode {
-    /* Every task on the calling thread, in index order; loops inside run
-     * sequentially. Takes no permit and touches no team. */
+    /* Every task on one thread of the domain, in index order (the calling
+     * thread when it is inside the domain, else one worker); loops and
+     * kernels inside run sequentially. Takes no permit when it runs on the
+     * calling thread. */
     NXR_MODE_SEQUENTIAL = 0,
     /* Tasks one after another on the calling thread; each may fan out once
-     * through nxr_parallel_for over the domain's workers. */
+     * through the context's loops and kernels over the domain's workers. */
     NXR_MODE_INNER = 1,
     /* Tasks fan out over the domain's workers, each sequential inside. */
     NXR_MODE_OUTER = 2,
 };
 
-/*
- * Runs tasks [0, count) in `mode` and returns when all finished. The first
- * task error (lowest index is not guaranteed in OUTER) is returned; tasks not
- * yet started when it occurs are skipped. Returns 0, the task's error,
- * -EINVAL, or NXR_EREENTRANT when called from one of the domain's own workers.
- */
-NXR_API int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg);
-
+/* An asynchronous batch of tasks (nxr_submit in runtime/nxr_ctx.h). */
 typedef struct nxr_job nxr_job_t;
-
-/*
- * Submits tasks [0, count) to run asynchronously on the domain's executor
- * (OUTER: each task sequential inside). With out != NULL the caller gets a
- * handle to pass to exactly one of nxr_job_wait or nxr_job_detach; with out
- * == NULL the job is detached at once. The first task error wins; tasks of the
- * batch not yet started when it occurs are skipped. Runtime destruction
- * drains every submitted job first.
- * Admission happens here: the call may wait until the domain's permit is
- * granted (an overlapping domain is running); from inside another
- * operation's body it never waits and returns -EBUSY instead.
- * Returns 0, -EINVAL, -ENOMEM, -EBUSY, NXR_EREENTRANT (from the domain's own
- * worker), NXR_EADMISSION (a caller-managed domain already active).
- */
-NXR_API int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out);
 
 /* Blocks until the job finished, releases the handle and returns the job's
  * status (0 or its first task error). NXR_EREENTRANT (the handle is kept)
- * when called from a worker of the job's domain, which could never finish. */
+ * when called from inside any task or loop body: waiting there could wait
+ * for the very worker it runs on. -EINVAL for NULL. */
 NXR_API int nxr_job_wait(nxr_job_t *job);
 
 /* Gives the handle up without waiting; the job still runs to completion.

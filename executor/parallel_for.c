@@ -1,11 +1,14 @@
 /*
- * nxr_parallel_for and nxr_parallel_reduce: one loop over a domain (INNER).
+ * Loops over a domain (INNER): nxr__exec_parallel_for and
+ * nxr__exec_parallel_reduce, which the runtime's context calls wrap.
  *
- * The decision tree, cheapest first: an empty range returns; a caller already
- * inside a body (nxr__tls.depth > 0) or a range of one chunk runs fn on the
- * calling thread; only then is the domain entered (its permit, or for a
- * caller-managed domain its guard) and the loop becomes a region on the
- * domain's executor, with min(chunks, budget) participants.
+ * The decision tree, cheapest first (internal/exec.h): an empty range
+ * returns; inside a body the nesting rule decides (in place, or
+ * NXR_EREENTRANT); a loop for one thread runs on the calling thread when it
+ * is inside the domain; only then is the domain entered (its permit, or for
+ * a caller-managed domain its guard) and the loop becomes a region on the
+ * domain's executor, with min(chunks, budget) participants (one, a worker,
+ * when the caller is outside the domain and the loop is small).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -18,6 +21,7 @@
 #define CACHE_LINE 64
 
 struct loop {
+    const struct nxr__exec *exec; /* whose body the chunks are */
     nxr_for_fn fn;
     void *arg;
     size_t begin, end, grain, chunks;
@@ -50,18 +54,16 @@ static void static_body(void *p, unsigned participant, unsigned count)
         return;
     size_t b, e;
     chunk_range(l, c0, c1, &b, &e);
-    struct nxr__exec_tls saved = nxr__tls;
-    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    struct nxr__exec_tls saved = nxr__body_begin(l->exec, participant);
     l->fn(l->arg, b, e, participant);
-    nxr__tls = saved;
+    nxr__body_end(saved);
 }
 
 static void dynamic_body(void *p, unsigned participant, unsigned count)
 {
     struct loop *l = p;
     (void)count;
-    struct nxr__exec_tls saved = nxr__tls;
-    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    struct nxr__exec_tls saved = nxr__body_begin(l->exec, participant);
     for (;;) {
         /* Relaxed: the counter only hands out distinct chunks; the region's
          * join orders the bodies' writes for the caller. */
@@ -72,25 +74,34 @@ static void dynamic_body(void *p, unsigned participant, unsigned count)
         chunk_range(l, c, c + 1, &b, &e);
         l->fn(l->arg, b, e, participant);
     }
-    nxr__tls = saved;
+    nxr__body_end(saved);
 }
 
-int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
-                          nxr_for_fn fn, void *arg)
+int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
+                           const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg)
 {
     struct nxr_for_opts defaults;
-    NXR__HANDLE_CHECK(ctx, "context");
-    if (ctx == NULL || fn == NULL || begin > end)
+    if (fn == NULL || begin > end)
         return -EINVAL;
-    if (begin == end)
-        return 0;
     if (opts == NULL) {
         nxr_for_opts_init(&defaults);
         opts = &defaults;
     }
     if (opts->schedule != NXR_SCHEDULE_STATIC && opts->schedule != NXR_SCHEDULE_DYNAMIC)
         return -EINVAL;
-    struct nxr__exec *exec = ctx->exec;
+    if (begin == end)
+        return 0;
+    switch (nxr__exec_nesting(exec)) {
+    case NXR__NEST_INLINE:
+        /* One fan-out level: already inside a body of this domain, so run
+         * in place as the participant we already are. */
+        fn(arg, begin, end, nxr__tls.participant);
+        return 0;
+    case NXR__NEST_OTHER:
+        return NXR_EREENTRANT; /* this thread is on another domain's CPUs */
+    case NXR__NEST_NONE:
+        break;
+    }
     size_t grain = opts->grain != 0 ? opts->grain : NXR_GRAIN_DEFAULT;
     size_t len = end - begin;
     size_t chunks = len / grain + (len % grain != 0);
@@ -98,22 +109,18 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     if (opts->max_threads != 0 && opts->max_threads < budget)
         budget = opts->max_threads;
     unsigned n = chunks < budget ? (unsigned)chunks : budget;
-
-    if (nxr__tls.depth > 0) {
-        /* One fan-out level: already inside a body, so run in place as the
-         * participant we already are. */
-        fn(arg, begin, end, nxr__tls.participant);
-        return 0;
-    }
-    if (chunks <= 1) {
-        /* Small work stays on the calling thread: no team, no permit. */
+    if (n <= 1 && nxr__exec_caller_inside(exec)) {
+        /* Work for one thread, and this thread is on the domain: run it here,
+         * no permit, no hand-off. (Outside the domain it goes to a worker
+         * below, as a one-participant region: work never leaves the
+         * domain's CPUs.) */
+        struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
         fn(arg, begin, end, 0);
+        nxr__body_end(saved);
         return 0;
     }
-    /* n == 1 (a budget of one) still goes to the executor: the team runs it
-     * on the caller when the caller is inside the domain, else on a worker,
-     * so the work stays on the domain's CPUs. */
     struct loop l = {
+        .exec = exec,
         .fn = fn,
         .arg = arg,
         .begin = begin,
@@ -131,15 +138,6 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     return rc;
 }
 
-int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
-                     void *arg)
-{
-    struct nxr_for_opts opts;
-    nxr_for_opts_init(&opts);
-    opts.grain = grain;
-    return nxr_parallel_for_opts(ctx, begin, end, &opts, fn, arg);
-}
-
 struct reduction {
     void (*map)(void *arg, size_t b, size_t e, void *partial);
     void *arg;
@@ -155,18 +153,18 @@ static void reduce_body(void *p, size_t begin, size_t end, unsigned worker)
 
 #define REDUCE_STACK_BYTES (64 * 256)
 
-int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, size_t elem_size,
-                        const void *identity,
-                        void (*map)(void *arg, size_t b, size_t e, void *partial),
-                        void (*combine)(void *arg, void *result, const void *partial), void *arg,
-                        void *result)
+int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, size_t grain,
+                              size_t elem_size, const void *identity,
+                              void (*map)(void *arg, size_t b, size_t e, void *partial),
+                              void (*combine)(void *arg, void *result, const void *partial),
+                              void *arg, void *result)
 {
-    if (ctx == NULL || map == NULL || combine == NULL || identity == NULL || result == NULL ||
+    if (map == NULL || combine == NULL || identity == NULL || result == NULL ||
         elem_size == 0 || begin > end)
         return -EINVAL;
     /* Participants are numbered below the budget, or run as the enclosing
      * body's participant when nested: size the partials for both. */
-    unsigned slots = ctx->exec->budget;
+    unsigned slots = exec->budget;
     if (nxr__tls.depth > 0 && nxr__tls.participant >= slots)
         slots = nxr__tls.participant + 1;
     _Alignas(64) unsigned char stack[REDUCE_STACK_BYTES];
@@ -179,7 +177,10 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
     for (unsigned i = 0; i < slots; i++)
         memcpy(partials + (size_t)i * elem_size, identity, elem_size);
     struct reduction r = {.map = map, .arg = arg, .partials = partials, .elem_size = elem_size};
-    int rc = nxr_parallel_for(ctx, begin, end, grain, reduce_body, &r);
+    struct nxr_for_opts opts;
+    nxr_for_opts_init(&opts);
+    opts.grain = grain;
+    int rc = nxr__exec_parallel_for(exec, begin, end, &opts, reduce_body, &r);
     if (rc == 0) {
         memmove(result, identity, elem_size);
         for (unsigned i = 0; i < slots; i++)

@@ -1,7 +1,8 @@
 /*
- * Tasks: nxr_run (synchronous, in a chosen mode) and nxr_submit with its job
- * handles (asynchronous, OUTER). Both record the first task error and skip
- * the tasks that have not started when it occurs.
+ * Tasks on a domain: nxr__exec_run (synchronous, in a chosen mode),
+ * nxr__exec_call (one function on the domain), and nxr__exec_submit with its
+ * job handles (asynchronous, OUTER). Runs and jobs record the first task
+ * error and skip the tasks that have not started when it occurs.
  *
  * A job handle is reference-counted: one reference for the caller's handle,
  * one for the executor's done callback. Whichever lets go last frees it, so
@@ -17,13 +18,13 @@
 
 #define CACHE_LINE 64
 
-/* Runs one task with the "inside a body" marker set. */
-static int run_task(nxr_task_fn fn, void *arg, size_t index, unsigned participant)
+/* Runs one task of exec's domain with the body marker set. */
+static int run_task(const struct nxr__exec *exec, nxr_task_fn fn, void *arg, size_t index,
+                    unsigned participant)
 {
-    struct nxr__exec_tls saved = nxr__tls;
-    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant};
+    struct nxr__exec_tls saved = nxr__body_begin(exec, participant);
     int rc = fn(arg, index);
-    nxr__tls = saved;
+    nxr__body_end(saved);
     return rc;
 }
 
@@ -38,6 +39,7 @@ static void record_error(atomic_int *status, int rc)
 }
 
 struct outer {
+    const struct nxr__exec *exec;
     nxr_task_fn fn;
     void *arg;
     size_t count;
@@ -56,30 +58,109 @@ static void outer_body(void *p, unsigned participant, unsigned count)
         size_t i = atomic_fetch_add_explicit(&o->next, 1, memory_order_relaxed);
         if (i >= o->count)
             return;
-        int rc = run_task(o->fn, o->arg, i, participant);
+        int rc = run_task(o->exec, o->fn, o->arg, i, participant);
         if (rc != 0)
             record_error(&o->status, rc);
     }
 }
 
-int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg)
+/* SEQUENTIAL: every task in order on this thread, as bodies of exec. */
+struct sequence {
+    const struct nxr__exec *exec;
+    nxr_task_fn fn;
+    void *arg;
+    size_t count;
+    unsigned participant;
+};
+
+static int run_sequence(void *p)
 {
-    NXR__HANDLE_CHECK(ctx, "context");
-    if (ctx == NULL || fn == NULL)
+    const struct sequence *q = p;
+    for (size_t i = 0; i < q->count; i++) {
+        int rc = run_task(q->exec, q->fn, q->arg, i, q->participant);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A one-participant region: runs the call's fn on whoever the executor
+ * picks (a worker, for a caller outside the domain), as a body. */
+struct one_call {
+    const struct nxr__exec *exec;
+    int (*fn)(void *arg);
+    void *arg;
+    int status;
+};
+
+static void one_call_body(void *p, unsigned participant, unsigned count)
+{
+    struct one_call *c = p;
+    (void)count;
+    struct nxr__exec_tls saved = nxr__body_begin(c->exec, participant);
+    c->status = c->fn(c->arg);
+    nxr__body_end(saved);
+}
+
+int nxr__exec_call_admitted(struct nxr__exec *exec, int (*fn)(void *arg), void *arg)
+{
+    switch (nxr__exec_nesting(exec)) {
+    case NXR__NEST_INLINE:
+        return fn(arg); /* already a body of this domain: in place */
+    case NXR__NEST_OTHER:
+        return NXR_EREENTRANT;
+    case NXR__NEST_NONE:
+        break;
+    }
+    if (nxr__exec_caller_inside(exec)) {
+        struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
+        int rc = fn(arg);
+        nxr__body_end(saved);
+        return rc;
+    }
+    struct one_call c = {.exec = exec, .fn = fn, .arg = arg, .status = 0};
+    int rc = exec->executor.ops->install(exec->executor.self, one_call_body, &c, 1);
+    /* The region's join orders the body's write of status before this read. */
+    return rc != 0 ? rc : c.status;
+}
+
+int nxr__exec_call(struct nxr__exec *exec, int (*fn)(void *arg), void *arg)
+{
+    /* On this thread (in place, or a caller inside the domain): no permit,
+     * one thread of the domain's own. */
+    if (nxr__exec_nesting(exec) != NXR__NEST_NONE || nxr__exec_caller_inside(exec))
+        return nxr__exec_call_admitted(exec, fn, arg);
+    int rc = nxr__exec_enter(exec);
+    if (rc != 0)
+        return rc;
+    rc = nxr__exec_call_admitted(exec, fn, arg);
+    nxr__exec_leave(exec);
+    return rc;
+}
+
+int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_task_fn fn,
+                  void *arg)
+{
+    if (fn == NULL)
         return -EINVAL;
-    struct nxr__exec *exec = ctx->exec;
-    if (mode != NXR_MODE_SEQUENTIAL && nxr__exec_is_own_worker(exec))
+    enum nxr__nesting nesting = nxr__exec_nesting(exec);
+    if (nesting == NXR__NEST_OTHER)
         return NXR_EREENTRANT;
     switch (mode) {
-    case NXR_MODE_SEQUENTIAL:
-        for (size_t i = 0; i < count; i++) {
-            int rc = run_task(fn, arg, i, nxr__tls.participant);
-            if (rc != 0)
-                return rc;
-        }
-        return 0;
+    case NXR_MODE_SEQUENTIAL: {
+        if (count == 0)
+            return 0;
+        struct sequence q = {.exec = exec,
+                             .fn = fn,
+                             .arg = arg,
+                             .count = count,
+                             .participant = nesting == NXR__NEST_INLINE ? nxr__tls.participant : 0};
+        return nxr__exec_call(exec, run_sequence, &q);
+    }
     case NXR_MODE_INNER:
-        /* No marker: each task's loops fan out over the domain. */
+        /* The tasks are the caller's own code, run in order on the caller
+         * (no marker: their loops and kernels fan out over the domain, or
+         * run in place when the caller is already inside a body). */
         for (size_t i = 0; i < count; i++) {
             int rc = fn(arg, i);
             if (rc != 0)
@@ -91,12 +172,17 @@ int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, vo
     default:
         return -EINVAL;
     }
+    /* Fanning tasks out from inside a body would enter an executor again. */
+    if (nesting == NXR__NEST_INLINE)
+        return NXR_EREENTRANT;
     if (count == 0)
         return 0;
-    if (nxr__tls.depth > 0) /* one fan-out level */
-        return nxr_run(ctx, NXR_MODE_SEQUENTIAL, count, fn, arg);
     unsigned n = count < exec->budget ? (unsigned)count : exec->budget;
-    struct outer o = {.fn = fn, .arg = arg, .count = count};
+    if (n == 1) {
+        struct sequence q = {.exec = exec, .fn = fn, .arg = arg, .count = count};
+        return nxr__exec_call(exec, run_sequence, &q);
+    }
+    struct outer o = {.exec = exec, .fn = fn, .arg = arg, .count = count};
     atomic_init(&o.next, 0);
     atomic_init(&o.status, 0);
     int rc = nxr__exec_enter(exec);
@@ -129,7 +215,7 @@ static void job_item(void *p, size_t index)
     struct nxr_job *job = p;
     if (atomic_load_explicit(&job->status, memory_order_relaxed) != 0)
         return; /* first error wins: skip what has not started */
-    int rc = run_task(job->fn, job->arg, index, 0);
+    int rc = run_task(job->exec, job->fn, job->arg, index, 0);
     if (rc != 0)
         record_error(&job->status, rc);
 }
@@ -144,15 +230,16 @@ static void job_done(void *p)
     job_release(job);
 }
 
-int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out)
+int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void *arg,
+                     nxr_job_t **out)
 {
     if (out != NULL)
         *out = NULL;
-    NXR__HANDLE_CHECK(ctx, "context");
-    if (ctx == NULL || fn == NULL)
+    if (fn == NULL)
         return -EINVAL;
-    struct nxr__exec *exec = ctx->exec;
-    if (nxr__exec_is_own_worker(exec))
+    /* From inside any body: submitting enters an executor again (and a
+     * batch on a foreign domain would have to be waited for from here). */
+    if (nxr__tls.depth > 0)
         return NXR_EREENTRANT;
     struct nxr_job *job = nxr__malloc(sizeof(*job));
     if (job == NULL)
@@ -185,8 +272,8 @@ int nxr_job_wait(nxr_job_t *job)
 {
     if (job == NULL)
         return -EINVAL;
-    if (nxr__exec_is_own_worker(job->exec))
-        return NXR_EREENTRANT;
+    if (nxr__tls.depth > 0)
+        return NXR_EREENTRANT; /* could wait for the very worker it runs on */
     /* Acquire pairs with the release store in job_done: the tasks' writes
      * and the status are visible once finished reads 1. */
     while (atomic_load_explicit(&job->finished, memory_order_acquire) == 0)

@@ -118,8 +118,6 @@ struct nxr__team {
     char start_err[256];
 };
 
-static _Thread_local const struct nxr__team *current_team;
-
 /* > 0 while the calling thread runs a region body, as a worker or as a
  * dispatcher taking part (feeds nested_regions). */
 static _Thread_local unsigned in_region;
@@ -291,7 +289,6 @@ static void *worker_main(void *p)
     snprintf(name, sizeof(name), "nxr-d%d-w%u", team->domain_id, w->index);
     pthread_setname_np(pthread_self(), name);
     w->tid = (pid_t)syscall(SYS_gettid);
-    current_team = team;
 
     int rc = pin_and_verify(w, msg, sizeof(msg));
     report_start(team, rc, msg);
@@ -490,77 +487,6 @@ bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i)
 {
     /* seq_cst like the worker's store of the flag; read by tests only. */
     return i < team->size && atomic_load_explicit(&team->workers[i].parked, memory_order_seq_cst);
-}
-
-bool nxr__team_is_own_worker(const struct nxr__team *team)
-{
-    return current_team == team;
-}
-
-/* Whether the calling thread's whole affinity lies inside the team's set:
- * one sched_getaffinity call. */
-static bool affinity_inside(const struct nxr__team *team)
-{
-    /* The masks are KERNEL_MASK_BITS (1 KiB) unless the machine has more
-     * CPUs; the common case uses the stack. */
-    unsigned char stack[2][1024];
-    size_t size = team->mask.size;
-    cpu_set_t *mine = (cpu_set_t *)stack[0], *both = (cpu_set_t *)stack[1];
-    if (size > sizeof(stack[0])) {
-        mine = CPU_ALLOC(size * 8);
-        both = CPU_ALLOC(size * 8);
-    }
-    bool inside = mine != NULL && both != NULL && nxr__getaffinity_self(mine, size) == 0;
-    if (inside) {
-        CPU_AND_S(size, both, mine, team->mask.set);
-        inside = CPU_EQUAL_S(size, both, mine);
-    }
-    if (size > sizeof(stack[0])) {
-        if (mine != NULL)
-            CPU_FREE(mine);
-        if (both != NULL)
-            CPU_FREE(both);
-    }
-    return inside;
-}
-
-/* The affinity answer, cached per thread: a syscall per region would cost
- * more than the region. A cached "inside" is re-confirmed on every call by
- * the CPU the thread is on (sched_getcpu, no syscall): a thread seen outside
- * the set cannot have an affinity inside it, so the cache is refreshed. A
- * cached "outside" is only refreshed every RECHECK calls; being wrong there
- * costs the caller a wait, never a placement. */
-#define RECHECK 1024
-
-struct caller_cache {
-    const struct nxr__team *team;
-    bool inside;
-    unsigned left;
-};
-
-static _Thread_local struct caller_cache caller_cache;
-
-bool nxr__team_caller_inside(const struct nxr__team *team)
-{
-    struct caller_cache *c = &caller_cache;
-    if (c->team == team && c->left > 0) {
-        c->left--;
-        if (!c->inside)
-            return false;
-        int cpu = sched_getcpu();
-        if (cpu >= 0 && (size_t)cpu < team->mask.size * 8 &&
-            CPU_ISSET_S((size_t)cpu, team->mask.size, team->mask.set))
-            return true;
-    }
-    c->team = team;
-    c->inside = affinity_inside(team);
-    c->left = RECHECK;
-    return c->inside;
-}
-
-bool nxr__team_in_worker(void)
-{
-    return current_team != NULL;
 }
 
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,

@@ -12,14 +12,12 @@
 #include "executor/internal/exec.h"
 #include "base/internal/sys.h"
 
-_Thread_local struct nxr__exec_tls nxr__tls;
-
 static int team_install(void *self, nxr_region_fn fn, void *arg, unsigned count)
 {
     struct nxr__exec *exec = self;
     if (count == 0)
         return 0;
-    bool joins = nxr__team_caller_inside(exec->team);
+    bool joins = nxr__exec_caller_inside(exec);
     unsigned workers = nxr__team_size(exec->team);
     if (count > workers + (joins ? 1u : 0u))
         return -EINVAL;
@@ -52,9 +50,4 @@ void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team)
         .flags = NXR_EXECUTOR_FANOUT,
         .owner = NXR_EXECUTOR_OWNED_BY_NXR,
     };
-}
-
-bool nxr__exec_is_own_worker(const struct nxr__exec *exec)
-{
-    return exec->team != NULL && nxr__team_is_own_worker(exec->team);
 }

@@ -1,11 +1,12 @@
 /*
  * nxr's native providers: the four families' ops tables over the native
  * jobs (kernels/internal/native.h), classified PER_CALL_BOUND x
- * ENGINE_WORKERS. A call granted more than one thread (call->threads > 1
- * with call->exec, the nxr_ctx_t to run on) splits its job's index range
- * with nxr_parallel_for over the domain's workers; otherwise the whole range
- * runs on the calling thread. Chunks are independent, so the split changes
- * no result.
+ * ENGINE_WORKERS. When the call carries call->parallel_for (the runtime
+ * granted the domain's workers), every job's index range goes through it,
+ * even a range of one chunk: the calling thread may be outside the domain,
+ * and parallel_for is what keeps the work on the domain's CPUs. Without it
+ * the calling thread is on the domain and runs the range itself. Chunks are
+ * independent, so the split changes no result.
  */
 #include <errno.h>
 #include <math.h>
@@ -32,20 +33,22 @@
  */
 #define BATCH_OUTER_MAX_MACS ((size_t)128 * 128 * 128)
 
-/* Runs chunk over items [0, n) on the call's executor when it was granted
- * more than one thread, else on the calling thread as worker 0. */
+/* Runs chunk over items [0, n): through the call's parallel_for when it has
+ * one (see the file comment), else on the calling thread as worker 0. */
 static int run_range(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn chunk,
                      void *job)
 {
-    if (call->exec == NULL || call->threads <= 1 || n <= 1) {
+    if (call->parallel_for == NULL) {
         chunk(job, 0, n, 0);
         return 0;
     }
-    struct nxr_for_opts o;
-    nxr_for_opts_init(&o);
-    o.grain = grain;
-    o.max_threads = call->threads;
-    return nxr_parallel_for_opts(call->exec, 0, n, &o, chunk, job);
+    return call->parallel_for(call, n, grain, chunk, job);
+}
+
+/* Whether a job may be split over more than one participant. */
+static bool splits(const nxr_kernel_call_t *call)
+{
+    return call->parallel_for != NULL && call->threads > 1;
 }
 
 /* self is the ISA table chosen at creation. */
@@ -80,7 +83,7 @@ static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sge
     if (call == NULL)
         return -EINVAL;
     struct nxr__sgemm_job job;
-    unsigned parts = call->exec != NULL && call->threads > 1 ? call->threads : 1;
+    unsigned parts = splits(call) ? call->threads : 1;
     int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, parts);
     if (rc != 0)
         return rc;
@@ -107,7 +110,7 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
         return rc;
     const nxr_sgemm_args_t *g = &args->gemm;
     bool outer = args->batch >= call->threads && g->m * g->n * g->k <= BATCH_OUTER_MAX_MACS;
-    if (outer || call->exec == NULL || call->threads <= 1)
+    if (outer || !splits(call))
         return run_range(call, args->batch, 1, nxr__sgemm_batch_chunk, &job);
     /* Few or large items: one after another, each split over the domain. */
     for (size_t i = 0; i < args->batch; i++) {
@@ -193,9 +196,13 @@ static const nxr_elementwise_ops_t native_elementwise_ops = {
 
 /* ---- reductions ---------------------------------------------------------------- */
 
-/* A reduction split into fixed blocks over the domain; the partials live on
- * the heap only for the call (one float, plus one index for argmax, per
- * 16384 elements). Bit-identical to the sequential result. */
+/* Blocks whose partials live on the stack (beyond: the heap, for the call). */
+#define REDUCE_STACK_BLOCKS 64
+
+/* A reduction in fixed blocks through the call's parallel_for; the
+ * partials (one float, plus one index for argmax, per block of 16384
+ * elements) live on the stack up to REDUCE_STACK_BLOCKS blocks, else on the
+ * heap for the call. Bit-identical to the sequential result. */
 static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__reduce_kind kind,
                            size_t n, const float *x, float *value, size_t *index)
 {
@@ -203,23 +210,31 @@ static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__
     int rc = nxr__reduce_job_init(&job, isa_of(self), kind, x, n, 0);
     if (rc != 0)
         return rc;
-    job.partial = nxr__malloc(job.nblocks * sizeof(float));
-    job.partial_index =
-        kind == NXR_REDUCE_ARGMAX ? nxr__malloc(job.nblocks * sizeof(size_t)) : NULL;
+    float stack_partial[REDUCE_STACK_BLOCKS];
+    size_t stack_index[REDUCE_STACK_BLOCKS];
+    bool heap = job.nblocks > REDUCE_STACK_BLOCKS;
+    job.partial = heap ? nxr__malloc(job.nblocks * sizeof(float)) : stack_partial;
+    job.partial_index = kind != NXR_REDUCE_ARGMAX ? NULL
+                        : heap                    ? nxr__malloc(job.nblocks * sizeof(size_t))
+                                                  : stack_index;
     rc = -ENOMEM;
     if (job.partial != NULL && (kind != NXR_REDUCE_ARGMAX || job.partial_index != NULL)) {
         rc = run_range(call, job.nblocks, 1, nxr__reduce_chunk, &job);
         if (rc == 0)
             nxr__reduce_finish(&job, value, index);
     }
-    free(job.partial);
-    free(job.partial_index);
+    if (heap) {
+        free(job.partial);
+        free(job.partial_index);
+    }
     return rc;
 }
 
+/* With parallel_for every reduction goes through it (even one block: the
+ * calling thread may be off the domain); without, the plain loop. */
 static bool split_reduction(const nxr_kernel_call_t *call, size_t n)
 {
-    return call->exec != NULL && call->threads > 1 && n > nxr__reduce_block();
+    return call->parallel_for != NULL && n > 0;
 }
 
 static int native_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,

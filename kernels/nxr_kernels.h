@@ -37,6 +37,7 @@
 #include <stddef.h>
 
 #include "base/nxr_status.h"
+#include "executor/nxr_executor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,16 +101,29 @@ NXR_API const char *nxr_provider_placement_name(enum nxr_provider_placement plac
  * call may use (>= 1; 1 = the calling thread only). scratch[w], for
  * w < threads, is a per-worker area of scratch_bytes bytes aligned to 64
  * (a provider states what it needs through its *_scratch op; zero needs no
- * array). exec is reserved for the executor: NULL means "run sequentially on
- * the calling thread", which is what every call does until the parallel
- * integration lands.
+ * array).
+ *
+ * parallel_for is how an ENGINE_WORKERS provider uses the domain's workers:
+ * it splits [0, n) into chunks of `grain` and runs fn(arg, begin, end, w)
+ * over them with at most `threads` participants (w < threads selects
+ * scratch[w]), on the domain's CPUs, and returns when all ran: 0 or a
+ * negative status. A range of one chunk runs on the calling thread when that
+ * thread is on the domain, else on one worker. When parallel_for is set,
+ * every piece of the provider's work must go through it: the thread that
+ * called the provider may be outside the domain. When it is NULL, the
+ * calling thread is on the domain and the provider runs there, sequentially.
+ * runner is parallel_for's own state; providers pass the call through
+ * untouched.
  */
-typedef struct nxr_kernel_call {
+typedef struct nxr_kernel_call nxr_kernel_call_t;
+struct nxr_kernel_call {
     unsigned threads;
     void *const *scratch;
     size_t scratch_bytes;
-    void *exec;
-} nxr_kernel_call_t;
+    int (*parallel_for)(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn fn,
+                        void *arg);
+    void *runner;
+};
 
 /*
  * C = alpha * op(A) * op(B) + beta * C, row-major, op(X) = X or X^T.
@@ -375,51 +389,6 @@ typedef struct nxr_openblas_info {
 
 /* Probes the linked OpenBLAS. Reads, never changes, its state. Any thread. */
 NXR_API void nxr_openblas_probe(nxr_openblas_info_t *out);
-
-/* ---- running kernels in a context ------------------------------------ */
-
-typedef struct nxr_ctx nxr_ctx_t;
-
-/*
- * Each call runs one kernel of the runtime's provider for its family on the
- * context's domain, placed by the provider's classification:
- *  - nxr's native kernels split the work over the domain's workers (up to
- *    its budget) or, for small work, run on the calling thread;
- *  - a provider that runs on the calling thread only runs there, one thread;
- *  - a provider whose threads nxr cannot confine (parallel OpenBLAS) runs
- *    inline only at a process-wide count of 1; with a larger count, strict
- *    policy rejects it (NXR_EPLACEMENT) unless the domain is the whole
- *    allowed set, and exclusive policy runs it under the process-wide
- *    exclusive permit with the count set to the budget and restored after.
- *    Caller-managed domains never run it (NXR_EPLACEMENT).
- * Called from inside a loop body or task, a kernel runs on that thread with
- * one thread (one fan-out level), and a call that would need the exclusive
- * permit returns -EBUSY instead of waiting for it.
- * Foreign providers run between a floating-point environment snapshot and a
- * check: a change is restored and reported as NXR_EFPENV. No error falls back
- * to another provider. Kernel calls on one context must not overlap in time
- * (use a context per thread); loops and tasks have no such limit.
- * Returns 0, -EINVAL, -ENOMEM, NXR_EUNSUPPORTED, NXR_EPLACEMENT, NXR_EFPENV,
- * -EBUSY, NXR_EADMISSION or the provider's own error.
- */
-NXR_API int nxr_sgemm(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args);
-NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args);
-NXR_API int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x,
-                       const float *y, float *out);
-NXR_API int nxr_scale(nxr_ctx_t *ctx, size_t n, float alpha, const float *x, float *out);
-NXR_API int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out);
-/* STREAM triad: a = b + s * c. */
-NXR_API int nxr_triad(nxr_ctx_t *ctx, size_t n, float *a, const float *b, const float *c, float s);
-NXR_API int nxr_sum(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
-NXR_API int nxr_max(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
-NXR_API int nxr_argmax(nxr_ctx_t *ctx, size_t n, const float *x, size_t *out);
-NXR_API int nxr_softmax(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
-                        float *out, size_t ldo);
-NXR_API int nxr_rmsnorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
-                        const float *gamma, float eps, float *out, size_t ldo);
-NXR_API int nxr_layernorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
-                          const float *gamma, const float *beta, float eps, float *out,
-                          size_t ldo);
 
 #ifdef __cplusplus
 }

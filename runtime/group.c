@@ -30,13 +30,20 @@ struct group_op {
     atomic_uint pending; /* domain batches not finished; futex word */
 };
 
+/* What one domain's batch runs: the shared operation, as bodies of that
+ * domain (so that loops inside run in place on its CPUs). */
+struct group_part {
+    struct group_op *g;
+    const struct nxr__exec *exec;
+};
+
 /* One item per participant of a domain: claims tasks until none are left
  * or one failed. Tasks run as bodies (one fan-out level). */
 static void group_item(void *p, size_t index)
 {
-    struct group_op *g = p;
-    struct nxr__exec_tls saved = nxr__tls;
-    nxr__tls = (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = (unsigned)index};
+    const struct group_part *part = p;
+    struct group_op *g = part->g;
+    struct nxr__exec_tls saved = nxr__body_begin(part->exec, (unsigned)index);
     for (;;) {
         /* Relaxed: the status only stops new claims; see nxr_run. */
         if (atomic_load_explicit(&g->status, memory_order_relaxed) != 0)
@@ -50,12 +57,12 @@ static void group_item(void *p, size_t index)
             atomic_compare_exchange_strong_explicit(&g->status, &none, rc, memory_order_relaxed,
                                                     memory_order_relaxed);
     }
-    nxr__tls = saved;
+    nxr__body_end(saved);
 }
 
 static void group_done(void *p)
 {
-    struct group_op *g = p;
+    struct group_op *g = ((const struct group_part *)p)->g;
     /* Release pairs with the acquire load in nxr_run_across's wait. */
     if (atomic_fetch_sub_explicit(&g->pending, 1, memory_order_release) == 1)
         nxr__futex_wake(&g->pending, INT_MAX);
@@ -75,8 +82,6 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
         }
         if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED)
             return -EINVAL; /* no CPU set to arbitrate */
-        if (nxr__exec_is_own_worker(&d->exec))
-            return NXR_EREENTRANT;
         doms[i] = (struct nxr_domain *)d;
         sets[i] = d->spec.cpus;
     }
@@ -93,8 +98,10 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     int rc = collect(rt, ids, n, doms, sets);
     if (rc != 0)
         return rc;
+    /* Inside a body this would enter executors again (and wait on a permit
+     * the enclosing operation may be holding back). */
     if (nxr__tls.depth > 0)
-        return -EBUSY; /* inside an operation: its permit could block ours */
+        return NXR_EREENTRANT;
     if (count == 0)
         return 0;
     struct nxr__arbiter_request req;
@@ -109,12 +116,15 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     atomic_init(&g.next, 0);
     atomic_init(&g.status, 0);
     atomic_init(&g.pending, (unsigned)n);
+    struct group_part parts[GROUP_MAX];
     size_t started = 0;
     for (; started < n; started++) {
+        parts[started] = (struct group_part){.g = &g, .exec = &doms[started]->exec};
         struct nxr_executor *ex = &doms[started]->exec.executor;
         if (ex->ops->retain != NULL)
             ex->ops->retain(ex->self);
-        rc = ex->ops->submit(ex->self, group_item, &g, doms[started]->spec.budget, group_done, &g);
+        rc = ex->ops->submit(ex->self, group_item, &parts[started], doms[started]->spec.budget,
+                             group_done, &parts[started]);
         if (rc != 0) {
             if (ex->ops->release != NULL)
                 ex->ops->release(ex->self);

@@ -5,16 +5,29 @@
  *
  * Every public kernel packs its arguments and an invoker (the bundle's
  * dispatch for that op) into a `struct kcall`; run() does the rest, so the
- * placement logic exists once.
+ * placement logic exists once. Where a call runs:
+ *  - a one-thread decision (INLINE) goes through nxr__exec_call: the calling
+ *    thread when it is on the domain, else one of the domain's workers;
+ *  - an ENGINE_WORKERS provider granted several threads is called on the
+ *    calling thread with call->parallel_for set, and every chunk of its work
+ *    goes through the domain's executor (workers, plus the caller only when
+ *    it is inside the domain);
+ *  - a provider with its own threads runs under the domain's permit (whole
+ *    allowed set) or the exclusive permit, as the rules say, and is called
+ *    on the domain the same way (nxr__exec_call_admitted). Its own threads
+ *    are where the library put them: under the exclusive permit nothing
+ *    else runs, which is that policy's whole claim.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
-#include "base/internal/sys.h"
 
 struct kcall {
     enum nxr_provider_family family;
@@ -23,50 +36,110 @@ struct kcall {
     const void *args;
 };
 
+/* ---- call->parallel_for: the provider's way onto the domain's workers ------ */
+
+/* The runner behind call->parallel_for. For a foreign provider each chunk
+ * is bracketed by an FP environment snapshot and check on the thread that
+ * ran it: the check around the whole call sees only the calling thread,
+ * and a foreign chunk on a worker could otherwise leave, say, flush-to-zero
+ * set on that worker for every later operation of the domain. */
+struct runner {
+    struct nxr__exec *exec;
+    bool foreign;
+    atomic_int fpenv_status; /* NXR_EFPENV once a chunk changed its thread's environment */
+};
+
+struct checked_chunk {
+    nxr_for_fn fn;
+    void *arg;
+    struct runner *runner;
+};
+
+static void checked_chunk_body(void *p, size_t begin, size_t end, unsigned worker)
+{
+    const struct checked_chunk *c = p;
+    nxr_fpenv_t before;
+    nxr_fpenv_get(&before);
+    c->fn(c->arg, begin, end, worker);
+    /* nxr_fpenv_check restores `before` on this thread when it differs.
+     * Relaxed: the status is read after the region joined. */
+    if (nxr_fpenv_check(&before) != 0)
+        atomic_store_explicit(&c->runner->fpenv_status, NXR_EFPENV, memory_order_relaxed);
+}
+
+static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grain,
+                               nxr_for_fn fn, void *arg)
+{
+    struct runner *r = call->runner;
+    struct nxr_for_opts o;
+    nxr_for_opts_init(&o);
+    o.grain = grain;
+    o.max_threads = call->threads;
+    if (!r->foreign)
+        return nxr__exec_parallel_for(r->exec, 0, n, &o, fn, arg);
+    struct checked_chunk c = {.fn = fn, .arg = arg, .runner = r};
+    return nxr__exec_parallel_for(r->exec, 0, n, &o, checked_chunk_body, &c);
+}
+
+/* ---- one call ------------------------------------------------------------------ */
+
 struct invocation {
+    nxr_ctx_t *ctx;
+    const struct kcall *k;
+    const nxr_provider_t *p;
+    unsigned threads;
+    bool fan_out;     /* give the provider call->parallel_for */
+    int global_count; /* > 0: run with the provider's global count set to it */
+};
+
+struct provider_call {
     const nxr_provider_bundle_t *bundle;
     const nxr_kernel_call_t *call;
     const struct kcall *k;
 };
 
-static int invoke_closure(void *p)
+static int call_provider(void *p)
 {
-    const struct invocation *inv = p;
-    return inv->k->invoke(inv->bundle, inv->call, inv->k->args);
+    const struct provider_call *pc = p;
+    return pc->k->invoke(pc->bundle, pc->call, pc->k->args);
 }
 
-/* Calls the provider with `threads` threads and per-thread scratch. */
-static int call_with_scratch(nxr_ctx_t *ctx, const struct kcall *k, unsigned threads, void *exec,
-                             const nxr_provider_t *p, int global_count)
+/* Calls the provider with inv->threads threads and per-thread scratch. */
+static int invoke(void *p)
 {
-    nxr_runtime_t *rt = ctx->runtime;
-    size_t bytes = (k->scratch_bytes + 63) & ~(size_t)63;
+    const struct invocation *inv = p;
+    nxr_runtime_t *rt = inv->ctx->rt;
+    size_t bytes = (inv->k->scratch_bytes + 63) & ~(size_t)63;
     void *stack_ptrs[64];
     void **ptrs = stack_ptrs;
     unsigned char *block = NULL;
     int rc = 0;
     if (bytes > 0) {
-        if (threads > 64 && (ptrs = nxr__malloc(threads * sizeof(*ptrs))) == NULL)
+        if (inv->threads > 64 && (ptrs = nxr__malloc(inv->threads * sizeof(*ptrs))) == NULL)
             return -ENOMEM;
-        block = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : aligned_alloc(64, bytes * threads);
+        block = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : aligned_alloc(64, bytes * inv->threads);
         if (block == NULL) {
             rc = -ENOMEM;
             goto out_free;
         }
-        for (unsigned i = 0; i < threads; i++)
+        for (unsigned i = 0; i < inv->threads; i++)
             ptrs[i] = block + (size_t)i * bytes;
     }
+    struct runner r = {.exec = inv->ctx->exec, .foreign = nxr_provider_is_foreign(inv->p)};
+    atomic_init(&r.fpenv_status, 0);
     nxr_kernel_call_t call = {
-        .threads = threads,
+        .threads = inv->threads,
         .scratch = bytes > 0 ? (void *const *)ptrs : NULL,
         .scratch_bytes = bytes,
-        .exec = exec,
+        .parallel_for = inv->fan_out ? runner_parallel_for : NULL,
+        .runner = inv->fan_out ? &r : NULL,
     };
-    struct invocation inv = {.bundle = rt->providers, .call = &call, .k = k};
-    if (global_count > 0)
-        rc = nxr__global_threads_run(p, global_count, invoke_closure, &inv);
-    else
-        rc = invoke_closure(&inv);
+    struct provider_call pc = {.bundle = rt->providers, .call = &call, .k = inv->k};
+    rc = inv->global_count > 0
+             ? nxr__global_threads_run(inv->p, inv->global_count, call_provider, &pc)
+             : call_provider(&pc);
+    if (rc == 0)
+        rc = atomic_load_explicit(&r.fpenv_status, memory_order_relaxed);
 out_free:
     free(block);
     if (ptrs != stack_ptrs)
@@ -74,50 +147,57 @@ out_free:
     return rc;
 }
 
-static int run(nxr_ctx_t *ctx, const struct kcall *k)
+static int run_entered(nxr_ctx_t *ctx, const struct kcall *k)
 {
-    if (ctx == NULL)
-        return -EINVAL;
-    NXR__HANDLE_CHECK(ctx, "context");
-    nxr_runtime_t *rt = ctx->runtime;
+    nxr_runtime_t *rt = ctx->rt;
     const struct nxr_domain *d = ctx->domain;
     const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, k->family);
     enum nxr_provider_placement placement = nxr_provider_placement(p);
-    bool nested = nxr__tls.depth > 0;
+    enum nxr__nesting nesting = nxr__exec_nesting(ctx->exec);
+    if (nesting == NXR__NEST_OTHER)
+        return NXR_EREENTRANT; /* a body of another domain: not this domain's CPUs */
     if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED &&
         placement == NXR_RUNS_ON_EXTERNAL_WORKERS)
         return NXR_EPLACEMENT; /* its threads would escape the caller's pool */
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
-    unsigned budget = nested ? 1 : d->spec.budget;
+    unsigned budget = nesting == NXR__NEST_INLINE ? 1 : d->spec.budget;
     bool whole = d->spec.cpus != NULL && hwloc_bitmap_isequal(d->spec.cpus, rt->topo.allowed);
     struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
+    struct invocation inv = {.ctx = ctx, .k = k, .p = p, .threads = dec.threads};
     int rc;
     switch (dec.run) {
     case NXR_RUN_INLINE:
-        return call_with_scratch(ctx, k, 1, NULL, p, 0);
+        /* One thread of the domain: the caller when it is on it, else a
+         * worker (work never leaves the domain's CPUs). */
+        return nxr__exec_call(ctx->exec, invoke, &inv);
     case NXR_RUN_DOMAIN:
-        if (placement == NXR_RUNS_ON_ENGINE_WORKERS) /* it enters the domain per region */
-            return call_with_scratch(ctx, k, dec.threads, ctx, p, 0);
+        if (placement == NXR_RUNS_ON_ENGINE_WORKERS) {
+            /* Its chunks enter the domain per region, through parallel_for. */
+            inv.fan_out = true;
+            return invoke(&inv);
+        }
         /* Its own threads, confined because the domain is everything we may
-         * use: hold the domain's permit around the call. */
+         * use: hold the domain's permit around the call, made on the domain
+         * (the caller, or a worker when the caller is off it). */
         if ((rc = nxr__exec_enter(ctx->exec)) != 0)
             return rc;
-        rc = call_with_scratch(ctx, k, dec.threads, NULL, p, 0);
+        rc = nxr__exec_call_admitted(ctx->exec, invoke, &inv);
         nxr__exec_leave(ctx->exec);
         return rc;
     case NXR_RUN_EXCLUSIVE:
-        if (nested)
-            return -EBUSY; /* waiting here could wait on our own operation */
+        if (nesting != NXR__NEST_NONE)
+            return NXR_EREENTRANT; /* waiting here could wait on our own operation */
         if ((rc = nxr__arbiter_acquire_exclusive(rt->arbiter)) != 0)
             return rc;
         /* Only a process-global count is set (and restored). A PER_CALL_BOUND
          * provider on external workers (a partial domain under this policy)
          * has no global count: its bound is call->threads alone, and asking
          * nxr__global_threads_run to set one would fail with -EINVAL. */
-        rc = call_with_scratch(ctx, k, dec.threads, NULL, p,
-                               nxr_provider_count_control(p) == NXR_COUNT_GLOBAL_OR_UNCONTROLLED
-                                   ? (int)dec.threads
-                                   : 0);
+        if (nxr_provider_count_control(p) == NXR_COUNT_GLOBAL_OR_UNCONTROLLED)
+            inv.global_count = (int)dec.threads;
+        /* The exclusive permit covers every domain: the call is made on
+         * this one's CPUs (here, or on a worker) without its own permit. */
+        rc = nxr__exec_call_admitted(ctx->exec, invoke, &inv);
         nxr__arbiter_release_exclusive(rt->arbiter);
         return rc;
     case NXR_RUN_REJECT:
@@ -126,11 +206,21 @@ static int run(nxr_ctx_t *ctx, const struct kcall *k)
     }
 }
 
+static int run(nxr_ctx_t *ctx, const struct kcall *k)
+{
+    if (ctx == NULL)
+        return -EINVAL;
+    bool entered = nxr__ctx_enter(ctx);
+    int rc = run_entered(ctx, k);
+    nxr__ctx_leave(ctx, entered);
+    return rc;
+}
+
 /* ---- the public kernels: argument packing only ------------------------------ */
 
 static const nxr_provider_bundle_t *providers_of(const nxr_ctx_t *ctx)
 {
-    return ((const nxr_runtime_t *)ctx->runtime)->providers;
+    return ctx->rt->providers;
 }
 
 static int inv_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c, const void *a)

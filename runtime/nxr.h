@@ -16,7 +16,14 @@
  * destroy is a caller bug: checked builds (-DNXR_CHECKED=1) catch it and
  * abort with a message; other builds do not check.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
- * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV (see README).
+ * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
+ * NXR_GEMM, NXR_PROVIDER_POLICY (see README "Knobs").
+ *
+ * The rest of the public API is in the headers included below: contexts
+ * and running work (runtime/nxr_ctx.h), kernels through a context
+ * (runtime/nxr_ctx_kernels.h), memory on a domain (runtime/nxr_memory.h),
+ * and the lower packages' types and calls (status codes, domain
+ * declarations, the executor contract, buffers and scopes, providers).
  */
 #ifndef NXR_H
 #define NXR_H
@@ -26,10 +33,13 @@
 #include <stddef.h>
 
 #include "alloc/nxr_alloc.h"
+#include "base/nxr_status.h"
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"
-#include "base/nxr_status.h"
+#include "runtime/nxr_ctx.h"
+#include "runtime/nxr_ctx_kernels.h"
+#include "runtime/nxr_memory.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -132,22 +142,6 @@ NXR_API unsigned nxr_domain_workers(const nxr_domain_t *d);
 NXR_API unsigned nxr_domain_budget(const nxr_domain_t *d);
 
 /*
- * Opens a context on domain `domain_id`: the handle a service thread runs
- * work through (executor/nxr_executor.h). Any number of contexts may share a
- * domain; a context may be used from any thread, and regions on one domain
- * are serialised. Returns 0 and *out, -EINVAL, NXR_ENODOMAIN or -ENOMEM.
- */
-NXR_API int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id);
-
-/* Closes a context; its submitted jobs keep running. NULL is a no-op. */
-NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
-
-NXR_API const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
-
-/* The most participants one operation of this context may use. */
-NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
-
-/*
  * An external executor to attach as a domain: a pool the host already has,
  * admitted under an explicit contract.
  *  - COOPERATIVE: `cpus` is the exact set the pool's threads run on; nxr
@@ -194,8 +188,8 @@ NXR_API int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl
  * groups never deadlock on each other. Blocks until every task finished;
  * the first task error wins and tasks not yet started are skipped.
  * Returns 0, the task's error, -EINVAL (NULL, n == 0 or > 64, an id listed
- * twice, a caller-managed domain), NXR_ENODOMAIN, NXR_EREENTRANT (from a
- * worker of a listed domain), -EBUSY (from inside another operation's body),
+ * twice, a caller-managed domain), NXR_ENODOMAIN, NXR_EREENTRANT (from inside
+ * any task or loop body, see the nesting table in executor/nxr_executor.h),
  * -ENOMEM or an executor's error.
  */
 NXR_API int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count,

@@ -30,6 +30,10 @@ struct nxr__exec {
     unsigned budget;              /* most participants one operation may use */
     int domain_id;
     enum nxr_admission admission;
+    /* Unique per exec over the process's life (set at admission init): the
+     * per-thread caller-placement cache keys on it, since a new domain may
+     * reuse a freed one's address. */
+    uint64_t serial;
 
     /* Admission (executor/admission.c). MANAGED and COOPERATIVE domains hold
      * a permit for `cpus` while any operation of theirs is in flight
@@ -47,19 +51,76 @@ struct nxr__exec {
                          * waiting and queued behind it instead of joining */
 };
 
+/*
+ * The per-thread body marker. depth > 0 while the thread runs a chunk or a
+ * task of some operation (as a worker, or as a caller taking part); exec is
+ * the domain whose operation that is. It is how the nesting rules are
+ * applied without asking any pool (see nxr__exec_nesting).
+ */
 struct nxr__exec_tls {
-    unsigned depth;       /* > 0: inside a task or loop body */
-    unsigned participant; /* the index the enclosing body runs as */
+    unsigned depth;               /* > 0: inside a task or loop body */
+    unsigned participant;         /* the index the enclosing body runs as */
+    const struct nxr__exec *exec; /* the domain of the enclosing body */
 };
 
 extern _Thread_local struct nxr__exec_tls nxr__tls;
 
+/* Brackets a body: nxr__body_begin marks the thread as running a body of
+ * exec as `participant` and returns the previous marker, which
+ * nxr__body_end puts back (bodies nest: a task inside a region). */
+static inline struct nxr__exec_tls nxr__body_begin(const struct nxr__exec *exec,
+                                                   unsigned participant)
+{
+    struct nxr__exec_tls saved = nxr__tls;
+    nxr__tls = (struct nxr__exec_tls){
+        .depth = saved.depth + 1, .participant = participant, .exec = exec};
+    return saved;
+}
+
+static inline void nxr__body_end(struct nxr__exec_tls saved)
+{
+    nxr__tls = saved;
+}
+
+/*
+ * The nesting rule for an operation on exec requested by the calling thread
+ * (see the table in runtime/nxr_ctx.h):
+ *   NXR__NEST_NONE   not inside any body: the operation runs normally;
+ *   NXR__NEST_INLINE inside a body of exec's own domain: loops and kernels
+ *                    run in place on this thread (one fan-out level);
+ *   NXR__NEST_OTHER  inside a body of another domain: nothing may run here
+ *                    (its CPUs are not exec's), the caller returns
+ *                    NXR_EREENTRANT.
+ */
+enum nxr__nesting {
+    NXR__NEST_NONE = 0,
+    NXR__NEST_INLINE = 1,
+    NXR__NEST_OTHER = 2,
+};
+
+static inline enum nxr__nesting nxr__exec_nesting(const struct nxr__exec *exec)
+{
+    if (nxr__tls.depth == 0)
+        return NXR__NEST_NONE;
+    return nxr__tls.exec == exec ? NXR__NEST_INLINE : NXR__NEST_OTHER;
+}
+
+/*
+ * True when the calling thread may run exec's work itself: its whole
+ * affinity lies inside the domain's CPU set (always false for a
+ * caller-managed domain, which declares no set). Cached per thread and
+ * re-confirmed per call with sched_getcpu (executor/placement.c), so the
+ * common case costs no system call.
+ */
+bool nxr__exec_caller_inside(const struct nxr__exec *exec);
+
+/* Forgets the calling thread's cached answer (after the thread changed its
+ * own affinity, e.g. bound itself to a domain). */
+void nxr__exec_caller_forget(void);
+
 /* Fills exec->executor with the built-in team's implementation of the
  * contract (owned by nxr, fans out, not re-entrant). */
 void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team);
-
-/* True when the calling thread is a worker of exec's own executor. */
-bool nxr__exec_is_own_worker(const struct nxr__exec *exec);
 
 /*
  * Prepares exec's admission state: a permit request for exec->cpus on
@@ -97,11 +158,47 @@ void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_sta
 /* Blocks until exec has no operation in flight; returns whether it waited. */
 bool nxr__exec_drain(struct nxr__exec *exec);
 
-struct nxr_ctx {
-    unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
-    struct nxr__exec *exec;
-    const void *domain; /* the public nxr_domain_t */
-    void *runtime;      /* the nxr_runtime_t it belongs to */
-};
+/* ---- operations on a domain (the runtime's context calls wrap these) ---- */
+
+/*
+ * A loop over [begin, end) (see nxr_parallel_for_opts in runtime/nxr_ctx.h
+ * for the contract). The decision, cheapest first: an empty range returns;
+ * inside a body of this domain the loop runs in place, inside another
+ * domain's body it is NXR_EREENTRANT; a loop that would use one thread runs
+ * on the calling thread when that thread is inside the domain (no permit,
+ * no hand-off) and on one worker otherwise; anything else is a region of
+ * min(chunks, budget, max_threads) participants under the domain's permit.
+ */
+int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
+                           const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg);
+
+int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, size_t grain,
+                              size_t elem_size, const void *identity,
+                              void (*map)(void *arg, size_t b, size_t e, void *partial),
+                              void (*combine)(void *arg, void *result, const void *partial),
+                              void *arg, void *result);
+
+/* nxr_run on exec (the contract is in runtime/nxr_ctx.h). */
+int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_task_fn fn,
+                  void *arg);
+
+/* nxr_submit on exec (the contract is in runtime/nxr_ctx.h). */
+int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void *arg,
+                     nxr_job_t **out);
+
+/*
+ * Runs fn(arg) once on the domain: on the calling thread when it is inside
+ * the domain or already inside a body of it, else on one of the domain's
+ * workers (a one-participant region under the domain's permit, or the
+ * guard of a caller-managed domain) while the caller waits. Returns fn's
+ * status, NXR_EREENTRANT (inside another domain's body), or an admission or
+ * executor error (fn did not run).
+ */
+int nxr__exec_call(struct nxr__exec *exec, int (*fn)(void *arg), void *arg);
+
+/* nxr__exec_call for a caller that already holds a permit covering the
+ * domain (the process-wide exclusive permit, or the domain's own): no
+ * admission, the worker is dispatched to directly. */
+int nxr__exec_call_admitted(struct nxr__exec *exec, int (*fn)(void *arg), void *arg);
 
 #endif /* NXR_INTERNAL_EXEC_H */

@@ -60,16 +60,6 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
  * one whose every worker is parked. */
 bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i);
 
-/* True when the calling thread is one of this team's workers. */
-bool nxr__team_is_own_worker(const struct nxr__team *team);
-
-/* True when the calling thread's whole affinity lies inside the team's CPU
- * set (one sched_getaffinity call). */
-bool nxr__team_caller_inside(const struct nxr__team *team);
-
-/* True when the calling thread is a worker of any nxr team. */
-bool nxr__team_in_worker(void);
-
 /*
  * Runs fn on n participants (1 <= n <= size + caller_joins) and returns when
  * all have finished. When caller_joins, the calling thread is participant 0

@@ -65,7 +65,8 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
     hwloc_bitmap_foreach_begin(cpu, nxr_domain_cpuset(d)) CPU_SET(cpu, &set);
     hwloc_bitmap_foreach_end();
     cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
-    cr_assert(nxr__team_caller_inside(team), "the test thread runs inside the domain");
+    cr_assert(nxr__exec_caller_inside(&((const struct nxr_domain *)d)->exec),
+              "the test thread runs inside the domain");
     const unsigned workers = nxr__team_size(team);
 
     /* Two chunks: the caller and worker 0 take part, workers 1.. sit out. */

@@ -92,15 +92,32 @@ static int call(nxr_ctx_t *ctx)
     return nxr_sgemm(ctx, &g);
 }
 
-/* The call ran on this thread with exactly `threads` threads and `exec`. */
-static void expect_ran(struct fake *f, int rc, unsigned threads, void *exec, const char *what)
+/*
+ * The call ran once with exactly `threads` threads, with or without the
+ * domain's workers handed over (call->parallel_for), and on the domain: a
+ * call that fans out is made on the calling thread (its chunks go to the
+ * workers); a one-thread call runs on the calling thread when that thread
+ * is inside the domain, else on another thread, one of the domain's CPUs.
+ */
+static void expect_ran(struct fake *f, int rc, unsigned threads, bool fanned, const nxr_ctx_t *ctx,
+                       const char *what)
 {
     cr_assert_eq(rc, 0, "%s: %s", what, nxr_strerror(rc));
     cr_assert_eq(fake_calls(f), 1, "%s: ran once", what);
     cr_assert_eq(fake_threads(f), threads, "%s: call->threads %u, want %u", what, fake_threads(f),
                  threads);
-    cr_assert_eq(fake_exec(f), exec, "%s: call->exec", what);
-    cr_assert(fake_ran_here(f), "%s: ran on the calling thread", what);
+    cr_assert_eq(fake_fanned(f), fanned, "%s: call->parallel_for %s", what,
+                 fanned ? "missing" : "set");
+    hwloc_const_bitmap_t cpus = nxr_domain_cpuset(nxr_ctx_domain(ctx));
+    if (fanned || thread_inside(cpus)) {
+        cr_assert(fake_ran_here(f), "%s: ran on the calling thread", what);
+    } else {
+        cr_assert_not(fake_ran_here(f), "%s: the caller is outside the domain, a worker ran it",
+                      what);
+        if (cpus != NULL)
+            cr_assert(hwloc_bitmap_isset(cpus, (unsigned)fake_cpu(f)),
+                      "%s: ran on CPU %d, outside the domain", what, fake_cpu(f));
+    }
 }
 
 static void expect_rejected(struct fake *f, int rc, int want, const char *what)
@@ -160,9 +177,12 @@ Test(kernels_ctx_rules, budget_one_runs_every_class_inline)
                          configs[ci].domains ? configs[ci].domains : "default/1");
                 cr_assert_eq(nxr_ctx_budget(r.ctx[d]), 1u);
                 atomic_store(&f.calls, 0);
-                expect_ran(&f, call(r.ctx[d]), 1, NULL, what);
+                expect_ran(&f, call(r.ctx[d]), 1, false, r.ctx[d], what);
                 cr_assert_not(f.arbiter.exclusive_held, "%s: no exclusive permit", what);
-                cr_assert_eq(f.arbiter.holders, 0u, "%s: inline takes no permit", what);
+                bool inside = thread_inside(nxr_domain_cpuset(nxr_ctx_domain(r.ctx[d])));
+                cr_assert_eq(f.arbiter.holders, inside ? 0u : 1u, "%s: %s", what,
+                             inside ? "inline takes no permit"
+                                    : "a hand-off to a worker holds the domain's permit");
                 cr_assert_eq(atomic_load(&f.sets), 0, "%s: the global count is not touched", what);
             }
             close_fake(&r, p);
@@ -206,7 +226,7 @@ Test(kernels_ctx_rules, strict_partial_domain_with_budget_two)
          * provider at its own count (2, within the budget). */
         unsigned want =
             rejected[k].count == NXR_COUNT_GLOBAL_OR_UNCONTROLLED ? 2u : nxr_ctx_budget(r.ctx[0]);
-        expect_ran(&f, call(r.ctx[0]), want, NULL, rejected[k].name);
+        expect_ran(&f, call(r.ctx[0]), want, false, r.ctx[0], rejected[k].name);
         close_fake(&r, p);
     }
     /* Providers that stay inside the domain keep running there. */
@@ -217,8 +237,8 @@ Test(kernels_ctx_rules, strict_partial_domain_with_budget_two)
         nxr_provider_t *p = open_fake(&r, &f, kept[k], 0, NULL, 0, NXR_PROVIDER_STRICT);
         int extra = widen_allowed(r.rt);
         bool engine = kept[k].placement == NXR_RUNS_ON_ENGINE_WORKERS;
-        expect_ran(&f, call(r.ctx[0]), engine ? nxr_ctx_budget(r.ctx[0]) : 1,
-                   engine ? r.ctx[0] : NULL, kept[k].name);
+        expect_ran(&f, call(r.ctx[0]), engine ? nxr_ctx_budget(r.ctx[0]) : 1, engine, r.ctx[0],
+                   kept[k].name);
         narrow_back(r.rt, extra);
         close_fake(&r, p);
     }
@@ -258,7 +278,7 @@ static void whole_set_case(const char *domains)
     /* Its own threads, confined by the domain: under the domain's permit. */
     nxr_provider_t *p = open_fake(&r, &f, pcb, 0, domains, 0, NXR_PROVIDER_STRICT);
     unsigned budget = nxr_ctx_budget(r.ctx[0]);
-    expect_ran(&f, call(r.ctx[0]), budget, NULL, "per-call x external, whole set");
+    expect_ran(&f, call(r.ctx[0]), budget, false, r.ctx[0], "per-call x external, whole set");
     cr_assert_geq(f.arbiter.holders, 1u, "the domain's permit is held during the call");
     cr_assert_not(f.arbiter.exclusive_held);
     cr_assert_eq(ctx_arbiter(r.rt).holders, 0u, "and released after it");
@@ -266,7 +286,7 @@ static void whole_set_case(const char *domains)
 
     /* A global count within the budget runs at that count, untouched. */
     p = open_fake(&r, &f, global, 2, domains, 0, NXR_PROVIDER_STRICT);
-    expect_ran(&f, call(r.ctx[0]), 2, NULL, "global count 2, whole set");
+    expect_ran(&f, call(r.ctx[0]), 2, false, r.ctx[0], "global count 2, whole set");
     cr_assert_geq(f.arbiter.holders, 1u);
     cr_assert_eq(fake_global_seen(&f), 2);
     cr_assert_eq(atomic_load(&f.sets), 0, "strict never sets the count");
@@ -279,14 +299,14 @@ static void whole_set_case(const char *domains)
 
     /* A count of 1 runs inline, without a permit. */
     p = open_fake(&r, &f, global, 1, domains, 0, NXR_PROVIDER_STRICT);
-    expect_ran(&f, call(r.ctx[0]), 1, NULL, "global count 1");
+    expect_ran(&f, call(r.ctx[0]), 1, false, r.ctx[0], "global count 1");
     cr_assert_eq(f.arbiter.holders, 0u);
     close_fake(&r, p);
 
     /* Engine workers: the context is handed over with the whole budget; the
      * provider enters the domain per region, so no permit around the call. */
     p = open_fake(&r, &f, engine, 0, domains, 0, NXR_PROVIDER_STRICT);
-    expect_ran(&f, call(r.ctx[0]), budget, r.ctx[0], "engine workers");
+    expect_ran(&f, call(r.ctx[0]), budget, true, r.ctx[0], "engine workers");
     cr_assert_eq(f.arbiter.holders, 0u);
     close_fake(&r, p);
 }
@@ -308,7 +328,7 @@ Test(kernels_ctx_rules, exclusive_policy_holds_the_exclusive_permit_and_restores
     nxr_provider_t *p = open_fake(&r, &f, global, 5, NULL, 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
     unsigned budget = nxr_ctx_budget(r.ctx[0]);
     uint64_t grants = ctx_arbiter(r.rt).exclusive_grants;
-    expect_ran(&f, call(r.ctx[0]), budget, NULL, "exclusive");
+    expect_ran(&f, call(r.ctx[0]), budget, false, r.ctx[0], "exclusive");
     cr_assert(f.arbiter.exclusive_held, "the exclusive permit is held during the call");
     cr_assert_eq(fake_global_seen(&f), (int)budget, "the count is the budget during the call");
     cr_assert_eq(fake_global(&f), 5, "and restored after it");
@@ -321,7 +341,7 @@ Test(kernels_ctx_rules, exclusive_policy_holds_the_exclusive_permit_and_restores
     /* Restored even when the provider moved the count itself. */
     p = open_fake(&r, &f, global, 5, NULL, 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
     f.act = FAKE_MOVE_COUNT;
-    expect_ran(&f, call(r.ctx[0]), budget, NULL, "exclusive, count moved");
+    expect_ran(&f, call(r.ctx[0]), budget, false, r.ctx[0], "exclusive, count moved");
     cr_assert_eq(fake_global(&f), 5);
     close_fake(&r, p);
 
@@ -330,7 +350,7 @@ Test(kernels_ctx_rules, exclusive_policy_holds_the_exclusive_permit_and_restores
         p = open_fake(&r, &f, global, 3, "0:%0;1:%1", 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
         for (size_t d = 0; d < r.nctx; d++) {
             atomic_store(&f.calls, 0);
-            expect_ran(&f, call(r.ctx[d]), 1, NULL, "exclusive, budget 1");
+            expect_ran(&f, call(r.ctx[d]), 1, false, r.ctx[d], "exclusive, budget 1");
             cr_assert(f.arbiter.exclusive_held);
             cr_assert_eq(fake_global_seen(&f), 1);
             cr_assert_eq(fake_global(&f), 3);
@@ -349,13 +369,13 @@ Test(kernels_ctx_rules, exclusive_policy_runs_per_call_external_on_partial_domai
     nxr_provider_t *p = open_fake(&r, &f, pcb, 0, NULL, 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
     /* Whole set: its threads cannot leave it, the domain's permit is enough. */
     unsigned budget = nxr_ctx_budget(r.ctx[0]);
-    expect_ran(&f, call(r.ctx[0]), budget, NULL, "per-call x external, whole set");
+    expect_ran(&f, call(r.ctx[0]), budget, false, r.ctx[0], "per-call x external, whole set");
     cr_assert_not(f.arbiter.exclusive_held);
     cr_assert_geq(f.arbiter.holders, 1u);
     /* Partial (simulated): the whole process. */
     int extra = widen_allowed(r.rt);
     atomic_store(&f.calls, 0);
-    expect_ran(&f, call(r.ctx[0]), budget, NULL, "per-call x external, partial domain");
+    expect_ran(&f, call(r.ctx[0]), budget, false, r.ctx[0], "per-call x external, partial domain");
     cr_assert(f.arbiter.exclusive_held);
     cr_assert_eq(f.arbiter.holders, 0u, "no domain permit beside the exclusive one");
     narrow_back(r.rt, extra);
@@ -393,7 +413,7 @@ Test(kernels_ctx_rules, caller_managed_domain_rejects_external_workers)
             if (k < 2)
                 expect_rejected(&f, call(ctx), NXR_EPLACEMENT, c.name);
             else
-                expect_ran(&f, call(ctx), 1, NULL, "calling-thread provider, caller-managed");
+                expect_ran(&f, call(ctx), 1, false, ctx, "calling-thread provider, caller-managed");
             cr_assert_eq(fake_global(&f), 1);
             nxr_ctx_destroy(ctx);
             close_fake(&r, p);
@@ -433,7 +453,7 @@ static void run_nested(struct ctx_rt *r, struct nested *n)
         nxr_ctx_destroy(n->ctx[i]);
 }
 
-Test(kernels_ctx_rules, nested_call_needing_the_exclusive_permit_is_ebusy, .timeout = 30)
+Test(kernels_ctx_rules, nested_call_needing_the_exclusive_permit_is_reentrant, .timeout = 30)
 {
     if (default_budget() < 2)
         cr_skip_test("the loop needs two participants");
@@ -446,7 +466,7 @@ Test(kernels_ctx_rules, nested_call_needing_the_exclusive_permit_is_ebusy, .time
     struct nested n;
     run_nested(&r, &n);
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(atomic_load(&n.rc[i]), -EBUSY, "participant %d: %d (%s)", i,
+        cr_assert_eq(atomic_load(&n.rc[i]), NXR_EREENTRANT, "participant %d: %d (%s)", i,
                      atomic_load(&n.rc[i]), nxr_strerror(atomic_load(&n.rc[i])));
     cr_assert_eq(fake_calls(&f), 0, "the provider never ran");
     cr_assert_eq(ctx_arbiter(r.rt).exclusive_grants, grants, "no exclusive permit was taken");
@@ -470,6 +490,6 @@ Test(kernels_ctx_rules, nested_engine_call_runs_inline_with_one_thread, .timeout
         cr_assert_eq(atomic_load(&n.rc[i]), 0);
     cr_assert_eq(fake_calls(&f), 2);
     cr_assert_eq(fake_threads(&f), 1u, "one thread: the participant's own");
-    cr_assert_null(fake_exec(&f), "no executor handed over: nothing may fan out");
+    cr_assert_not(fake_fanned(&f), "no parallel_for handed over: nothing may fan out");
     close_fake(&r, p);
 }

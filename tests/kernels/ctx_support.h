@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/internal/fpenv_arch.h"
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 
@@ -134,8 +135,9 @@ struct fake {
      * from one thread. */
     atomic_int calls;
     atomic_uint threads;
-    _Atomic(void *) exec;
+    atomic_bool fanned;  /* the call carried parallel_for */
     atomic_ulong thread; /* pthread_self() of the caller, as an integer */
+    atomic_int cpu;      /* sched_getcpu() of the caller */
     atomic_int global_seen;
     struct nxr__arbiter_stats arbiter;
 };
@@ -149,8 +151,9 @@ static inline int fake_sgemm(void *self, const nxr_kernel_call_t *call,
      * call's own synchronisation orders them). */
     atomic_fetch_add_explicit(&f->calls, 1, memory_order_relaxed);
     atomic_store_explicit(&f->threads, call->threads, memory_order_relaxed);
-    atomic_store_explicit(&f->exec, call->exec, memory_order_relaxed);
+    atomic_store_explicit(&f->fanned, call->parallel_for != NULL, memory_order_relaxed);
     atomic_store_explicit(&f->thread, (unsigned long)pthread_self(), memory_order_relaxed);
+    atomic_store_explicit(&f->cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store_explicit(&f->global_seen, atomic_load_explicit(&f->global, memory_order_relaxed),
                           memory_order_relaxed);
     if (f->rt != NULL)
@@ -194,8 +197,9 @@ static inline nxr_provider_t *fake_create(struct fake *f, enum nxr_count_control
     atomic_init(&f->sets, 0);
     atomic_init(&f->calls, 0);
     atomic_init(&f->threads, 0);
-    atomic_init(&f->exec, NULL);
+    atomic_init(&f->fanned, false);
     atomic_init(&f->thread, 0);
+    atomic_init(&f->cpu, -1);
     atomic_init(&f->global_seen, 0);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
@@ -220,9 +224,30 @@ static inline unsigned fake_threads(struct fake *f)
     return atomic_load_explicit(&f->threads, memory_order_relaxed);
 }
 
-static inline void *fake_exec(struct fake *f)
+static inline bool fake_fanned(struct fake *f)
 {
-    return atomic_load_explicit(&f->exec, memory_order_relaxed);
+    return atomic_load_explicit(&f->fanned, memory_order_relaxed);
+}
+
+static inline int fake_cpu(struct fake *f)
+{
+    return atomic_load_explicit(&f->cpu, memory_order_relaxed);
+}
+
+/* Whether the calling thread's whole affinity lies inside cpus. */
+static inline bool thread_inside(hwloc_const_bitmap_t cpus)
+{
+    if (cpus == NULL)
+        return false;
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            hwloc_bitmap_set(mine, (unsigned)c);
+    bool inside = hwloc_bitmap_isincluded(mine, cpus);
+    hwloc_bitmap_free(mine);
+    return inside;
 }
 
 static inline bool fake_ran_here(struct fake *f)

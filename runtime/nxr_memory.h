@@ -1,0 +1,90 @@
+/*
+ * nxr domain memory: the per-domain calls over alloc/'s pools, arenas and
+ * scopes (alloc/nxr_alloc.h has the types, the buffer and scope calls that
+ * need no domain, and how binding works). Each domain of a runtime owns one
+ * pool and one arena whose memory lives on the domain's NUMA node.
+ */
+#ifndef NXR_MEMORY_H
+#define NXR_MEMORY_H
+
+#include <stddef.h>
+
+#include "alloc/nxr_alloc.h"
+#include "base/nxr_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nxr_domain nxr_domain_t;
+
+/* ------------------------------------------------------------------ buffers */
+
+/*
+ * Hands out a buffer of at least `size` bytes (its class size, see above)
+ * from domain d's pool: the most recently released buffer of that class if
+ * one is cached (LIFO: the same address comes back), else fresh memory from
+ * the domain's node. The contents are undefined. Returns 0 and *out, or
+ * -EINVAL (NULL argument, size 0), -ENOMEM (size above NXR_POOL_MAX_SIZE, or
+ * out of memory), NXR_EPLACEMENT (binding the new memory to the node
+ * failed). On failure *out is NULL and the pool is unchanged apart from its
+ * miss count. Any thread; takes one short per-class lock; blocks only inside
+ * the kernel on a miss. The caller owns the buffer until it releases it.
+ */
+NXR_API int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out);
+
+/* Fills *out with d's pool statistics: 0 or -EINVAL. Any thread; the fields
+ * are read one by one, so under concurrent use they are each exact but not
+ * one snapshot. */
+NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
+
+/* Sets d's cap on cached bytes (default NXR_POOL_DEFAULT_CAP; 0 caches
+ * nothing) and frees cached buffers, largest classes first, until the cache
+ * fits under it. 0 or -EINVAL. Any thread. */
+NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
+
+/* Frees every cached buffer of d's pool (outstanding ones are untouched).
+ * 0 or -EINVAL. Any thread. */
+NXR_API int nxr_pool_trim(const nxr_domain_t *d);
+
+/* ------------------------------------------------ binding */
+
+/* How d's memory is placed (decided once, at runtime creation). */
+NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
+
+/* --------------------------------------------- general allocations (arena) */
+
+/*
+ * Allocates `size` bytes from domain d's jemalloc arena (memory bound to d's
+ * node as described above), aligned to `alignment` (0: 16; otherwise a power
+ * of two). No thread cache is used, so memory of one node never serves
+ * another's requests. Returns 0 and *out, or -EINVAL (NULL argument, size 0,
+ * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread; takes jemalloc's
+ * arena locks, and maps memory (mmap + mbind) when the arena has none free.
+ * The caller owns the memory until nxr_domain_free.
+ */
+NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);
+
+/* Frees memory from nxr_domain_malloc back to the arena it came from, from any
+ * thread. NULL is a no-op. Anything else is undefined. */
+NXR_API void nxr_domain_free(void *ptr);
+
+/* ----------------------------------------------------------------- scopes */
+
+/*
+ * Creates a scope on domain d (opts may be NULL). A scope hands out memory
+ * by bumping a pointer through chunks acquired from d's pool; everything it
+ * handed out dies together at nxr_scope_reset, which keeps the chunks, so a
+ * steady state of same-shaped steps allocates no new memory. Returns 0 and
+ * *out, or -EINVAL, -ENOMEM. No chunk is acquired before the first
+ * allocation. A scope is used by one thread at a time (no internal lock);
+ * it must be destroyed before the runtime.
+ */
+NXR_API int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts,
+                             nxr_scope_t **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_MEMORY_H */
