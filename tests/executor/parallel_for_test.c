@@ -237,8 +237,11 @@ Test(executor_parallel_for, small_work_stays_on_the_calling_thread)
     cr_expect_eq(atomic_load(&n.mismatched_thread), 0);
     cr_expect_eq(after.grants, before.grants, "small work took a permit");
     cr_expect_eq(nxr__team_regions(rt->domains[0]->team), regions, "small work woke the team");
-    /* The peer in the same run: two chunks do take a permit. */
-    cr_assert_eq(nxr_parallel_for(ctx, 0, 2048, 0, inner_body, &n), 0);
-    nxr__arbiter_stats(rt->arbiter, &after);
-    cr_expect_eq(after.grants, before.grants + 1, "two chunks went through admission");
+    /* The peer in the same run: two chunks for two participants do take a
+     * permit (a budget of one runs them on this thread too, permit-free). */
+    if (nxr_ctx_budget(ctx) >= 2) {
+        cr_assert_eq(nxr_parallel_for(ctx, 0, 2048, 0, inner_body, &n), 0);
+        nxr__arbiter_stats(rt->arbiter, &after);
+        cr_expect_eq(after.grants, before.grants + 1, "two chunks went through admission");
+    }
 }
