@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
@@ -20,7 +21,10 @@ static void open_domains(const char *domains, int id)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    if (domains != NULL) { /* a template of tests/support/cpus.h */
+        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
+        o.domains = nxr_test_expand(domains);
+    }
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
     cr_assert_eq(nxr_ctx_create(&ctx, rt, id), 0);
 }
@@ -108,9 +112,9 @@ static void check_placement(void *p, size_t b, size_t e, unsigned worker)
 
 Test(executor_parallel_for, chunks_run_only_inside_the_domain_set)
 {
-    /* The caller may run on CPUs 0-1; domain 1 is CPU 1 alone, so the caller
-     * must not take part and every chunk runs on the domain's worker. */
-    open_domains("0:0;1:1", 1);
+    /* The caller may run on both CPUs; domain 1 is the second alone, so the
+     * caller must not take part and every chunk runs on the domain's worker. */
+    open_domains("0:%0;1:%1", 1);
     struct placement pl = {.domain = nxr_domain_cpuset(nxr_ctx_domain(ctx))};
     cr_assert_eq(nxr_parallel_for(ctx, 0, 64, 1, check_placement, &pl), 0);
     cr_expect_eq(atomic_load(&pl.chunks), 1, "budget 1: one participant, one static share");
@@ -220,8 +224,24 @@ Test(executor_parallel_for, small_work_stays_on_the_calling_thread)
     open_domains(NULL, 0);
     struct nest n = {.ctx = ctx};
     outer_tid = (pid_t)syscall(SYS_gettid);
-    /* 100 iterations, default grain 1024: one chunk, the caller runs it. */
+    /* 100 iterations, default grain 1024: one chunk, the caller runs it,
+     * and it takes no permit and dispatches no region (what the shortcut
+     * saves; without it the chunk would still run on this thread when the
+     * caller takes part, so the thread alone proves nothing). */
+    struct nxr__arbiter_stats before, after;
+    nxr__arbiter_stats(rt->arbiter, &before);
+    uint64_t regions = nxr__team_regions(rt->domains[0]->team);
     cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 0, inner_body, &n), 0);
+    nxr__arbiter_stats(rt->arbiter, &after);
     cr_expect_eq(atomic_load(&n.inner_calls), 1);
     cr_expect_eq(atomic_load(&n.mismatched_thread), 0);
+    cr_expect_eq(after.grants, before.grants, "small work took a permit");
+    cr_expect_eq(nxr__team_regions(rt->domains[0]->team), regions, "small work woke the team");
+    /* The peer in the same run: two chunks for two participants do take a
+     * permit (a budget of one runs them on this thread too, permit-free). */
+    if (nxr_ctx_budget(ctx) >= 2) {
+        cr_assert_eq(nxr_parallel_for(ctx, 0, 2048, 0, inner_body, &n), 0);
+        nxr__arbiter_stats(rt->arbiter, &after);
+        cr_expect_eq(after.grants, before.grants + 1, "two chunks went through admission");
+    }
 }
