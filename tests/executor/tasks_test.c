@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
@@ -90,7 +91,10 @@ struct inner_probe {
     nxr_ctx_t *ctx;
     atomic_uint worker_chunks;
     atomic_uint tasks_on_workers;
+    atomic_uint chunks_off_task_thread; /* a loop chunk not on its task's thread */
 };
+
+static __thread pid_t task_tid;
 
 static void note_chunk(void *p, size_t b, size_t e, unsigned w)
 {
@@ -98,6 +102,8 @@ static void note_chunk(void *p, size_t b, size_t e, unsigned w)
     (void)b, (void)e, (void)w;
     if (on_worker())
         atomic_fetch_add(&ip->worker_chunks, 1);
+    if ((pid_t)syscall(SYS_gettid) != task_tid)
+        atomic_fetch_add(&ip->chunks_off_task_thread, 1);
 }
 
 static int inner_task(void *p, size_t index)
@@ -106,6 +112,7 @@ static int inner_task(void *p, size_t index)
     (void)index;
     if (on_worker())
         atomic_fetch_add(&ip->tasks_on_workers, 1);
+    task_tid = (pid_t)syscall(SYS_gettid);
     return nxr_parallel_for(ip->ctx, 0, 64, 1, note_chunk, ip);
 }
 
@@ -139,15 +146,23 @@ static int meet_task(void *p, size_t index)
     return inner_task(&rv->ip, index);
 }
 
+/* Nested loops are checked where they run (each chunk on its task's own
+ * thread) and by the team's own dispatch count (one region: the OUTER run
+ * itself), not by counting threads, which a nested dispatch would not add. */
 Test(executor_tasks, outer_tasks_fan_out_and_nest_sequentially)
 {
+    NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0,%1");
-    int threads = nxr_test_thread_count();
+    struct nxr__team *team = ctx->domain->team;
+    uint64_t regions = nxr__team_regions(team);
     struct rendezvous rv = {.ctx = ctx, .ip = {.ctx = ctx}};
     cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 40, meet_task, &rv), 0);
     cr_expect_eq(atomic_load(&rv.met), 2, "two tasks ran at the same time");
     cr_expect_gt(atomic_load(&rv.ip.tasks_on_workers), 0, "tasks ran on workers");
-    cr_expect_eq(nxr_test_thread_count(), threads, "no thread was added");
+    cr_expect_eq(atomic_load(&rv.ip.chunks_off_task_thread), 0,
+                 "a nested loop's chunk left its task's thread");
+    cr_expect_eq(nxr__team_regions(team) - regions, 1u, "nested loops dispatched regions");
+    cr_expect_eq(nxr__team_nested_regions(team), 0u);
 }
 
 Test(executor_tasks, outer_reports_the_error_and_skips_the_rest)
