@@ -116,3 +116,4 @@ grep -q '^domains: ' "$work/info.txt" || fail "bin/nxr info printed no domains l
 ok "bin/nxr info: $(grep '^domains: ' "$work/info.txt")"
 
 echo "install_test: $checks checks passed"
+echo "$checks passed, 0 failed"
