@@ -60,10 +60,11 @@ under_prefix() {
 pc_libdir=$(under_prefix "$libdir")
 pc_includedir=$(under_prefix "$includedir")
 
-installed=""
+installed="" # one path per line (paths may hold spaces)
 put() { # mode source destination-file
     install -m "$1" "$2" "$3"
-    installed="$installed $3"
+    installed="$installed$3
+"
 }
 
 fill() { # template output
@@ -71,7 +72,8 @@ fill() { # template output
         -e "s|@PC_LIBDIR@|$pc_libdir|g" -e "s|@PC_INCLUDEDIR@|$pc_includedir|g" \
         -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" "$1" >"$2"
     chmod 0644 "$2"
-    installed="$installed $2"
+    installed="$installed$2
+"
 }
 
 shared() { # name: lib<name>.so.X.Y.Z, lib<name>.so.X -> it, lib<name>.so -> .so.X
@@ -100,6 +102,5 @@ fill "$dist/nxrConfig.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfig.cmake"
 fill "$dist/nxrConfigVersion.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfigVersion.cmake"
 put 0755 "$root/tools/nxr" "$destdir$bindir/nxr"
 echo "stage.sh: nxr $version installed under $destdir$prefix (bytes, file):"
-# shellcheck disable=SC2086 # one word per installed path
-stat -c '%10s  %n' $installed
+printf '%s' "$installed" | while IFS= read -r f; do stat -c '%10s  %n' "$f"; done
 echo "  (and the links lib{nxr,nxr_omp}.so.$major and .so)"
