@@ -99,11 +99,14 @@ void nxr__rhythm_plan(const struct nxr__rhythm *r, uint32_t gen, uint64_t now, u
     const uint64_t next = end + gap + (uint64_t)missed * (dur[N / 2] + gap);
     plan->predicted = true;
     const uint64_t lead = nxr__rhythm_lead(r);
+    uint64_t window = margin;
     if (next > now + lead + NXR__RHYTHM_SLEEP_MIN_NS)
         plan->sleep_until = next - lead;
-    /* Past the predicted publish already: one margin more, then park; the
+    else if (window < NXR__RHYTHM_THROUGH_MARGIN_NS)
+        window = NXR__RHYTHM_THROUGH_MARGIN_NS;
+    /* Past the predicted publish already: one window more, then park; the
      * stream may have stopped. */
-    plan->spin_until = (next > now ? next : now) + margin;
+    plan->spin_until = (next > now ? next : now) + window;
 }
 
 void nxr__rhythm_woke(struct nxr__rhythm *r, uint64_t deadline, uint64_t now)

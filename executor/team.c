@@ -54,14 +54,14 @@
  * when it sees the region, so the dispatcher makes at most two futex calls
  * before it runs its own slot; a dispatcher that takes part may make none
  * (wake_for_joining_caller: a worker about to wake by itself, or regions too
- * short for a woken worker to arrive in time, are left alone). `parked` and the published work (`job`,
- * `queued`) form a Dekker pair (all seq_cst): the worker sets parked then
- * re-reads the work; a waker publishes the work then reads parked. Either the
- * waker sees the worker parked and wakes it (bumping its wake_seq first), or
- * the worker sees the work and does not sleep; FUTEX_WAIT's compare on
- * wake_seq closes the rest. Completion is the mirror image: slots count
- * `remaining` down, and the last one wakes the dispatcher if it parked
- * (`dispatcher_parked`).
+ * short for a woken worker to arrive in time, are left alone). `parked` and
+ * the published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
+ * worker sets parked then re-reads the work; a waker publishes the work then
+ * reads parked. Either the waker sees the worker parked and wakes it
+ * (bumping its wake_seq first), or the worker sees the work and does not
+ * sleep; FUTEX_WAIT's compare on wake_seq closes the rest. Completion is the
+ * mirror image: slots count `remaining` down, and the last one wakes the
+ * dispatcher if it parked (`dispatcher_parked`).
  *
  * Submitted items. Asynchronous work is a FIFO of batches under queue_lock;
  * `queued` is a hint (1: the queue may hold unclaimed items) that workers
@@ -97,6 +97,8 @@
 /* The dispatcher's join wait with the adaptive policy: pause iterations
  * before it parks on `remaining` (it waits only for slots being run). */
 #define JOIN_SPIN 4096u
+/* Useless spins in a row before a worker disengages (see worker_main). */
+#define USELESS 16u
 
 struct slot {
     /* The last generation that claimed this slot (see the file comment):
@@ -315,13 +317,29 @@ static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, ui
     }
 }
 
+/* How a worker's wait ended (worker_main's usefulness streak). */
+enum arrival {
+    ARRIVED_SPINNING, /* it was spinning when the work came */
+    ARRIVED_PARKED,   /* from a park (woken, or its timed park ended) */
+    ARRIVED_POLLING,  /* from a disengaged worker's poll */
+};
+
+/* A disengaged worker polls this often while regions keep coming (and
+ * parks for good at the first poll that finds none): no wake-up call is
+ * needed to bring it back, and a stopped stream costs one more wake-up. */
+#define POLL_NS 1000000u
+
 /* Waits for work (see has_work) and returns the job word. A worker that was
- * not a participant of the last region it saw parks at once; otherwise the
- * fixed spin bound, or the rhythm's plan (see the file comment). */
+ * not a participant of the last region it saw parks at once. A participant
+ * spins the fixed bound, or follows the rhythm's plans (see the file
+ * comment) unless `engaged` is false (its spins have been useless, see
+ * worker_main); a participant whose plans found nothing, or that is not
+ * engaged, polls once (POLL_NS) before it parks for good. */
 static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t seen,
-                           bool participant)
+                           bool participant, bool engaged, enum arrival *how)
 {
     uint64_t job;
+    *how = ARRIVED_SPINNING;
     /* Relaxed: a stale bound only changes how long this one wait spins. */
     unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
     if (!participant || spin == 0) {
@@ -332,14 +350,16 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
     } else {
         /* Re-plan when the plan had to guess the region's end (the caller
          * was still running its share), and once after a predicted region
-         * did not come; then park for good. At most four plans. */
+         * did not come. At most four plans. */
         unsigned missed = 0;
-        for (int plans = 0; plans < 4; plans++) {
+        for (int plans = 0; engaged && plans < 4; plans++) {
             struct nxr__idle_plan plan;
             nxr__rhythm_plan(&team->rhythm, seen, nxr__now_ns(), missed, &plan);
             if (plan.sleep_until != 0) {
-                if (park(team, w, seen, plan.sleep_until, &job))
+                if (park(team, w, seen, plan.sleep_until, &job)) {
+                    *how = ARRIVED_PARKED;
                     return job;
+                }
                 /* Woken late: the region may be late too; spin a little. */
                 uint64_t floor = nxr__now_ns() + NXR__RHYTHM_MARGIN_MIN_NS;
                 if (plan.spin_until < floor)
@@ -350,7 +370,12 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;
         }
+        if (park(team, w, seen, nxr__now_ns() + POLL_NS, &job)) {
+            *how = ARRIVED_POLLING;
+            return job;
+        }
     }
+    *how = ARRIVED_PARKED;
     park(team, w, seen, 0, &job);
     return job;
 }
@@ -385,8 +410,10 @@ static void wake_pair(struct nxr__team *team, unsigned first, unsigned count)
  *    itself, on time or nearly;
  *  - when the last regions were short (nxr__rhythm_short): they are over
  *    before a woken worker could take part, and the caller runs them about
- *    as fast alone; unless the worker has not seen REENGAGE regions, so that
- *    one of them wakes it and it picks up the rhythm again.
+ *    as fast alone. A worker in a timed park comes back by itself (its plan
+ *    or its poll, POLL_NS); one parked for good is woken once it has missed
+ *    REENGAGE regions, so that it picks up the rhythm of a stream that
+ *    started again.
  * A worker left alone is a delay at most, never a lost wake-up: the region
  * does not need it. Only with the adaptive policy: a fixed spin bound
  * (NXR_SPIN, or 0 on shared CPUs) keeps the plain rule, every parked
@@ -408,7 +435,7 @@ static void wake_for_joining_caller(struct nxr__team *team, unsigned count, uint
         uint64_t at = atomic_load_explicit(&w->wake_at, memory_order_relaxed);
         if (at != 0 && at <= soon)
             continue;
-        if (gen - atomic_load_explicit(&w->seen, memory_order_relaxed) < REENGAGE) {
+        if (at != 0 || gen - atomic_load_explicit(&w->seen, memory_order_relaxed) < REENGAGE) {
             if (short_regions < 0)
                 short_regions = nxr__rhythm_short(&team->rhythm, gen);
             if (short_regions)
@@ -513,8 +540,16 @@ static void *worker_main(void *p)
     nxr__timer_slack_self(1000);
     uint32_t seen = 0;
     bool participant = false;
+    /* Regions it reached spinning and found fully claimed, in a row: past
+     * USELESS the caller is faster than a spinning worker (empty regions),
+     * so it stops spinning for them and polls instead. A poll that finds a
+     * region lets it try one spin again. */
+    unsigned useless = 0;
     for (;;) {
-        uint64_t job = await_work(team, w, seen, participant);
+        enum arrival how;
+        uint64_t job = await_work(team, w, seen, participant, useless < USELESS, &how);
+        if (how == ARRIVED_POLLING && useless >= USELESS)
+            useless = USELESS - 1;
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
             /* Relaxed: a hint for the dispatcher's re-engage rule. */
@@ -532,8 +567,14 @@ static void *worker_main(void *p)
                 if (hook != NULL)
                     hook->fn(hook->arg, w->index, seen);
                 wake_pair(team, 2 * w->index + 2, count);
-                if (run_slots(team, seen, offset, count + offset, w->index + offset) == 0)
+                if (run_slots(team, seen, offset, count + offset, w->index + offset) != 0) {
+                    useless = 0;
+                } else {
+                    /* Relaxed: a counter. */
                     atomic_fetch_add_explicit(&team->late_arrivals, 1, memory_order_relaxed);
+                    if (how == ARRIVED_SPINNING && useless < USELESS)
+                        useless++;
+                }
             }
         }
         while (run_one_item(team))

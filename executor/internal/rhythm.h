@@ -12,17 +12,18 @@
  * median of the last gaps is the prediction, the spread of the middle ones
  * widens the margin. The worker parks until `lead` before the predicted
  * publish (lead: how late timed wake-ups have been returning, learnt from
- * the wake-ups themselves: it rises at once to a late one and decays
- * slowly, so it tracks the late tail, not the mean), spins from then until the margin after it, and parks for good
- * when nothing came: an idle team costs nothing, a steady stream of regions
- * finds its workers awake, and spinning costs about (lead + margin) per
- * region instead of the whole gap. A gap shorter than a timed park is worth
- * is spun through. When the worker plans before its region's end was
- * stamped (the caller still runs its share), it takes its own clock as the
- * end and says so (end_known false): it re-plans once after a spin that
- * found nothing. A predicted publish that does not come (the caller was
- * preempted, or the stream stopped) is missed once: the worker aims at the
- * one after it; a second miss and it parks for good. No rhythm (fewer regions than the ring holds, or gaps above
+ * the wake-ups themselves; it rises at once to a late one and decays
+ * slowly, so it tracks the late tail, not the mean), spins from then until
+ * the margin after it, and parks for good when nothing came: an idle team
+ * costs nothing, a steady stream of regions finds its workers awake, and
+ * spinning costs about (lead + margin) per region instead of the whole gap.
+ * A gap shorter than a timed park is worth is spun through. When the worker
+ * plans before its region's end was stamped (the caller still runs its
+ * share), it takes its own clock as the end and says so (end_known false):
+ * it re-plans after a spin that found nothing. A predicted publish that does
+ * not come (the caller was preempted, or the stream stopped) is missed once:
+ * the worker aims at the one after it; at the second miss it parks for
+ * good. No rhythm (fewer regions than the ring holds, or gaps above
  * NXR__RHYTHM_GAP_MAX_NS): a short fallback spin, then park.
  *
  * Everything here is advisory: a stale or torn read of the ring only makes
@@ -50,6 +51,11 @@
 #define NXR__RHYTHM_LEAD_MAX_NS   200000u
 /* A timed park shorter than this is not worth it: spin instead. */
 #define NXR__RHYTHM_SLEEP_MIN_NS 20000u
+/* A worker that spins through the gap (no timed park) keeps spinning at
+ * least this long past the predicted publish: free while the stream runs
+ * (the gap is spun anyway), paid once when it stops, and it rides out a
+ * caller that was preempted for a moment. */
+#define NXR__RHYTHM_THROUGH_MARGIN_NS 100000u
 /* Regions shorter than this (median of the last ones) are over before a
  * worker woken for them could take part: a joining caller runs them alone
  * rather than pay a wake-up call (team.c). */

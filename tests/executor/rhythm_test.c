@@ -139,7 +139,7 @@ Test(executor_rhythm, short_gaps_are_spun_through)
     struct nxr__idle_plan p;
     nxr__rhythm_plan(&r, 12, end + 1 * US, 0, &p);
     cr_assert_eq(p.sleep_until, 0, "a 10 us gap is shorter than a timed park is worth");
-    cr_assert_eq(p.spin_until, end + 10 * US + NXR__RHYTHM_MARGIN_MIN_NS);
+    cr_assert_eq(p.spin_until, end + 10 * US + NXR__RHYTHM_THROUGH_MARGIN_NS);
 }
 
 Test(executor_rhythm, one_outlier_moves_neither_gap_nor_margin)
@@ -187,7 +187,7 @@ Test(executor_rhythm, a_late_or_stopped_stream_spins_one_margin_then_parks)
     uint64_t now = end + 2000 * US; /* well past the predicted publish */
     nxr__rhythm_plan(&r, 10, now, 0, &p);
     cr_assert_eq(p.sleep_until, 0);
-    cr_assert_eq(p.spin_until, now + NXR__RHYTHM_MARGIN_MIN_NS);
+    cr_assert_eq(p.spin_until, now + NXR__RHYTHM_THROUGH_MARGIN_NS);
 }
 
 Test(executor_rhythm, slow_streams_and_torn_rings_fall_back)
