@@ -40,10 +40,14 @@
  * out chunks from their descriptor's counter; only a slot holder reaches it.
  *
  * Parking. Workers wait for work as the rhythm says (internal/rhythm.h: park
- * until shortly before the next predicted region, spin around it, park for
- * good when it does not come), or, with a fixed spin bound (NXR_SPIN), spin
- * at most `spin` iterations and park. A worker that was not a participant
- * of the last region parks at once. Each worker parks on its own futex word
+ * until shortly before the next predicted region, spin around it), or, with
+ * a fixed spin bound (NXR_SPIN), spin at most `spin` iterations and park. A
+ * worker that was not a participant of the last region parks at once. When
+ * the rhythm's plans find nothing, or when a worker's spins keep arriving
+ * after the caller took every slot (USELESS in a row: empty regions), it
+ * polls: a timed park of POLL_NS, then one more try if regions came, else it
+ * parks for good. So a stopped stream costs one poll, and a worker falls
+ * back in step without anyone paying a wake-up call for it. Each worker parks on its own futex word
  * (`struct worker.wake_seq`) with its own `parked` flag. A region wakes only
  * its participants, workers [0, count), so a region never has more runnable
  * threads than participants. (One shared futex woken with INT_MAX woke them

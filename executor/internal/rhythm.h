@@ -22,8 +22,8 @@
  * share), it takes its own clock as the end and says so (end_known false):
  * it re-plans after a spin that found nothing. A predicted publish that does
  * not come (the caller was preempted, or the stream stopped) is missed once:
- * the worker aims at the one after it; at the second miss it parks for
- * good. No rhythm (fewer regions than the ring holds, or gaps above
+ * the worker aims at the one after it; at the second miss it gives up on
+ * the rhythm (team.c: one poll, then park for good). No rhythm (fewer regions than the ring holds, or gaps above
  * NXR__RHYTHM_GAP_MAX_NS): a short fallback spin, then park.
  *
  * Everything here is advisory: a stale or torn read of the ring only makes
