@@ -61,6 +61,7 @@ void nxr__rhythm_plan(const struct nxr__rhythm *r, uint32_t gen, uint64_t now, u
 {
     plan->sleep_until = 0;
     plan->spin_until = now + NXR__RHYTHM_FALLBACK_SPIN_NS;
+    plan->expected = UINT64_MAX;
     plan->predicted = false;
     plan->end_known = true;
     if (gen < NXR__RHYTHM_HISTORY)
@@ -98,6 +99,7 @@ void nxr__rhythm_plan(const struct nxr__rhythm *r, uint32_t gen, uint64_t now, u
      * them, as if the stream had skipped a beat (a preempted caller). */
     const uint64_t next = end + gap + (uint64_t)missed * (dur[N / 2] + gap);
     plan->predicted = true;
+    plan->expected = next;
     const uint64_t lead = nxr__rhythm_lead(r);
     uint64_t window = margin;
     if (next > now + lead + NXR__RHYTHM_SLEEP_MIN_NS)

@@ -82,6 +82,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -309,15 +310,23 @@ static bool spin_for(struct nxr__team *team, uint32_t seen, unsigned iterations,
     return false;
 }
 
-/* Spins until there is work (true) or the clock passes `until`. */
-static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, uint64_t *job)
+/* Spins until there is work (true) or the clock passes `until`. Past
+ * `overdue` it yields the CPU at each clock check: a region that is late
+ * may be late because the caller waits for this very CPU (on a machine
+ * whose other CPUs are taken by other processes, a worker woken ahead can
+ * land on the caller's CPU and delay the region it is waiting for). */
+static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, uint64_t overdue,
+                       uint64_t *job)
 {
     for (;;) {
         /* The clock (a vDSO read, ~20 ns) only every 32 pauses. */
         if (spin_for(team, seen, 32, job))
             return true;
-        if (nxr__now_ns() >= until)
+        uint64_t now = nxr__now_ns();
+        if (now >= until)
             return false;
+        if (now >= overdue)
+            sched_yield();
     }
 }
 
@@ -369,7 +378,7 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
                 if (plan.spin_until < floor)
                     plan.spin_until = floor;
             }
-            if (spin_until(team, seen, plan.spin_until, &job))
+            if (spin_until(team, seen, plan.spin_until, plan.expected, &job))
                 return job;
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;

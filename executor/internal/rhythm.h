@@ -70,12 +70,14 @@ struct nxr__rhythm {
 };
 
 /* How a worker waits: park until sleep_until (0: do not), then spin until
- * spin_until (checking for work), then park until woken. predicted: the
+ * spin_until (checking for work), then park until woken; past `expected` a
+ * spinning worker also yields its CPU now and then (team.c). predicted: the
  * plan follows a rhythm (else it is the fallback spin); end_known: it used
  * the region's stamped end (else the worker's clock). */
 struct nxr__idle_plan {
     uint64_t sleep_until;
     uint64_t spin_until;
+    uint64_t expected; /* the predicted publish (predicted plans only) */
     bool predicted;
     bool end_known;
 };
