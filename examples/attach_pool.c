@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "examples/pool_executor.h"
+#include "service/pool_executor.h"
 
 static void square(void *arg, size_t b, size_t e, unsigned worker)
 {

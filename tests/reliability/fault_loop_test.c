@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "examples/pool_executor.h"
+#include "service/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 #include "tests/support/procfs.h"

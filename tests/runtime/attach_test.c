@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "examples/pool_executor.h"
+#include "service/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/procfs.h"
 

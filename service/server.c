@@ -1,0 +1,320 @@
+/* The nxr serving path (see server.h). */
+#include "service/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "service/binding.h"
+#include "service/queue.h"
+
+#define CPU_WORDS 16 /* CPUs 0..1023 recorded */
+
+struct slot {
+    struct svc_server *server;
+    size_t index;
+    nxr_ctx_t *ctx;
+    const nxr_domain_t *domain, *memory;
+    hwloc_bitmap_t bind;
+    const float *weights;
+    struct svc_queue queue;
+    pthread_t thread;
+    bool started;
+    /* Rows routed here and not completed: the router's load signal.
+     * Relaxed everywhere: a heuristic, stale values only skew routing. */
+    _Alignas(64) atomic_size_t outstanding;
+    atomic_ullong served, split, errors;
+    _Atomic uint64_t cpu_bits[CPU_WORDS];
+};
+
+struct svc_server {
+    struct svc_server_opts opts;
+    size_t scratch_rows_max;
+    size_t n;
+    /* Start handshake: each serving thread reports its binding once. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t reported;
+    int start_status;
+    struct slot slots[];
+};
+
+static void record_cpu(struct slot *s, struct svc_request *r)
+{
+    int cpu = sched_getcpu();
+    r->cpu = cpu;
+    if (cpu >= 0 && cpu < CPU_WORDS * 64)
+        atomic_fetch_or_explicit(&s->cpu_bits[cpu / 64], UINT64_C(1) << (cpu % 64),
+                                 memory_order_relaxed);
+}
+
+/* Computes r on slot s from the calling thread: in place inside a task
+ * body, split over the domain from the serving thread. */
+static int compute(struct slot *s, struct svc_request *r)
+{
+    record_cpu(s, r);
+    const struct svc_model_shape *shape = &s->server->opts.shape;
+    nxr_buffer_t *scratch;
+    int rc = nxr_buffer_acquire(s->memory, svc_model_scratch_floats(shape, r->rows) * sizeof(float),
+                                &scratch);
+    if (rc != 0)
+        return rc;
+    rc = svc_model_forward(&svc_ops_nxr, s->ctx, shape, s->weights, r->rows, r->input, r->output,
+                           nxr_buffer_data(scratch));
+    nxr_buffer_release(scratch);
+    return rc;
+}
+
+static void finish(struct slot *s, struct svc_request *r, int rc)
+{
+    atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
+    if (r->split)
+        atomic_fetch_add_explicit(&s->split, 1, memory_order_relaxed);
+    if (rc != 0)
+        atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->outstanding, r->rows, memory_order_relaxed);
+    svc_request_complete(r, rc);
+}
+
+/* Small requests handed to the domain's workers together: one job, one
+ * task per request. The task that finishes last frees the batch. */
+struct batch {
+    struct slot *slot;
+    atomic_size_t left;
+    size_t n;
+    struct svc_request *reqs[];
+};
+
+/* A small request, as a task on one of the domain's workers. */
+static int small_task(void *arg, size_t index)
+{
+    struct batch *b = arg;
+    struct svc_request *r = b->reqs[index];
+    finish(b->slot, r, compute(b->slot, r));
+    /* acq_rel: the freeing task sees the others' last reads of b. */
+    if (atomic_fetch_sub_explicit(&b->left, 1, memory_order_acq_rel) == 1)
+        free(b);
+    return 0; /* each request carries its own status; the job has none */
+}
+
+/* Submits b's requests as one job; on failure answers them with the error. */
+static void flush(struct slot *s, struct batch *b)
+{
+    if (b == NULL || b->n == 0)
+        return;
+    atomic_init(&b->left, b->n);
+    int rc = nxr_submit(s->ctx, b->n, small_task, b, NULL);
+    if (rc != 0) {
+        for (size_t i = 0; i < b->n; i++)
+            finish(s, b->reqs[i], rc);
+        free(b);
+    }
+}
+
+static void report_start(struct svc_server *srv, int status)
+{
+    pthread_mutex_lock(&srv->lock);
+    if (status != 0 && srv->start_status == 0)
+        srv->start_status = status;
+    srv->reported++;
+    pthread_cond_signal(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void *serving_thread(void *p)
+{
+    struct slot *s = p;
+    struct svc_server *srv = s->server;
+    char name[16];
+    snprintf(name, sizeof(name), "svc-d%d", nxr_domain_id(s->domain));
+    pthread_setname_np(pthread_self(), name);
+    int rc = svc_bind_thread(s->bind);
+    report_start(srv, rc);
+    if (rc != 0)
+        return NULL;
+    const size_t split_rows = srv->opts.split_rows;
+    struct svc_request *r;
+    while ((r = svc_queue_take_all(&s->queue)) != NULL) {
+        size_t n = 0;
+        for (struct svc_request *q = r; q != NULL; q = q->next)
+            n++;
+        struct batch *b = NULL;
+        while (r != NULL) {
+            struct svc_request *next = r->next; /* r may complete (and be reused) at once */
+            if (split_rows > 0 && r->rows >= split_rows) {
+                flush(s, b); /* the small ones that came first go first */
+                b = NULL;
+                r->split = true;
+                finish(s, r, compute(s, r));
+            } else {
+                if (b == NULL && (b = malloc(sizeof(*b) + n * sizeof(b->reqs[0]))) != NULL) {
+                    b->slot = s;
+                    b->n = 0;
+                }
+                if (b != NULL)
+                    b->reqs[b->n++] = r;
+                else
+                    finish(s, r, -ENOMEM);
+            }
+            r = next;
+        }
+        flush(s, b);
+    }
+    return NULL;
+}
+
+static void stop_slots(struct svc_server *srv, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        svc_queue_close(&srv->slots[i].queue);
+    for (size_t i = 0; i < n; i++) {
+        struct slot *s = &srv->slots[i];
+        if (s->started)
+            pthread_join(s->thread, NULL);
+        svc_queue_destroy(&s->queue);
+        nxr_ctx_destroy(s->ctx);
+        if (s->bind != NULL)
+            hwloc_bitmap_free(s->bind);
+    }
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}
+
+int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct svc_slot_decl *slots,
+                     size_t n, const struct svc_server_opts *opts, char *err, size_t errsz)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL || slots == NULL || n == 0 || opts == NULL)
+        return -EINVAL;
+    struct svc_server *srv = calloc(1, sizeof(*srv) + n * sizeof(struct slot));
+    if (srv == NULL)
+        return -ENOMEM;
+    srv->opts = *opts;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->cond, NULL);
+    int rc = 0;
+    size_t made = 0, started = 0;
+    for (; made < n && rc == 0; made++) {
+        struct slot *s = &srv->slots[made];
+        s->server = srv;
+        s->index = made;
+        s->weights = slots[made].weights;
+        svc_queue_init(&s->queue);
+        rc = nxr_ctx_create(&s->ctx, rt, slots[made].domain_id);
+        if (rc != 0) {
+            snprintf(err, errsz, "slot %zu: context on domain %d: %s", made, slots[made].domain_id,
+                     nxr_strerror(rc));
+            made++;
+            break;
+        }
+        s->domain = nxr_ctx_domain(s->ctx);
+        s->memory = slots[made].memory != NULL ? slots[made].memory : s->domain;
+        hwloc_const_bitmap_t bind =
+            slots[made].bind != NULL ? slots[made].bind : nxr_domain_cpuset(s->domain);
+        s->bind = bind != NULL ? hwloc_bitmap_dup(bind) : NULL;
+        if (s->bind == NULL) {
+            rc = bind == NULL ? -EINVAL : -ENOMEM;
+            snprintf(err, errsz, "slot %zu: domain %d has no CPU set to bind to", made,
+                     slots[made].domain_id);
+        }
+    }
+    for (; rc == 0 && started < n; started++) {
+        struct slot *s = &srv->slots[started];
+        rc = -pthread_create(&s->thread, NULL, serving_thread, s);
+        if (rc != 0) {
+            snprintf(err, errsz, "slot %zu: serving thread: %s", started, nxr_strerror(rc));
+            break;
+        }
+        s->started = true;
+    }
+    pthread_mutex_lock(&srv->lock);
+    while (srv->reported < started)
+        pthread_cond_wait(&srv->cond, &srv->lock);
+    if (rc == 0 && srv->start_status != 0) {
+        rc = srv->start_status;
+        snprintf(err, errsz, "a serving thread could not be bound to its domain: %s",
+                 nxr_strerror(rc));
+    }
+    pthread_mutex_unlock(&srv->lock);
+    srv->n = made;
+    if (rc != 0) {
+        stop_slots(srv, made);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
+int svc_server_submit(void *server, struct svc_request *r)
+{
+    struct svc_server *srv = server;
+    struct slot *best = &srv->slots[0];
+    size_t least = atomic_load_explicit(&best->outstanding, memory_order_relaxed);
+    for (size_t i = 1; i < srv->n && least > 0; i++) {
+        size_t o = atomic_load_explicit(&srv->slots[i].outstanding, memory_order_relaxed);
+        if (o < least) {
+            least = o;
+            best = &srv->slots[i];
+        }
+    }
+    r->slot = (int)best->index;
+    r->path_data = best;
+    atomic_fetch_add_explicit(&best->outstanding, r->rows, memory_order_relaxed);
+    if (!svc_queue_push(&best->queue, r)) {
+        atomic_fetch_sub_explicit(&best->outstanding, r->rows, memory_order_relaxed);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+size_t svc_server_slots(const struct svc_server *s)
+{
+    return s->n;
+}
+
+const nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot)
+{
+    return slot < s->n ? s->slots[slot].domain : NULL;
+}
+
+void svc_server_slot_stats(const struct svc_server *srv, size_t slot, struct svc_slot_stats *out,
+                           hwloc_bitmap_t cpus)
+{
+    const struct slot *s = &srv->slots[slot];
+    out->served = atomic_load_explicit(&s->served, memory_order_relaxed);
+    out->split = atomic_load_explicit(&s->split, memory_order_relaxed);
+    out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
+    if (cpus == NULL)
+        return;
+    hwloc_bitmap_zero(cpus);
+    for (unsigned w = 0; w < CPU_WORDS; w++) {
+        uint64_t bits = atomic_load_explicit(&s->cpu_bits[w], memory_order_relaxed);
+        for (unsigned b = 0; b < 64; b++)
+            if (bits & (UINT64_C(1) << b))
+                hwloc_bitmap_set(cpus, w * 64 + b);
+    }
+}
+
+void svc_server_reset_stats(struct svc_server *srv)
+{
+    for (size_t i = 0; i < srv->n; i++) {
+        struct slot *s = &srv->slots[i];
+        atomic_store_explicit(&s->served, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->split, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->errors, 0, memory_order_relaxed);
+        for (unsigned w = 0; w < CPU_WORDS; w++)
+            atomic_store_explicit(&s->cpu_bits[w], 0, memory_order_relaxed);
+    }
+}
+
+void svc_server_stop(struct svc_server *s)
+{
+    if (s != NULL)
+        stop_slots(s, s->n);
+}
