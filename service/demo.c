@@ -21,12 +21,12 @@
 void svc_demo_config_init(struct svc_demo_config *c)
 {
     *c = (struct svc_demo_config){
-        .requests = 3000,
+        .requests = 2000,
         .clients = 4,
         .batch_min = 1,
         .batch_max = 16,
         .hidden = 256,
-        .layers = 4,
+        .layers = 6,
         .vocab = 512,
         .domains = NULL,
         .executor = SVC_EXECUTOR_NXR,

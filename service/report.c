@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "service/compare.h"
 
@@ -143,6 +144,9 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
     } else {
         fputs("null", f);
     }
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(f, ",\"omp_wait_policy\":\"%s\"", wait != NULL && strlen(wait) < 32 && !strchr(wait, '"')
+                                                 ? wait : "default");
     fprintf(f,
             ",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
             "\"split_rows\":%zu}}\n",
@@ -205,6 +209,10 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
             r->flat_identical ? "bit-identical to" : "DIFFERS from",
             r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance" : "OUT of tolerance",
             r->omp_max_diff, SVC_OMP_TOLERANCE, r->outputs_match ? "match" : "MISMATCH");
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(f, "OpenMP ran with OMP_WAIT_POLICY=%s%s\n", wait != NULL ? wait : "unset",
+            wait != NULL ? "" : " (libgomp's default: idle threads spin before they sleep; a "
+                                "shared machine punishes that)");
     fprintf(f, "ratios (same run, paths interleaved):\n");
     fprintf(f, "  req/s nxr / OpenMP  %6.2f   goal >= %.1f  %s\n", rps, SVC_GOAL_RPS_VS_OMP,
             met(rps >= SVC_GOAL_RPS_VS_OMP));

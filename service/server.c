@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,6 +40,7 @@ struct svc_server {
     pthread_cond_t cond;
     size_t reported;
     int start_status;
+    atomic_size_t turn; /* the router's round-robin start */
     struct slot slots[];
 };
 
@@ -254,13 +256,17 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
 int svc_server_submit(void *server, struct svc_request *r)
 {
     struct svc_server *srv = server;
-    struct slot *best = &srv->slots[0];
-    size_t least = atomic_load_explicit(&best->outstanding, memory_order_relaxed);
-    for (size_t i = 1; i < srv->n && least > 0; i++) {
-        size_t o = atomic_load_explicit(&srv->slots[i].outstanding, memory_order_relaxed);
+    /* Ties go round-robin (the scan starts one slot further each time), so
+     * an idle service spreads even one client's requests over its domains. */
+    const size_t start = atomic_fetch_add_explicit(&srv->turn, 1, memory_order_relaxed) % srv->n;
+    struct slot *best = NULL;
+    size_t least = SIZE_MAX;
+    for (size_t k = 0; k < srv->n; k++) {
+        struct slot *s = &srv->slots[(start + k) % srv->n];
+        size_t o = atomic_load_explicit(&s->outstanding, memory_order_relaxed);
         if (o < least) {
             least = o;
-            best = &srv->slots[i];
+            best = s;
         }
     }
     r->slot = (int)best->index;

@@ -2,7 +2,8 @@
  * The nxr serving path: one serving thread per slot (a slot is one domain:
  * a context, the thread bound to the domain's CPUs, a request queue and the
  * weight replica on the domain's node). Clients submit requests; the
- * server routes each to the slot with the fewest rows outstanding; the
+ * server routes each to the slot with the fewest rows outstanding (ties
+ * round-robin); the
  * slot's serving thread takes whatever is queued and
  *   - submits each small request as one task (nxr_submit): it runs on one
  *     of the domain's workers, its kernels sequentially in place, so the
@@ -57,7 +58,7 @@ struct svc_slot_stats {
 int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct svc_slot_decl *slots,
                      size_t n, const struct svc_server_opts *opts, char *err, size_t errsz);
 
-/* Routes r to a slot (fewest outstanding rows; ties: the lowest slot) and
+/* Routes r to a slot (fewest outstanding rows; ties: round-robin) and
  * queues it. Returns 0, or -ESHUTDOWN after stop began. Any thread; the
  * signature of svc_submit_fn (service/load.h). */
 int svc_server_submit(void *server, struct svc_request *r);

@@ -19,11 +19,11 @@
 const char nxr_tool_demo_usage[] =
     "  demo     run an embedded inference service, one context per domain, against a flat\n"
     "           team and OpenMP on the same requests; flags:\n"
-    "             --requests N     requests per path (default 3000)\n"
+    "             --requests N     requests per path (default 2000)\n"
     "             --clients N      concurrent closed-loop clients (default 4)\n"
     "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
     "             --hidden N       model width (default 256; ffn = 4 x hidden)\n"
-    "             --layers N       MLP blocks (default 4)\n"
+    "             --layers N       MLP blocks (default 6)\n"
     "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
     "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
     "             --seed N         weights and requests (default 1)\n"
@@ -88,8 +88,28 @@ static void progress(void *arg, size_t done, size_t total)
     fflush(stderr);
 }
 
+/* The OpenMP path calls OpenBLAS's GEMM from every OpenMP thread, so
+ * OpenBLAS must run one thread per call. Its process-wide setter is not
+ * enough: a pthreads OpenBLAS starts its own thread pool when it loads,
+ * which then competes with every path for the CPUs. Only
+ * OPENBLAS_NUM_THREADS=1 at load stops that, so the demo sets it and
+ * re-executes itself once (nxr's own kernels are native by default and do
+ * not use OpenBLAS). */
+static void openblas_single_threaded(char **argv_full)
+{
+    const char *v = getenv("OPENBLAS_NUM_THREADS");
+    if (v != NULL && strcmp(v, "1") == 0)
+        return;
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv_full);
+    /* No re-exec (no /proc): run on; the OpenMP path then shares the CPUs
+     * with OpenBLAS's idle pool. */
+}
+
 int nxr_tool_demo(int argc, char **argv)
 {
+    openblas_single_threaded(argv - 2);
     struct svc_demo_config c;
     svc_demo_config_init(&c);
     bool json = false;
