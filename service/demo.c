@@ -21,7 +21,7 @@
 void svc_demo_config_init(struct svc_demo_config *c)
 {
     *c = (struct svc_demo_config){
-        .requests = 2000,
+        .requests = 1500,
         .clients = 4,
         .batch_min = 1,
         .batch_max = 16,
@@ -34,6 +34,7 @@ void svc_demo_config_init(struct svc_demo_config *c)
         .compare = true,
         .rounds = 6,
         .split_rows = 8,
+        .time_budget_s = 25.0,
     };
 }
 
@@ -201,6 +202,7 @@ struct path {
     double *latency; /* per request of the stream */
     int *slot;
     double wall_s;
+    size_t served;   /* requests answered in all rounds (its own throughput) */
     float *out;      /* this round's outputs */
 };
 
@@ -223,7 +225,7 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
     for (size_t p = 0; p < npaths && rc == 0; p++) {
         struct svc_load_result lr = {.latency_ms = lat, .slot = slot};
         rc = svc_load_run(&warm, &run->shape, c->clients, paths[p].submit, paths[p].service, out,
-                          &lr);
+                          0, &lr);
     }
     free(lat);
     free(slot);
@@ -237,31 +239,52 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
 
     const size_t rounds = c->rounds < c->requests ? c->rounds : c->requests;
     const size_t steps = rounds * npaths;
-    size_t first = 0, step = 0;
+    /* Each path gets an equal slice of the time budget per round; one that
+     * runs out of it (a fork-join team on a loaded machine) stops sending,
+     * and the round counts the prefix of requests every path answered. */
+    const long long slice_ns =
+        c->time_budget_s > 0 ? (long long)(c->time_budget_s * 1e9 / (double)steps) : 0;
+    size_t stream_first = 0, pos = 0, step = 0;
+    size_t served[PATHS] = {0};
+    res->rounds_planned = rounds;
     res->flat_identical = true;
     res->omp_max_diff = 0.0;
     for (size_t r = 0; r < rounds && rc == 0; r++) {
         size_t count = c->requests / rounds + (r < c->requests % rounds ? 1 : 0);
         struct svc_round round;
-        if ((rc = svc_round_make(&round, &stream, first, count)) != 0)
+        if ((rc = svc_round_make(&round, &stream, stream_first, count)) != 0)
             break;
         const size_t nout = round.total_rows * run->shape.vocab;
         for (size_t p = 0; p < npaths && rc == 0; p++)
             if ((paths[p].out = malloc(nout * sizeof(float))) == NULL)
                 rc = -ENOMEM;
+        size_t common = count;
         for (size_t k = 0; k < npaths && rc == 0; k++) {
-            struct path *P = &paths[(r + k) % npaths]; /* the order rotates every round */
+            const size_t p = (r + k) % npaths; /* the order rotates every round */
+            struct path *P = &paths[p];
             settle();
-            struct svc_load_result lr = {.latency_ms = P->latency + first, .slot = P->slot + first};
-            rc = svc_load_run(&round, &run->shape, c->clients, P->submit, P->service, P->out, &lr);
+            /* Latencies land at pos: a path that answered more than the
+             * others' common prefix has its extra entries overwritten by
+             * the next round and never counted. */
+            struct svc_load_result lr = {.latency_ms = P->latency + pos, .slot = P->slot + pos};
+            long long deadline = slice_ns > 0 ? svc_now_ns() + slice_ns : 0;
+            rc = svc_load_run(&round, &run->shape, c->clients, P->submit, P->service, P->out,
+                              deadline, &lr);
             P->wall_s += lr.wall_s;
+            served[p] += lr.served;
+            if (lr.served < common)
+                common = lr.served;
             if (c->progress != NULL)
                 c->progress(c->progress_arg, ++step, steps);
         }
+        if (common < count)
+            res->stopped_early = true;
+        const size_t ncommon = (common < count ? round.offset[common] : round.total_rows) *
+                               run->shape.vocab;
         if (rc == 0 && npaths == PATHS) {
-            if (!svc_outputs_identical(paths[PATH_NXR].out, paths[PATH_FLAT].out, nout))
+            if (!svc_outputs_identical(paths[PATH_NXR].out, paths[PATH_FLAT].out, ncommon))
                 res->flat_identical = false;
-            double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_OMP].out, nout);
+            double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_OMP].out, ncommon);
             if (d > res->omp_max_diff)
                 res->omp_max_diff = d;
         }
@@ -270,17 +293,24 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
             paths[p].out = NULL;
         }
         svc_round_free(&round);
-        first += count;
+        stream_first += count;
+        pos += common;
+        res->rounds_run = r + 1;
     }
+    res->requests_served = pos;
+    for (size_t p = 0; p < npaths; p++)
+        paths[p].served = served[p];
     if (rc != 0)
         snprintf(res->error, sizeof(res->error), "serving: %s", nxr_strerror(rc));
     return rc;
 }
 
+/* Throughput from everything the path answered; latency percentiles over
+ * the n requests every path answered (the compared set). */
 static struct svc_path_result summarise(const struct path *p, size_t n)
 {
     struct svc_path_result r = {.ran = true, .requests = n, .wall_s = p->wall_s};
-    r.requests_per_s = p->wall_s > 0 ? (double)n / p->wall_s : 0.0;
+    r.requests_per_s = p->wall_s > 0 ? (double)p->served / p->wall_s : 0.0;
     double *v = malloc(n * sizeof(double));
     if (v != NULL) {
         memcpy(v, p->latency, n * sizeof(double));
@@ -292,7 +322,7 @@ static struct svc_path_result summarise(const struct path *p, size_t n)
 
 static void describe_domains(struct run *run, const struct path *nxr, struct svc_demo_result *res)
 {
-    const size_t n = run->c->requests;
+    const size_t n = res->requests_served;
     double *v = malloc(n * sizeof(double));
     hwloc_bitmap_t ran = hwloc_bitmap_alloc();
     res->domain_count = run->domains;
@@ -364,10 +394,11 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         rc = serve(&run, paths, npaths, res);
     }
     if (rc == 0) {
-        res->nxr = summarise(&paths[PATH_NXR], c->requests);
+        const size_t n = res->requests_served;
+        res->nxr = summarise(&paths[PATH_NXR], n);
         if (c->compare) {
-            res->flat = summarise(&paths[PATH_FLAT], c->requests);
-            res->omp = summarise(&paths[PATH_OMP], c->requests);
+            res->flat = summarise(&paths[PATH_FLAT], n);
+            res->omp = summarise(&paths[PATH_OMP], n);
             res->outputs_match = res->flat_identical && res->omp_max_diff <= SVC_OMP_TOLERANCE;
         }
         describe_domains(&run, &paths[PATH_NXR], res);

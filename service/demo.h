@@ -15,6 +15,9 @@
  *     alternating rounds, the path order rotating each round, so machine
  *     noise hits each alike; a short warm-up per path first (not counted).
  *  4. After each round the outputs are compared (service/compare.h).
+ *  5. Past config.time_budget_s (default 25 s) the run stops at the next
+ *     round boundary and says so: a peer that collapses on a loaded
+ *     machine cannot make the demo run for minutes.
  */
 #ifndef NXR_SERVICE_DEMO_H
 #define NXR_SERVICE_DEMO_H
@@ -39,6 +42,9 @@ struct svc_demo_config {
     bool compare;               /* false with --no-compare */
     size_t rounds;              /* rounds the stream is cut into */
     size_t split_rows;          /* requests with >= this many rows run INNER */
+    /* Seconds of serving after which the run stops at the next round
+     * boundary (every path has then served the same requests); 0: none. */
+    double time_budget_s;
     /* Called after each path's round (progress bar); may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;
@@ -83,6 +89,9 @@ struct svc_demo_result {
     char flat_cpus[128];
     int flat_weights_node;
     unsigned omp_threads;
+    size_t rounds_planned, rounds_run;
+    size_t requests_served;   /* per path; below config.requests when stopped early */
+    bool stopped_early;       /* the time budget ended the run */
     /* Comparison (when config.compare). */
     bool flat_identical;
     double omp_max_diff;

@@ -21,11 +21,12 @@ struct load {
     bool go;
     atomic_size_t next;
     atomic_int status;
+    long long deadline_ns;
     /* Latest answer time (ns), for the wall time. */
     atomic_llong last_ns;
 };
 
-static long long now_ns(void)
+long long svc_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,10 +43,15 @@ static void *client(void *p)
         pthread_cond_wait(&L->gate, &L->gate_lock);
     pthread_mutex_unlock(&L->gate_lock);
     long long last = 0;
-    for (;;) {
+    for (bool first = true;; first = false) {
         /* Relaxed: a counter handing out distinct indices; a stale status
          * only lets one more request through. */
         if (atomic_load_explicit(&L->status, memory_order_relaxed) != 0)
+            break;
+        /* Past the deadline no new request goes out (each client sends at
+         * least one). Indices are handed out in order and every one handed
+         * out is answered, so the answered set is a prefix of the round. */
+        if (!first && L->deadline_ns > 0 && svc_now_ns() > L->deadline_ns)
             break;
         size_t i = atomic_fetch_add_explicit(&L->next, 1, memory_order_relaxed);
         if (i >= L->round->count)
@@ -55,11 +61,11 @@ static void *client(void *p)
         r.rows = L->round->rows[i];
         r.input = L->round->input + L->round->offset[i] * L->hidden;
         r.output = L->outputs + L->round->offset[i] * L->vocab;
-        long long t0 = now_ns();
+        long long t0 = svc_now_ns();
         int rc = L->submit(L->service, &r);
         if (rc == 0)
             rc = svc_request_wait(&r);
-        long long t1 = now_ns();
+        long long t1 = svc_now_ns();
         L->out->latency_ms[i] = (double)(t1 - t0) / 1e6;
         L->out->slot[i] = r.slot;
         last = t1;
@@ -84,13 +90,14 @@ static void open_gate(struct load *L)
 }
 
 int svc_load_run(const struct svc_round *round, const struct svc_model_shape *shape, unsigned clients,
-                 svc_submit_fn submit, void *service, float *outputs,
+                 svc_submit_fn submit, void *service, float *outputs, long long deadline_ns,
                  struct svc_load_result *out)
 {
     if (round == NULL || shape == NULL || clients == 0 || submit == NULL || out == NULL)
         return -EINVAL;
     out->status = 0;
     out->wall_s = 0;
+    out->served = 0;
     if (round->count == 0)
         return 0;
     struct load L = {.round = round,
@@ -99,6 +106,7 @@ int svc_load_run(const struct svc_round *round, const struct svc_model_shape *sh
                      .submit = submit,
                      .service = service,
                      .outputs = outputs,
+                     .deadline_ns = deadline_ns,
                      .out = out};
     atomic_init(&L.next, 0);
     atomic_init(&L.status, 0);
@@ -116,7 +124,7 @@ int svc_load_run(const struct svc_round *round, const struct svc_model_shape *sh
      * sent: the started ones see the status at their first check. */
     if (rc != 0)
         atomic_store_explicit(&L.status, rc, memory_order_relaxed);
-    long long t0 = now_ns();
+    long long t0 = svc_now_ns();
     open_gate(&L);
     for (unsigned i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
@@ -128,5 +136,7 @@ int svc_load_run(const struct svc_round *round, const struct svc_model_shape *sh
     long long t1 = atomic_load(&L.last_ns);
     out->wall_s = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0.0;
     out->status = atomic_load(&L.status);
+    size_t handed = atomic_load(&L.next);
+    out->served = handed < round->count ? handed : round->count;
     return out->status;
 }

@@ -21,14 +21,20 @@ struct svc_load_result {
     double *latency_ms; /* per request of the round (caller's array of round->count) */
     int *slot;          /* per request: the slot that served it (caller's array) */
     int status;         /* 0, or the first failure (then the round stopped early) */
+    size_t served;      /* requests answered: always the round's first `served` */
 };
 
 /* Runs one round against `service`: request i's output goes to
- * outputs + round->offset[i] * shape->vocab. Blocks until every request was
- * answered. Returns 0, -EAGAIN/-ENOMEM (clients could not start: nothing was
+ * outputs + round->offset[i] * shape->vocab. Blocks until every request
+ * sent was answered. With deadline_ns (CLOCK_MONOTONIC, 0: none), clients
+ * send no new request after it, so a round may end after its first
+ * out->served requests (at least one per client). Returns 0, -EAGAIN/-ENOMEM (clients could not start: nothing was
  * sent) or the first request's failure (also in out->status). */
 int svc_load_run(const struct svc_round *round, const struct svc_model_shape *shape, unsigned clients,
-                 svc_submit_fn submit, void *service, float *outputs,
+                 svc_submit_fn submit, void *service, float *outputs, long long deadline_ns,
                  struct svc_load_result *out);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+long long svc_now_ns(void);
 
 #endif /* NXR_SERVICE_LOAD_H */

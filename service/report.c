@@ -125,6 +125,8 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
     } else {
         fprintf(f, "\"outputs_match\":null,");
     }
+    fprintf(f, "\"rounds\":%zu,\"rounds_planned\":%zu,\"stopped_early\":%s,", r->rounds_run,
+            r->rounds_planned, r->stopped_early ? "true" : "false");
     fprintf(f, "\"executor\":\"%s\",", svc_executor_name(c->executor));
     fprintf(f,
             "\"config\":{\"requests\":%zu,\"clients\":%u,\"batch_min\":%zu,\"batch_max\":%zu,"
@@ -149,9 +151,9 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
                                                  ? wait : "default");
     fprintf(f,
             ",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
-            "\"split_rows\":%zu}}\n",
+            "\"split_rows\":%zu,\"time_budget_s\":%g}}\n",
             svc_executor_name(c->executor), (unsigned long long)c->seed,
-            c->compare ? "true" : "false", c->rounds, c->split_rows);
+            c->compare ? "true" : "false", c->rounds, c->split_rows, c->time_budget_s);
 }
 
 static void text_path(FILE *f, const char *name, const struct svc_path_result *p)
@@ -190,6 +192,10 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
                 (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,
                 d->pool.outstanding, d->split_requests);
     }
+    if (r->stopped_early)
+        fprintf(f, "\n  the %.0f s time budget cut rounds short: latencies over the %zu requests "
+                   "every path answered (of %zu)\n", c->time_budget_s, r->requests_served,
+                c->requests);
     fprintf(f, "\n  %-40s %9s %8s %8s %8s\n", "path", "req/s", "p50 ms", "p95 ms", "p99 ms");
     text_path(f, "nxr: one context per domain", n);
     if (!c->compare) {

@@ -19,7 +19,7 @@
 const char nxr_tool_demo_usage[] =
     "  demo     run an embedded inference service, one context per domain, against a flat\n"
     "           team and OpenMP on the same requests; flags:\n"
-    "             --requests N     requests per path (default 2000)\n"
+    "             --requests N     requests per path (default 1500)\n"
     "             --clients N      concurrent closed-loop clients (default 4)\n"
     "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
     "             --hidden N       model width (default 256; ffn = 4 x hidden)\n"

@@ -40,7 +40,7 @@ static void run_server(const char *domains, float **out_outputs, struct svc_roun
     double *lat = calloc(round->count, sizeof(double));
     int *slot = calloc(round->count, sizeof(int));
     struct svc_load_result lr = {.latency_ms = lat, .slot = slot};
-    cr_assert_eq(svc_load_run(round, shape, 5, svc_server_submit, srv, out, &lr), 0);
+    cr_assert_eq(svc_load_run(round, shape, 5, svc_server_submit, srv, out, 0, &lr), 0);
     uint64_t served = 0, split = 0;
     hwloc_bitmap_t ran = hwloc_bitmap_alloc();
     for (size_t i = 0; i < n; i++) {
