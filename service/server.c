@@ -22,6 +22,11 @@ struct slot {
     hwloc_bitmap_t bind;
     const float *weights;
     struct svc_queue queue;
+    /* Workers free to take a small request: at most `budget` small
+     * requests are handed to the domain at once, so a big one waits for at
+     * most one small request per worker, then has the whole domain.
+     * Under the queue's lock. */
+    unsigned credits, budget;
     pthread_t thread;
     bool started;
     /* Rows routed here and not completed: the router's load signal.
@@ -81,6 +86,60 @@ static void finish(struct slot *s, struct svc_request *r, int rc)
     svc_request_complete(r, rc);
 }
 
+static bool is_big(const struct slot *s, const struct svc_request *r)
+{
+    const size_t split_rows = s->server->opts.split_rows;
+    return split_rows > 0 && r->rows >= split_rows;
+}
+
+/* Admission (under the queue's lock): a small request takes a worker's
+ * credit; a big one goes only when every worker is free. */
+static bool admit(void *arg, const struct svc_request *r)
+{
+    struct slot *s = arg;
+    if (is_big(s, r))
+        return s->credits == s->budget;
+    if (s->credits == 0)
+        return false;
+    s->credits--;
+    return true;
+}
+
+static bool admit_small(void *arg, const struct svc_request *r)
+{
+    return !is_big(arg, r) && admit(arg, r);
+}
+
+static bool credit_back(struct svc_queue *q, void *arg)
+{
+    (void)q;
+    struct slot *s = arg;
+    s->credits++;
+    return true; /* the serving thread may admit something now */
+}
+
+/* A worker that finished a small request keeps its credit and takes the
+ * next one itself when the oldest queued request is small: no hand-off
+ * through the serving thread, no worker going to sleep and waking again.
+ * Otherwise (nothing queued, or a big request waiting for the whole
+ * domain) it gives the credit back. Under the queue's lock. */
+struct next {
+    struct slot *slot;
+    struct svc_request *r;
+};
+
+static bool next_or_release(struct svc_queue *q, void *arg)
+{
+    struct next *n = arg;
+    if (q->head != NULL && !is_big(n->slot, q->head)) {
+        n->r = svc_queue_pop_locked(q);
+        return false;
+    }
+    n->r = NULL;
+    n->slot->credits++;
+    return q->head != NULL; /* a big request may go once every credit is back */
+}
+
 /* Small requests handed to the domain's workers together: one job, one
  * task per request. The task that finishes last frees the batch. */
 struct batch {
@@ -94,8 +153,18 @@ struct batch {
 static int small_task(void *arg, size_t index)
 {
     struct batch *b = arg;
+    struct slot *s = b->slot;
     struct svc_request *r = b->reqs[index];
-    finish(b->slot, r, compute(b->slot, r));
+    while (r != NULL) {
+        int rc = compute(s, r);
+        /* The next request (or the credit back) before the answer: once
+         * every client has its answer the server may stop, and nothing may
+         * touch the slot after. */
+        struct next n = {.slot = s};
+        svc_queue_update(&s->queue, next_or_release, &n);
+        finish(s, r, rc);
+        r = n.r;
+    }
     /* acq_rel: the freeing task sees the others' last reads of b. */
     if (atomic_fetch_sub_explicit(&b->left, 1, memory_order_acq_rel) == 1)
         free(b);
@@ -105,13 +174,13 @@ static int small_task(void *arg, size_t index)
 /* Submits b's requests as one job; on failure answers them with the error. */
 static void flush(struct slot *s, struct batch *b)
 {
-    if (b == NULL || b->n == 0)
-        return;
     atomic_init(&b->left, b->n);
     int rc = nxr_submit(s->ctx, b->n, small_task, b, NULL);
     if (rc != 0) {
-        for (size_t i = 0; i < b->n; i++)
+        for (size_t i = 0; i < b->n; i++) {
+            svc_queue_update(&s->queue, credit_back, s);
             finish(s, b->reqs[i], rc);
+        }
         free(b);
     }
 }
@@ -129,40 +198,37 @@ static void report_start(struct svc_server *srv, int status)
 static void *serving_thread(void *p)
 {
     struct slot *s = p;
-    struct svc_server *srv = s->server;
     char name[16];
     snprintf(name, sizeof(name), "svc-d%d", nxr_domain_id(s->domain));
     pthread_setname_np(pthread_self(), name);
     int rc = svc_bind_thread(s->bind);
-    report_start(srv, rc);
+    report_start(s->server, rc);
     if (rc != 0)
         return NULL;
-    const size_t split_rows = srv->opts.split_rows;
     struct svc_request *r;
-    while ((r = svc_queue_take_all(&s->queue)) != NULL) {
-        size_t n = 0;
-        for (struct svc_request *q = r; q != NULL; q = q->next)
-            n++;
-        struct batch *b = NULL;
-        while (r != NULL) {
-            struct svc_request *next = r->next; /* r may complete (and be reused) at once */
-            if (split_rows > 0 && r->rows >= split_rows) {
-                flush(s, b); /* the small ones that came first go first */
-                b = NULL;
-                r->split = true;
-                finish(s, r, compute(s, r));
-            } else {
-                if (b == NULL && (b = malloc(sizeof(*b) + n * sizeof(b->reqs[0]))) != NULL) {
-                    b->slot = s;
-                    b->n = 0;
-                }
-                if (b != NULL)
-                    b->reqs[b->n++] = r;
-                else
-                    finish(s, r, -ENOMEM);
-            }
-            r = next;
+    while ((r = svc_queue_take_if(&s->queue, admit, s, true)) != NULL) {
+        if (is_big(s, r)) {
+            /* Every worker is free: the request's kernels split over the
+             * whole domain at once, this thread taking part. */
+            r->split = true;
+            finish(s, r, compute(s, r));
+            continue;
         }
+        /* Small: with it, every small request that can go now, as one job
+         * (an executor that runs a job before submit returns, like the
+         * OpenMP adapter, still runs them side by side). */
+        struct batch *b = malloc(sizeof(*b) + s->budget * sizeof(b->reqs[0]));
+        if (b == NULL) {
+            svc_queue_update(&s->queue, credit_back, s);
+            finish(s, r, -ENOMEM);
+            continue;
+        }
+        b->slot = s;
+        b->n = 0;
+        b->reqs[b->n++] = r;
+        while (b->n < s->budget &&
+               (r = svc_queue_take_if(&s->queue, admit_small, s, false)) != NULL)
+            b->reqs[b->n++] = r;
         flush(s, b);
     }
     return NULL;
@@ -217,6 +283,7 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
         }
         s->domain = nxr_ctx_domain(s->ctx);
         s->memory = slots[made].memory != NULL ? slots[made].memory : s->domain;
+        s->budget = s->credits = nxr_ctx_budget(s->ctx);
         hwloc_const_bitmap_t bind =
             slots[made].bind != NULL ? slots[made].bind : nxr_domain_cpuset(s->domain);
         s->bind = bind != NULL ? hwloc_bitmap_dup(bind) : NULL;

@@ -4,13 +4,16 @@
  * weight replica on the domain's node). Clients submit requests; the
  * server routes each to the slot with the fewest rows outstanding (ties
  * round-robin); the
- * slot's serving thread takes whatever is queued and
+ * slot's serving thread takes requests in arrival order and
  *   - submits each small request as one task (nxr_submit): it runs on one
  *     of the domain's workers, its kernels sequentially in place, so the
  *     domain serves as many small requests at once as it has workers, with
- *     no fork-join per kernel;
- *   - runs each big request (at least split_rows rows) itself, its kernels
- *     split over the domain's team (INNER), the serving thread taking part.
+ *     no fork-join per kernel. At most `budget` small requests are out at
+ *     once (one per worker); the rest wait in arrival order;
+ *   - runs each big request (at least split_rows rows) itself once every
+ *     worker is free, its kernels split over the whole domain (INNER), the
+ *     serving thread taking part: a big request waits for at most one
+ *     small request per worker, never for a backlog.
  * Nothing spins: serving threads sleep on their queue, clients on their
  * request, workers park (NXR_SPIN) when idle.
  *
