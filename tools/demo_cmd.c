@@ -27,6 +27,8 @@ const char nxr_tool_demo_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
     "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
     "             --seed N         weights and requests (default 1)\n"
+    "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
+    "                              0: none, every path serves every request)\n"
     "             --no-compare     serve with nxr only\n"
     "             --json           one JSON object instead of the table\n";
 
@@ -135,7 +137,7 @@ int nxr_tool_demo(int argc, char **argv)
         }
         static const char *const with_value[] = {"--requests", "--clients", "--batch",
                                                  "--hidden",   "--layers",  "--domains",
-                                                 "--executor", "--seed"};
+                                                 "--executor", "--seed",    "--time-budget"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -169,6 +171,9 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--seed") == 0) {
             if ((rc = parse_size(flag, value, 0, UINT64_MAX, &x)) == 0)
                 c.seed = x;
+        } else if (strcmp(flag, "--time-budget") == 0) {
+            if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
+                c.time_budget_s = (double)x;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return bad(flag, "%sis empty", "");

@@ -11,7 +11,8 @@
 #    stdout.
 set -euo pipefail
 nxr=$1
-tiny=(--requests 48 --clients 3 --batch 1-9 --hidden 32 --layers 2 --seed 7)
+# No time budget: every path serves every request however loaded the machine.
+tiny=(--requests 48 --clients 3 --batch 1-9 --hidden 32 --layers 2 --seed 7 --time-budget 0)
 
 check() { # file [executor]
     python3 - "$@" <<'PY'
@@ -30,6 +31,7 @@ c = d["config"]
 assert (c["requests"], c["clients"], c["batch_min"], c["batch_max"], c["hidden"], c["layers"],
         c["seed"], c["executor"]) == (48, 3, 1, 9, 32, 2, 7, want_exec), c
 assert d["requests"] == 48 and d["flat"]["requests"] == 48 and d["omp"]["requests"] == 48, d
+assert d["stopped_early"] is False and d["rounds"] == d["rounds_planned"] == 6, d
 assert d["outputs_match"] is True, d["outputs"]
 assert d["outputs"]["flat"] == "bit-identical", d["outputs"]
 assert d["outputs"]["omp_max_abs_diff"] <= d["outputs"]["omp_tolerance"], d["outputs"]
@@ -120,6 +122,7 @@ bad --hidden --hidden 4
 bad --hidden --hidden 8192 --layers 256
 bad --layers --layers 0
 bad --seed --seed x
+bad --time-budget --time-budget -1
 bad --executor --executor tbb
 bad --domains --domains "0:0;1:0"
 bad --domains --domains "zz"
