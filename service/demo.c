@@ -244,8 +244,8 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
      * and the round counts the prefix of requests every path answered. */
     const long long slice_ns =
         c->time_budget_s > 0 ? (long long)(c->time_budget_s * 1e9 / (double)steps) : 0;
-    size_t stream_first = 0, pos = 0, step = 0;
-    size_t served[PATHS] = {0};
+    size_t stream_first = 0, compared = 0, step = 0;
+    size_t served[PATHS] = {0}; /* also where each path's next latency goes */
     res->rounds_planned = rounds;
     res->flat_identical = true;
     res->omp_max_diff = 0.0;
@@ -263,10 +263,8 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
             const size_t p = (r + k) % npaths; /* the order rotates every round */
             struct path *P = &paths[p];
             settle();
-            /* Latencies land at pos: a path that answered more than the
-             * others' common prefix has its extra entries overwritten by
-             * the next round and never counted. */
-            struct svc_load_result lr = {.latency_ms = P->latency + pos, .slot = P->slot + pos};
+            struct svc_load_result lr = {.latency_ms = P->latency + served[p],
+                                         .slot = P->slot + served[p]};
             long long deadline = slice_ns > 0 ? svc_now_ns() + slice_ns : 0;
             rc = svc_load_run(&round, &run->shape, c->clients, P->submit, P->service, P->out,
                               deadline, &lr);
@@ -294,10 +292,10 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
         }
         svc_round_free(&round);
         stream_first += count;
-        pos += common;
+        compared += common;
         res->rounds_run = r + 1;
     }
-    res->requests_served = pos;
+    res->requests_compared = compared;
     for (size_t p = 0; p < npaths; p++)
         paths[p].served = served[p];
     if (rc != 0)
@@ -305,12 +303,13 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
     return rc;
 }
 
-/* Throughput from everything the path answered; latency percentiles over
- * the n requests every path answered (the compared set). */
-static struct svc_path_result summarise(const struct path *p, size_t n)
+/* Throughput and latency percentiles over everything the path answered
+ * (all of the stream, unless the time budget cut its rounds short). */
+static struct svc_path_result summarise(const struct path *p)
 {
+    const size_t n = p->served;
     struct svc_path_result r = {.ran = true, .requests = n, .wall_s = p->wall_s};
-    r.requests_per_s = p->wall_s > 0 ? (double)p->served / p->wall_s : 0.0;
+    r.requests_per_s = p->wall_s > 0 ? (double)n / p->wall_s : 0.0;
     double *v = malloc(n * sizeof(double));
     if (v != NULL) {
         memcpy(v, p->latency, n * sizeof(double));
@@ -322,7 +321,7 @@ static struct svc_path_result summarise(const struct path *p, size_t n)
 
 static void describe_domains(struct run *run, const struct path *nxr, struct svc_demo_result *res)
 {
-    const size_t n = res->requests_served;
+    const size_t n = nxr->served;
     double *v = malloc(n * sizeof(double));
     hwloc_bitmap_t ran = hwloc_bitmap_alloc();
     res->domain_count = run->domains;
@@ -394,11 +393,10 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         rc = serve(&run, paths, npaths, res);
     }
     if (rc == 0) {
-        const size_t n = res->requests_served;
-        res->nxr = summarise(&paths[PATH_NXR], n);
+        res->nxr = summarise(&paths[PATH_NXR]);
         if (c->compare) {
-            res->flat = summarise(&paths[PATH_FLAT], n);
-            res->omp = summarise(&paths[PATH_OMP], n);
+            res->flat = summarise(&paths[PATH_FLAT]);
+            res->omp = summarise(&paths[PATH_OMP]);
             res->outputs_match = res->flat_identical && res->omp_max_diff <= SVC_OMP_TOLERANCE;
         }
         describe_domains(&run, &paths[PATH_NXR], res);

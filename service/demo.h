@@ -90,8 +90,8 @@ struct svc_demo_result {
     int flat_weights_node;
     unsigned omp_threads;
     size_t rounds_planned, rounds_run;
-    size_t requests_served;   /* per path; below config.requests when stopped early */
-    bool stopped_early;       /* the time budget ended the run */
+    size_t requests_compared; /* answered by every path: the outputs compared */
+    bool stopped_early;       /* the time budget cut a round short */
     /* Comparison (when config.compare). */
     bool flat_identical;
     double omp_max_diff;
