@@ -68,9 +68,9 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
         json_cpus(f, d->cpus);
         fprintf(f,
                 ",\"requests\":%zu,\"split_requests\":%zu,\"requests_per_s\":%.1f,"
-                "\"p50_ms\":%.4f,\"p99_ms\":%.4f,",
+                "\"p50_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,",
                 d->requests, d->split_requests, d->requests_per_s, d->latency.p50_ms,
-                d->latency.p99_ms);
+                d->latency.p95_ms, d->latency.p99_ms);
         if (d->weights_on_node < 0)
             fprintf(f, "\"weights_on_node\":null,");
         else
@@ -176,8 +176,8 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
             c->layers, c->hidden, 4 * c->hidden, c->vocab, r->weights_mib, c->requests,
             c->batch_min, c->batch_max, c->clients, (unsigned long long)c->seed,
             svc_executor_name(c->executor));
-    fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
-            "requests", "req/s", "p50 ms", "p99 ms", "weights on node", "placement");
+    fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
+            "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node", "placement");
     for (size_t i = 0; i < r->domain_count; i++) {
         const struct svc_domain_result *d = &r->domains[i];
         char on[32];
@@ -186,9 +186,9 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
         else
             snprintf(on, sizeof(on), "%.1f%% of %zu pg", 100.0 * d->weights_on_node,
                      d->weight_pages);
-        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f  %-15s %s, %u workers, ran on %s%s\n",
+        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f %8.3f  %-15s %s, %u workers, ran on %s%s\n",
                 d->id, d->node, d->cpus, d->requests, d->requests_per_s, d->latency.p50_ms,
-                d->latency.p99_ms, on, d->placement, d->workers, d->ran_on[0] ? d->ran_on : "-",
+                d->latency.p95_ms, d->latency.p99_ms, on, d->placement, d->workers, d->ran_on[0] ? d->ran_on : "-",
                 d->ran_inside ? "" : " (OUTSIDE the domain)");
         fprintf(f, "  %-6s pool: %llu hits, %llu misses, %zu outstanding; %zu requests split\n", "",
                 (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,

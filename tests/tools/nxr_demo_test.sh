@@ -39,7 +39,7 @@ assert 0 < d["p50_ms"] <= d["p95_ms"] <= d["p99_ms"], d
 allowed = set(os.sched_getaffinity(0))
 served = 0
 for dom in d["domains"]:
-    for k in ("id", "node", "cpus", "requests", "requests_per_s", "p50_ms", "p99_ms",
+    for k in ("id", "node", "cpus", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms",
               "weights_on_node", "placement"):
         assert k in dom, ("missing domain key", k, dom)
     assert set(dom["cpus"]) <= allowed, dom
