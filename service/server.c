@@ -92,22 +92,40 @@ static bool is_big(const struct slot *s, const struct svc_request *r)
     return split_rows > 0 && r->rows >= split_rows;
 }
 
-/* Admission (under the queue's lock): a small request takes a worker's
- * credit; a big one goes only when every worker is free. */
+/* A big request takes the whole domain only when nothing else could use a
+ * worker: every worker free and no other request waiting. With other work
+ * around, request-level parallelism beats splitting one request (a split
+ * is a fork-join per kernel, and it must wait for every worker). */
+static bool split_now(const struct slot *s, const struct svc_request *r, unsigned free)
+{
+    return is_big(s, r) && free == s->budget && r->next == NULL;
+}
+
+/* Admission (under the queue's lock): the head runs split (see split_now,
+ * marked in r->split, no credit taken: the serving thread runs it), or as a
+ * task on a worker's credit, or waits for a credit. */
 static bool admit(void *arg, const struct svc_request *r)
 {
     struct slot *s = arg;
-    if (is_big(s, r))
-        return s->credits == s->budget;
+    if (split_now(s, r, s->credits)) {
+        ((struct svc_request *)r)->split = true;
+        return true;
+    }
     if (s->credits == 0)
         return false;
     s->credits--;
     return true;
 }
 
-static bool admit_small(void *arg, const struct svc_request *r)
+/* Further requests for the same batch: any that has a credit. */
+static bool admit_task(void *arg, const struct svc_request *r)
 {
-    return !is_big(arg, r) && admit(arg, r);
+    struct slot *s = arg;
+    (void)r;
+    if (s->credits == 0)
+        return false;
+    s->credits--;
+    return true;
 }
 
 static bool credit_back(struct svc_queue *q, void *arg)
@@ -118,11 +136,11 @@ static bool credit_back(struct svc_queue *q, void *arg)
     return true; /* the serving thread may admit something now */
 }
 
-/* A worker that finished a small request keeps its credit and takes the
- * next one itself when the oldest queued request is small: no hand-off
- * through the serving thread, no worker going to sleep and waking again.
- * Otherwise (nothing queued, or a big request waiting for the whole
- * domain) it gives the credit back. Under the queue's lock. */
+/* A worker that finished a request keeps its credit and takes the next
+ * one itself: no hand-off through the serving thread, no worker going to
+ * sleep and waking again. Otherwise (nothing queued, or the next request
+ * should take the whole domain once this worker is free) it gives the
+ * credit back. Under the queue's lock. */
 struct next {
     struct slot *slot;
     struct svc_request *r;
@@ -131,13 +149,13 @@ struct next {
 static bool next_or_release(struct svc_queue *q, void *arg)
 {
     struct next *n = arg;
-    if (q->head != NULL && !is_big(n->slot, q->head)) {
+    if (q->head != NULL && !split_now(n->slot, q->head, n->slot->credits + 1)) {
         n->r = svc_queue_pop_locked(q);
         return false;
     }
     n->r = NULL;
     n->slot->credits++;
-    return q->head != NULL; /* a big request may go once every credit is back */
+    return q->head != NULL; /* the serving thread may split it now */
 }
 
 /* Small requests handed to the domain's workers together: one job, one
@@ -207,14 +225,13 @@ static void *serving_thread(void *p)
         return NULL;
     struct svc_request *r;
     while ((r = svc_queue_take_if(&s->queue, admit, s, true)) != NULL) {
-        if (is_big(s, r)) {
-            /* Every worker is free: the request's kernels split over the
-             * whole domain at once, this thread taking part. */
-            r->split = true;
+        if (r->split) {
+            /* Every worker is free and nothing else waits: the request's
+             * kernels split over the whole domain, this thread taking part. */
             finish(s, r, compute(s, r));
             continue;
         }
-        /* Small: with it, every small request that can go now, as one job
+        /* A task: with it, every request that can go now, as one job
          * (an executor that runs a job before submit returns, like the
          * OpenMP adapter, still runs them side by side). */
         struct batch *b = malloc(sizeof(*b) + s->budget * sizeof(b->reqs[0]));
@@ -227,7 +244,7 @@ static void *serving_thread(void *p)
         b->n = 0;
         b->reqs[b->n++] = r;
         while (b->n < s->budget &&
-               (r = svc_queue_take_if(&s->queue, admit_small, s, false)) != NULL)
+               (r = svc_queue_take_if(&s->queue, admit_task, s, false)) != NULL)
             b->reqs[b->n++] = r;
         flush(s, b);
     }

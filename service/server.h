@@ -5,15 +5,16 @@
  * server routes each to the slot with the fewest rows outstanding (ties
  * round-robin); the
  * slot's serving thread takes requests in arrival order and
- *   - submits each small request as one task (nxr_submit): it runs on one
- *     of the domain's workers, its kernels sequentially in place, so the
- *     domain serves as many small requests at once as it has workers, with
- *     no fork-join per kernel. At most `budget` small requests are out at
- *     once (one per worker); the rest wait in arrival order;
- *   - runs each big request (at least split_rows rows) itself once every
- *     worker is free, its kernels split over the whole domain (INNER), the
- *     serving thread taking part: a big request waits for at most one
- *     small request per worker, never for a backlog.
+ *   - submits each as one task (nxr_submit): it runs on one of the
+ *     domain's workers, its kernels sequentially in place, so the domain
+ *     serves as many requests at once as it has workers, with no fork-join
+ *     per kernel. At most `budget` are out at once (one credit per
+ *     worker); a worker that finishes one takes the next itself;
+ *   - except a big request (at least split_rows rows) that finds every
+ *     worker free and nobody behind it: that one the serving thread runs
+ *     itself, its kernels split over the whole domain (INNER), the serving
+ *     thread taking part, because no other request could use the idle
+ *     workers.
  * Nothing spins: serving threads sleep on their queue, clients on their
  * request, workers park (NXR_SPIN) when idle.
  *
