@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/extent.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -37,7 +38,8 @@ const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
     return "unknown";
 }
 
-int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz)
+int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz,
+                    atomic_ulong *release_failures)
 {
     why[0] = '\0';
     if (node < 0) {
@@ -63,6 +65,6 @@ int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t w
         else
             snprintf(why, whysz, "a page bound to node %d landed on node %d", node, where);
     }
-    nxr__munmap(page, PROBE_SIZE);
+    nxr__extent_unmap(release_failures, page, PROBE_SIZE);
     return 0;
 }

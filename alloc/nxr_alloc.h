@@ -112,6 +112,11 @@ struct nxr_pool_stats {
     uint64_t hits;         /* acquires served from the cache */
     uint64_t misses;       /* acquires that needed fresh memory */
     uint64_t drops;        /* releases that freed because of the cap */
+    /* munmap or madvise calls on the domain's memory that the kernel
+     * refused. Nothing fails because of one (the memory stays mapped, or
+     * resident, and valid); a count that grows means memory is not going
+     * back to the system (e.g. vm.max_map_count reached). */
+    uint64_t release_failures;
 };
 
 /* ------------------------------------------------ binding and placement */

@@ -257,6 +257,7 @@ void nxr__pool_stats(struct nxr__pool *p, struct nxr_pool_stats *out)
     long n = atomic_load_explicit(&p->outstanding, memory_order_relaxed);
     out->outstanding = n > 0 ? (size_t)n : 0;
     out->drops = atomic_load_explicit(&p->drops, memory_order_relaxed);
+    out->release_failures = nxr__arena_release_failures(p->arena);
 }
 
 void nxr__pool_set_cap(struct nxr__pool *p, size_t cap_bytes)
