@@ -202,6 +202,15 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
     return true;
 }
 
+void nxr__arena_purge(struct nxr__arena *a)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", a->index);
+    /* Fails only for a bad index; refused madvise calls are counted by the
+     * purge hooks. */
+    nxr_je_mallctl(name, NULL, NULL, NULL, 0);
+}
+
 static int lg(size_t align)
 {
     return __builtin_ctzll(align);

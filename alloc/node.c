@@ -3,7 +3,6 @@
  * the move_pages query that lets tests and users see where pages live.
  */
 #include <errno.h>
-#include <numaif.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,13 +15,10 @@
 
 int nxr_mem_node(const void *ptr)
 {
-    void *page = (void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
-    int status = -EFAULT;
-    /* nodes == NULL: query mode, nothing moves; status gets the node or a
-     * negative errno (-ENOENT for a page not yet faulted in). */
-    if (move_pages(0, 1, &page, NULL, &status, 0) != 0)
-        return -errno;
-    return status;
+    const void *page = (const void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
+    int status;
+    int rc = nxr__move_pages_query(page, &status);
+    return rc != 0 ? rc : status;
 }
 
 const char *nxr_mem_binding_name(enum nxr_mem_binding binding)

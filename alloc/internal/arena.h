@@ -53,6 +53,11 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live);
  */
 int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out);
 
+/* Gives the arena's unused pages back to the system now (the default back
+ * end's purge; the mmap back end keeps none). A refused madvise is counted
+ * (internal/extent.h), never an error. */
+void nxr__arena_purge(struct nxr__arena *a);
+
 /* Frees memory of any nxr arena (jemalloc finds the owner). NULL: no-op. */
 void nxr__arena_free(void *ptr);
 
