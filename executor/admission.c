@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 
+#include "base/internal/sys.h"
 #include "executor/internal/exec.h"
 
 static atomic_ullong exec_serials;
@@ -36,8 +37,13 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
 {
     /* Relaxed: only uniqueness matters. */
     exec->serial = atomic_fetch_add_explicit(&exec_serials, 1, memory_order_relaxed) + 1;
-    pthread_mutex_init(&exec->lock, NULL);
-    pthread_cond_init(&exec->changed, NULL);
+    int rc = nxr__mutex_init(&exec->lock);
+    if (rc != 0)
+        return rc;
+    if ((rc = nxr__cond_init(&exec->changed)) != 0) {
+        pthread_mutex_destroy(&exec->lock);
+        return rc;
+    }
     atomic_init(&exec->guard, 0);
     exec->active = 0;
     exec->acquiring = false;
@@ -46,7 +52,7 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->arbiter = NULL;
     if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
-    int rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
+    rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
     if (rc != 0) {
         pthread_cond_destroy(&exec->changed);
         pthread_mutex_destroy(&exec->lock);
