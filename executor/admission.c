@@ -99,16 +99,10 @@ static int enter_guarded(struct nxr__exec *exec)
 
 static int enter_arbitrated(struct nxr__exec *exec)
 {
-    /* Inside another operation's body, never wait: not for the permit, and
-     * not for another thread that is acquiring it either, because that
-     * thread may be waiting for the very operation this body belongs to
-     * (a task of domain A submitting to B while a thread acquires B's
-     * permit, which overlaps A's). */
-    bool inside = nxr__tls.depth > 0;
     bool deferred = false;
     pthread_mutex_lock(&exec->lock);
     for (;;) {
-        if (exec->acquiring && !inside) {
+        if (exec->acquiring) {
             pthread_cond_wait(&exec->changed, &exec->lock);
             continue;
         }
@@ -123,10 +117,6 @@ static int enter_arbitrated(struct nxr__exec *exec)
             pthread_mutex_unlock(&exec->lock);
             return 0;
         }
-        if (inside) {
-            pthread_mutex_unlock(&exec->lock);
-            return -EBUSY; /* a body never waits (below) */
-        }
         if (!deferred) {
             deferred = true;
             exec->deferrals++;
@@ -134,28 +124,26 @@ static int enter_arbitrated(struct nxr__exec *exec)
         /* Woken when the last operation leaves (or one enters or fails). */
         pthread_cond_wait(&exec->changed, &exec->lock);
     }
-    int rc;
-    if (inside) {
-        /* -EBUSY while another thread acquires; otherwise grant only what
-         * needs no wait: waiting could wait on a permit the enclosing
-         * operation is itself holding back. */
-        rc = exec->acquiring ? -EBUSY : nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
-    } else {
-        exec->acquiring = true;
-        pthread_mutex_unlock(&exec->lock);
-        rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
-        pthread_mutex_lock(&exec->lock);
-        exec->acquiring = false;
-        pthread_cond_broadcast(&exec->changed);
-    }
+    exec->acquiring = true;
+    pthread_mutex_unlock(&exec->lock);
+    int rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
+    pthread_mutex_lock(&exec->lock);
+    exec->acquiring = false;
     if (rc == 0)
         exec->active = 1;
+    pthread_cond_broadcast(&exec->changed);
     pthread_mutex_unlock(&exec->lock);
     return rc;
 }
 
 int nxr__exec_enter(struct nxr__exec *exec)
 {
+    /* A body never waits for a permit: it could wait for one the operation
+     * it belongs to keeps from being granted. The nesting rules refuse
+     * every call that would admit from a body (nxr_executor.h) before it
+     * gets here; this keeps that true for any future caller. */
+    if (nxr__tls.depth > 0)
+        return NXR_EREENTRANT;
     int rc = exec->arbiter != NULL ? enter_arbitrated(exec) : enter_guarded(exec);
     if (rc == 0)
         retain(exec);
