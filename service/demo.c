@@ -21,18 +21,18 @@
 void svc_demo_config_init(struct svc_demo_config *c)
 {
     *c = (struct svc_demo_config){
-        .requests = 1500,
+        .requests = 4000,
         .clients = 4,
         .batch_min = 1,
         .batch_max = 16,
         .hidden = 256,
-        .layers = 6,
+        .layers = 8,
         .vocab = 512,
         .domains = NULL,
         .executor = SVC_EXECUTOR_NXR,
         .seed = 1,
         .compare = true,
-        .rounds = 6,
+        .rounds = 8,
         .split_rows = 8,
         .time_budget_s = 25.0,
     };

@@ -19,11 +19,11 @@
 const char nxr_tool_demo_usage[] =
     "  demo     run an embedded inference service, one context per domain, against a flat\n"
     "           team and OpenMP on the same requests; flags:\n"
-    "             --requests N     requests per path (default 1500)\n"
+    "             --requests N     requests per path (default 4000)\n"
     "             --clients N      concurrent closed-loop clients (default 4)\n"
     "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
     "             --hidden N       model width (default 256; ffn = 4 x hidden)\n"
-    "             --layers N       MLP blocks (default 6)\n"
+    "             --layers N       MLP blocks (default 8)\n"
     "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
     "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
     "             --seed N         weights and requests (default 1)\n"
