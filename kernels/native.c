@@ -98,8 +98,11 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
         /* Columns first: tiles are numbered column-major, so each static
          * share is then whole tile columns, whose B block its participant
          * packs alone (and smaller), instead of every participant packing
-         * all of B for its rows. Never below one micro-panel; edges stay at
-         * the matrix's edge (nc a multiple of nr), so no bit changes. */
+         * all of op(B) for its rows (with one row block, e.g. a small batch
+         * through a weight matrix, the only way to split at all). Never
+         * below one micro-panel; edges stay at the matrix's edge (nc a
+         * multiple of nr), and each C element still sees the same kc slices
+         * in the same order, so no bit changes. */
         size_t nc = round_up(ceil_div(args->n, parts), isa->nr);
         plan->nc = nc < plan->nc ? nc : plan->nc;
         plan->tiles_n = ceil_div(args->n, plan->nc);
