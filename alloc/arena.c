@@ -13,6 +13,7 @@
  * what is left when the arena is destroyed.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "alloc/internal/arena.h"
 #include "alloc/internal/je.h"
+#include "alloc/internal/registry.h"
 #include "base/internal/sys.h"
 
 #define PAGE 4096u
@@ -32,6 +34,13 @@ struct nxr__arena {
     int domain_node;      /* the domain's node (NXR_NODE_NONE: none) */
     enum nxr_mem_binding binding;
     char reason[128];
+    /* Where the hooks record the extents they map, tagged `tag` (the
+     * domain's id); NULL once detached. Set before jemalloc can call a hook
+     * (arenas.create already does, for the arena's metadata); cleared only
+     * while no other thread uses the arena, so relaxed would do: acquire and
+     * release keep the rule visible to a reader of the code. */
+    _Atomic(struct nxr__registry *) registry;
+    int tag;
 };
 
 /*
@@ -80,19 +89,40 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
             return NULL;
         }
     }
+    /* Never hand out memory whose domain a lookup could not tell. */
+    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
+    if (reg != NULL && nxr__registry_add(reg, start, start + size, a->tag) != 0) {
+        nxr__munmap((void *)start, size);
+        hook_error = -ENOMEM;
+        return NULL;
+    }
     *zero = true;   /* fresh anonymous pages read as zero */
     *commit = true; /* and are accessible */
     return (void *)start;
 }
 
 /* false: done (jemalloc's convention); true: jemalloc keeps the extent. */
+/* The range leaves the registry before it is unmapped: once unmapped, the
+ * addresses may be mapped again by anyone, and must not look like nxr's. */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
-    (void)hooks, (void)committed, (void)arena_ind;
-    return nxr__munmap(addr, size) != 0;
+    (void)committed, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
+    uintptr_t b = (uintptr_t)addr;
+    if (reg != NULL && nxr__registry_remove(reg, b, b + size) != 0)
+        return true; /* no memory to cut the range: keep the extent, still registered */
+    if (nxr__munmap(addr, size) != 0) {
+        /* Still mapped and kept by jemalloc: register it again (best effort). */
+        if (reg != NULL)
+            (void)nxr__registry_add(reg, b, b + size, a->tag);
+        return true;
+    }
+    return false;
 }
 
+/* Only called from arena.<i>.destroy, after nxr__arena_detach. */
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind)
 {
@@ -133,7 +163,8 @@ static bool hook_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a, void 
     return false;
 }
 
-int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz)
+int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
+                      char *err, size_t errsz)
 {
     *out = NULL;
     struct nxr__arena *a = nxr__calloc(1, sizeof(*a));
@@ -142,6 +173,8 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
         return -ENOMEM;
     }
     a->domain_node = node;
+    a->tag = tag;
+    atomic_init(&a->registry, registry);
     int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason));
     if (rc != 0) {
         snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
@@ -169,6 +202,7 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
         rc = hook_error != 0 ? hook_error : -ENOMEM;
         snprintf(err, errsz, "creating a jemalloc arena for node %d failed: %s", node,
                  nxr_strerror(rc));
+        nxr__arena_detach(a); /* metadata extents a failed create may have mapped */
         goto out_free;
     }
     *out = a;
@@ -199,11 +233,23 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
     return arena_stat(a->index, "small.allocated") + arena_stat(a->index, "large.allocated");
 }
 
+void nxr__arena_detach(struct nxr__arena *a)
+{
+    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
+    if (reg == NULL)
+        return;
+    nxr__registry_remove_tag(reg, a->tag);
+    atomic_store_explicit(&a->registry, NULL, memory_order_release);
+}
+
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
 {
     *live = 0;
     if (a == NULL)
         return true;
+    /* Kept or not, the arena leaves its runtime's registry now: the registry
+     * goes with the runtime, and a kept arena's later hooks must not find it. */
+    nxr__arena_detach(a);
     *live = nxr__arena_allocated(a);
     if (*live != 0)
         return false; /* kept on purpose: the hooks must outlive the memory */
