@@ -129,9 +129,18 @@ Test(kernels_ctx_openblas, strict_default_domain_keeps_the_count)
     } else {
         cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
         expect_product(&pr);
-        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2};
+        /* Two items sharing A and B, each with its own C (items may not
+         * share C: stride_c 0 with batch 2 is -EINVAL). */
+        float *cs = ref_fill(2 * M * N, 9, -1, 1);
+        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2, .stride_c = M * N};
+        batch.gemm.c = cs;
         cr_assert_eq(nxr_sgemm_batch(r.ctx[0], &batch), 0);
-        expect_product(&pr);
+        for (int it = 0; it < 2; it++) {
+            struct problem item = pr;
+            item.c = cs + it * M * N;
+            expect_product(&item);
+        }
+        free(cs);
     }
     cr_assert_eq(openblas_get_num_threads(), before, "the count is unchanged");
     problem_fini(&pr);
