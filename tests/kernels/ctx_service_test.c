@@ -345,13 +345,9 @@ static void call_other_domain(void *p, size_t b, size_t e, unsigned w)
 
 Test(kernels_ctx_service, a_refusal_inside_a_body_is_explained_to_that_thread_only)
 {
-    int cpu;
-    cr_assert_geq(nxr_test_allowed_cpus(&cpu, 1), 1);
-    char spec[64];
-    snprintf(spec, sizeof(spec), "0:%d;1:%d shared", cpu, cpu);
     struct ctx_rt_opts o;
     ctx_rt_opts_init(&o);
-    o.domains = spec;
+    o.domains = nxr_test_expand("0:%0;1:%0 shared");
     ctx_rt_open(&r, &o);
     struct nested n = {.other = r.ctx[1]};
     atomic_init(&n.rc, 1);

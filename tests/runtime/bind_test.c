@@ -29,8 +29,10 @@ static cpu_set_t original;
 
 static void setup(void)
 {
-    ncpus = nxr_test_allowed_cpus(cpus, 2);
+    ncpus = nxr_test_cpu_count();
     cr_assert_geq(ncpus, 1);
+    cpus[0] = nxr_test_cpu(0);
+    cpus[1] = ncpus >= 2 ? nxr_test_cpu(1) : cpus[0];
     cr_assert_eq(sched_getaffinity(0, sizeof(original), &original), 0);
 }
 
@@ -47,21 +49,14 @@ static void teardown(void)
 
 TestSuite(runtime_bind, .init = setup, .fini = teardown, .timeout = 60);
 
-static void need_two_cpus(void)
-{
-    if (ncpus < 2)
-        cr_skip_test("needs two allowed CPUs (a thread wider than the domain); has %d", ncpus);
-}
+/* A thread wider than one domain needs two CPUs. */
+#define need_two_cpus() NXR_TEST_NEED_CPUS(2)
 
 /* Domains 0 on the first allowed CPU and 1 on the second (or both on the
  * only one, shared). */
 static void open_runtime(void)
 {
-    char spec[64];
-    if (ncpus >= 2)
-        snprintf(spec, sizeof(spec), "0:%d;1:%d", cpus[0], cpus[1]);
-    else
-        snprintf(spec, sizeof(spec), "0:%d;1:%d shared", cpus[0], cpus[0]);
+    const char *spec = nxr_test_expand(ncpus >= 2 ? "0:%0;1:%1" : "0:%0;1:%0 shared");
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
@@ -316,8 +311,7 @@ Test(runtime_bind, domain_here_outside_every_domain_is_enodomain)
     need_two_cpus();
     /* A runtime whose only domain is the first CPU; the thread on the
      * second one only. */
-    char spec[32];
-    snprintf(spec, sizeof(spec), "0:%d", cpus[0]);
+    const char *spec = nxr_test_expand("0:%0");
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;

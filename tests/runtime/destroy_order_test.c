@@ -17,10 +17,7 @@
 
 static nxr_runtime_t *runtime_with_two_domains(void)
 {
-    int cpu;
-    cr_assert_geq(nxr_test_allowed_cpus(&cpu, 1), 1);
-    char spec[64];
-    snprintf(spec, sizeof(spec), "0:%d;1:%d shared", cpu, cpu);
+    const char *spec = nxr_test_expand("0:%0;1:%0 shared");
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;

@@ -62,10 +62,7 @@ static const nxr_domain_t *d2, *d7;
 
 static void open_runtime(int policy)
 {
-    int cpu;
-    cr_assert_geq(nxr_test_allowed_cpus(&cpu, 1), 1);
-    char spec[64];
-    snprintf(spec, sizeof(spec), "7:%d;2:%d shared", cpu, cpu);
+    const char *spec = nxr_test_expand("7:%0;2:%0 shared");
     nxr_provider_desc_t pd;
     nxr_provider_desc_init(&pd);
     pd.name = "recorder";
