@@ -4,7 +4,7 @@
  * A provider implements one kernel family (GEMM, elementwise, reductions,
  * norms/softmax): nxr's own native kernels, OpenBLAS, or a host-supplied
  * table. Each provider is classified once, when it is created, on two
- * independent axes (DESIGN.md "Providers"):
+ * independent axes (docs/contracts.md, "Providers"):
  *   - thread-count control: can it keep one call within a thread budget,
  *     without touching any other domain (PER_CALL_BOUND), is it always one
  *     thread (SEQUENTIAL), does its adapter force one thread on every call

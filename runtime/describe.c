@@ -1,6 +1,7 @@
 /*
- * nxr_runtime_describe: the diagnostics of DESIGN.md, as text for people and
- * as one JSON object for tools. Both are produced from the same walk so they
+ * nxr_runtime_describe: the diagnostics docs/contracts.md promises ("Errors,
+ * ownership, diagnostics"), as text for people and as one JSON object for
+ * tools. Both are produced from the same walk so they
  * cannot disagree.
  */
 #include <errno.h>

@@ -1,6 +1,7 @@
 /*
  * The runtime's internal layout, shared by the runtime package's files and
- * the internal tests. Nothing outside runtime/ and tests/ includes it.
+ * the internal tests. Nothing outside runtime/, tests/ and white-box
+ * benchmarks (bench/) includes it.
  */
 #ifndef NXR_INTERNAL_RUNTIME_H
 #define NXR_INTERNAL_RUNTIME_H
