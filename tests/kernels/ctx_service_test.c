@@ -148,7 +148,10 @@ static void expect_fused_equals_unfused(nxr_ctx_t *ctx, const struct gemm_case *
 Test(kernels_ctx_service, fused_epilogue_equals_the_three_calls_bit_for_bit)
 {
     open_default();
-    static const size_t shapes[][3] = {{1, 1, 1}, {4, 256, 64}, {67, 133, 45}, {300, 70, 600}};
+    /* Edges in every direction, k over one kc slice (512), n over one nc
+     * block (1024: the bias must follow the column block). */
+    static const size_t shapes[][3] = {
+        {1, 1, 1}, {4, 256, 64}, {67, 133, 45}, {300, 70, 600}, {5, 1100, 30}};
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         struct gemm_case g;
         gemm_case_init(&g, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f, 100 + s);
@@ -363,7 +366,9 @@ Test(kernels_ctx_service, a_refusal_inside_a_body_is_explained_to_that_thread_on
 
 /* A two-layer MLP request: h = silu(x W1 + b1), y = h W2 + b2, with h in the
  * request's own scope. */
-enum { BATCH = 4, DIN = 64, DH = 96, DOUT = 32, REQUESTS = 12 };
+/* DH spans two GEMM column blocks (nc = 1024): a fan-out inside a task would
+ * have two tiles to split, so "in place" is a real claim. */
+enum { BATCH = 4, DIN = 64, DH = 1100, DOUT = 32, REQUESTS = 12 };
 
 struct model {
     float *w1, *b1, *w2, *b2;

@@ -306,6 +306,28 @@ Test(runtime_bind, a_thread_placed_by_its_launcher_finds_its_domain)
     cr_assert_null(out);
 }
 
+Test(runtime_bind, domain_here_prefers_the_domain_holding_the_whole_affinity)
+{
+    need_two_cpus();
+    /* Domain 5 covers both CPUs; 0 and 1 one each. A thread allowed on both
+     * lies wholly inside 5 only, whichever CPU it runs on now (the CPU alone
+     * would say 0 or 1). */
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = nxr_test_expand("0:%0;1:%1;5:%0,%1 shared");
+    o.spin = 0;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cpu_set_t two;
+    CPU_ZERO(&two);
+    CPU_SET(cpus[0], &two);
+    CPU_SET(cpus[1], &two);
+    cr_assert_eq(sched_setaffinity(0, sizeof(two), &two), 0);
+    const nxr_domain_t *d;
+    cr_assert_eq(nxr_runtime_domain_here(rt, &d), 0);
+    cr_assert_eq(nxr_domain_id(d), 5);
+}
+
 Test(runtime_bind, domain_here_outside_every_domain_is_enodomain)
 {
     need_two_cpus();

@@ -262,6 +262,26 @@ Test(runtime_place, outputs_allocated_for_the_inputs_land_where_the_call_runs)
     nxr_domain_free(b);
 }
 
+Test(runtime_place, c_counts_as_an_input_only_when_it_is_read)
+{
+    open_runtime(-1);
+    /* A (40 x 40, 6400 bytes) on 7; B (40 x 10, 1600 bytes) and C (40 x 10
+     * with ldc 100: 15640 bytes from its first element to its last) on 2. */
+    float *a = on(d7, 40 * 40), *b = on(d2, 40 * 10), *c = on(d2, 40 * 100);
+    nxr_sgemm_args_t g = gemm(40, 10, 40, a, b, c);
+    g.ldc = 100;
+    cr_assert_eq(nxr_sgemm(ctx, &g), 0);
+    cr_assert_eq(last().domain_id, 7, "beta 0: C is only written, A outweighs B");
+    cr_assert_eq(last().counted_bytes, (40 * 40 + 40 * 10) * sizeof(float));
+    g.beta = 1;
+    cr_assert_eq(nxr_sgemm(ctx, &g), 0);
+    cr_assert_eq(last().domain_id, 2, "beta 1: C is read, and B + C outweigh A");
+    cr_assert_eq(last().domain_bytes, (40 * 10 + 39 * 100 + 10) * sizeof(float));
+    nxr_domain_free(a);
+    nxr_domain_free(b);
+    nxr_domain_free(c);
+}
+
 Test(runtime_place, a_context_on_a_domain_is_explicit_and_counts_nothing)
 {
     open_runtime(-1);
