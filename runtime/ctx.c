@@ -6,6 +6,7 @@
  * the last error's detail and the context's step memory.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,10 +229,12 @@ int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, 
     }
     /* "<call>: <why>", cut to the slot (a long reason loses its end). */
     char *slot = error_slot(ctx);
+    const char *parts[3] = {call, ": ", why};
     size_t len = 0;
-    for (const char *parts[3] = {call, ": ", why}, **p = parts; p < parts + 3; p++)
-        for (const char *c = *p; *c != '\0' && len + 1 < NXR__CTX_ERROR_BYTES; c++)
+    for (int i = 0; i < 3; i++) {
+        for (const char *c = parts[i]; *c != '\0' && len + 1 < NXR__CTX_ERROR_BYTES; c++)
             slot[len++] = *c;
+    }
     slot[len] = '\0';
     return rc;
 }

@@ -135,8 +135,10 @@ NXR_API void nxr_ctx_reset(nxr_ctx_t *ctx);
 
 /*
  * The placement of the last kernel call on ctx: for a placing context the
- * domain and reason its inputs gave (-ENOENT before its first call); for a
- * context on a domain, that domain with NXR_PLACE_EXPLICIT. 0 or -EINVAL.
+ * domain and reason its inputs gave (-ENOENT before its first call; calls
+ * made inside a body are not recorded, as several may run at once); for a
+ * context on a domain, that domain with NXR_PLACE_EXPLICIT. 0, -EINVAL,
+ * -ENOENT or NXR_EBROKEN. Driver only.
  */
 NXR_API int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out);
 

@@ -8,7 +8,6 @@
 #ifndef NXR_INTERNAL_CTX_H
 #define NXR_INTERNAL_CTX_H
 
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
