@@ -13,13 +13,16 @@
  * recording GEMM provider notes the pointers it was given and the domain of
  * the body it ran in (the executor's body marker, white-box).
  *
- * The last test needs two NUMA nodes: it checks with the kernel
+ * A synthetic two-node machine (nodes 0 and 2, one allowed CPU each; needs
+ * two CPUs) places a native GEMM by its inputs' node domain. The last test
+ * needs two NUMA nodes: it checks with the kernel
  * (nxr_mem_node) that an output allocated for inputs on node 1's domain
  * lives on node 1 once the call has written it. It skips here and runs in
  * the 2-node VM (tools/vm_test.sh).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <numa.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -355,6 +358,48 @@ Test(runtime_place, resolver_bad_arguments)
     cr_assert_eq(nxr_runtime_place(rt, NULL, 0, &p), 0, "no inputs: the default");
     cr_assert_eq(p.domain_id, 2);
     cr_assert_eq(p.reason, NXR_PLACE_DEFAULT);
+}
+
+/* ---- a synthetic two-node machine ------------------------------------------- */
+
+Test(runtime_place, synthetic_two_nodes_place_by_the_inputs_node_domain)
+{
+    NXR_TEST_NEED_CPUS(2);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.spin = 0;
+    o.topology = nxr_test_expand("synthetic:pack:2 numa:1(indexes=0,2) pu:1(indexes=%0,%1)");
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 2, "one domain per node: 0 and 2");
+    cr_assert_eq(nxr_runtime_domain_of_node(rt, 0, &d2), 0);
+    cr_assert_eq(nxr_runtime_domain_of_node(rt, 2, &d7), 0, "the sparse node id 2");
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, NXR_DOMAIN_AUTO), 0);
+    /* Native GEMM, inputs mostly on node 2's domain. */
+    const size_t m = 96, n = 64, k = 48;
+    float *a = on(d7, m * k), *b = on(d2, k * n);
+    struct nxr_mem_ref in[2] = {{a, m * k * sizeof(float)}, {b, k * n * sizeof(float)}};
+    float *c;
+    cr_assert_eq(nxr_ctx_alloc_for(ctx, in, 2, m * n * sizeof(float), (void **)&c), 0);
+    const nxr_domain_t *owner;
+    cr_assert_eq(nxr_mem_domain(rt, c, &owner), 0);
+    cr_assert_eq(owner, d7);
+    nxr_sgemm_args_t g = gemm(m, n, k, a, b, c);
+    cr_assert_eq(nxr_sgemm(ctx, &g), 0, "%s", nxr_ctx_last_error(ctx));
+    cr_assert_eq(last().domain_id, nxr_domain_id(d7));
+    cr_assert_eq(last().reason, NXR_PLACE_MOST_BYTES);
+    for (size_t i = 0; i < m; i++) /* the product is right wherever it ran */
+        for (size_t j = 0; j < n; j++) {
+            float want = 0;
+            for (size_t p = 0; p < k; p++)
+                want += a[i * k + p] * b[p * n + j];
+            cr_assert_float_eq(c[i * n + j], want, 1e-3f * (1 + fabsf(want)), "C[%zu][%zu]", i, j);
+        }
+    if (nxr_domain_mem_binding(d7) == NXR_MEM_BOUND)
+        cr_assert_eq(nxr_mem_node(c), 2, "on a machine with node 2, C is there");
+    nxr_ctx_reset(ctx);
+    nxr_domain_free(a);
+    nxr_domain_free(b);
 }
 
 /* ---- two real nodes (the VM) ------------------------------------------------- */
