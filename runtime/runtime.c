@@ -292,8 +292,9 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
-    report_open_contexts(rt);
+    /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
+    report_open_contexts(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i]->team);
         rt->domains[i]->team = NULL;
