@@ -19,10 +19,17 @@
  * threads. Their loops and tasks share the domain's team: regions on one
  * domain run one after another (each uses the whole team), and submitted
  * batches queue on the same workers. To serve many small requests on one
- * domain at once, submit them as tasks (nxr_submit, or nxr_run OUTER): each
- * task runs on one worker, and the loops and kernels it calls run
- * sequentially inside it. Keep nxr_parallel_for and INNER kernels for
- * requests big enough to use the whole domain.
+ * domain at once, run each as a task: each task runs on one worker, and the
+ * loops and kernels it calls run sequentially inside it, with its memory in
+ * a scope of its own. Client threads that each hold one request submit it
+ * (nxr_submit, then nxr_job_wait): the requests queue on the workers and run
+ * side by side. A thread holding many requests at once runs them as one
+ * batch (nxr_run OUTER with count = the requests); one nxr_run per request
+ * from several threads does not overlap them, since a call for one task
+ * from outside the domain is a one-worker region and regions take turns.
+ * Keep nxr_parallel_for and INNER kernels for requests big enough to use
+ * the whole domain: with several clients those take turns too.
+ * bench/service measures the two shapes against each other.
  *
  * Tasks, loops and jobs started through a context stay valid after the
  * context is destroyed (they belong to the domain); the runtime must outlive
