@@ -4,8 +4,12 @@
  * per-worker scratch, the domain's permit or the exclusive permit as needed.
  *
  * Every public kernel packs its arguments and an invoker (the bundle's
- * dispatch for that op) into a `struct kcall`; run() does the rest, so the
- * placement logic exists once. Where a call runs:
+ * dispatch for that op) into a `struct kcall`, with the verdict of the
+ * contract's argument check (kernels/internal/args.h) and the inputs a
+ * placing context weighs; run() does the rest, so the logic exists once:
+ * the thread rule, the argument verdict (-EINVAL with its reason in the
+ * context's error detail), the domain (the context's, or the one its inputs
+ * choose: runtime/place.c), then where the call runs:
  *  - a one-thread decision (INLINE) goes through nxr__exec_call: the calling
  *    thread when it is on the domain, else one of the domain's workers;
  *  - an ENGINE_WORKERS provider granted several threads is called on the
