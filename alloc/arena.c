@@ -1,10 +1,10 @@
 /*
- * Node-bound jemalloc arenas (see internal/arena.h).
+ * Node-bound jemalloc arenas (see internal/arena.h): the default back end.
  *
  * The extent hooks are the only place where a domain's memory is obtained
- * from the kernel: mmap, then mbind to the node before jemalloc or anyone
- * touches a page, so the first fault already happens under the policy. The
- * hooks find their arena by the hooks pointer jemalloc hands back (the hooks
+ * from the kernel, through the extent source (internal/extent.h: mmap, then
+ * mbind to the node before jemalloc or anyone touches a page). The hooks
+ * find their arena by the hooks pointer jemalloc hands back (the hooks
  * are the first member of struct nxr__arena), so there is no global table.
  *
  * jemalloc calls the alloc hook for extents it carves regions from and for
@@ -21,11 +21,9 @@
 #include <sys/mman.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/extent.h"
 #include "alloc/internal/je.h"
-#include "alloc/internal/registry.h"
 #include "base/internal/sys.h"
-
-#define PAGE 4096u
 
 struct nxr__arena {
     extent_hooks_t hooks; /* first: the pointer jemalloc passes to each hook */
@@ -34,13 +32,8 @@ struct nxr__arena {
     int domain_node;      /* the domain's node (NXR_NODE_NONE: none) */
     enum nxr_mem_binding binding;
     char reason[128];
-    /* Where the hooks record the extents they map, tagged `tag` (the
-     * domain's id); NULL once detached. Set before jemalloc can call a hook
-     * (arenas.create already does, for the arena's metadata); cleared only
-     * while no other thread uses the arena, so relaxed would do: acquire and
-     * release keep the rule visible to a reader of the code. */
-    _Atomic(struct nxr__registry *) registry;
-    int tag;
+    atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
+    struct nxr__extent_record record; /* where its extents are recorded */
 };
 
 /*
@@ -59,90 +52,56 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
      * and jemalloc allocates a new extent instead. */
     if (new_addr != NULL)
         return NULL;
-    if (alignment < PAGE)
-        alignment = PAGE;
-    if (size > SIZE_MAX - alignment) {
-        hook_error = -ENOMEM;
-        return NULL;
-    }
-    /* Over-map by alignment - PAGE, then cut the ends off. */
-    size_t span = size + alignment - PAGE;
-    void *raw;
-    int rc = nxr__mmap_anon(span, &raw);
+    void *p;
+    int rc = nxr__extent_map_recorded(&a->release_failures, &a->record, a->node, size, alignment,
+                                      &p);
     if (rc != 0) {
         hook_error = rc;
         return NULL;
     }
-    uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
-    size_t head = start - (uintptr_t)raw;
-    size_t tail = span - head - size;
-    if (head != 0)
-        nxr__munmap(raw, head);
-    if (tail != 0)
-        nxr__munmap((void *)(start + size), tail);
-    if (a->node >= 0) {
-        rc = nxr__mbind_node((void *)start, size, a->node);
-        if (rc != 0) {
-            /* Never hand out memory that is not where the arena claims. */
-            nxr__munmap((void *)start, size);
-            hook_error = NXR_EPLACEMENT;
-            return NULL;
-        }
-    }
-    /* Never hand out memory whose domain a lookup could not tell. */
-    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
-    if (reg != NULL && nxr__registry_add(reg, start, start + size, a->tag) != 0) {
-        nxr__munmap((void *)start, size);
-        hook_error = -ENOMEM;
-        return NULL;
-    }
     *zero = true;   /* fresh anonymous pages read as zero */
     *commit = true; /* and are accessible */
-    return (void *)start;
+    return p;
 }
 
-/* false: done (jemalloc's convention); true: jemalloc keeps the extent. */
-/* The range leaves the registry before it is unmapped: once unmapped, the
- * addresses may be mapped again by anyone, and must not look like nxr's. */
+/* false: done (jemalloc's convention); true: jemalloc keeps the extent (it
+ * stays mapped, recorded, and jemalloc may reuse it: a refused munmap, or
+ * no memory to cut the range out of the registry). */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
     (void)committed, (void)arena_ind;
     struct nxr__arena *a = (struct nxr__arena *)hooks;
-    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
-    uintptr_t b = (uintptr_t)addr;
-    if (reg != NULL && nxr__registry_remove(reg, b, b + size) != 0)
-        return true; /* no memory to cut the range: keep the extent, still registered */
-    if (nxr__munmap(addr, size) != 0) {
-        /* Still mapped and kept by jemalloc: register it again (best effort). */
-        if (reg != NULL)
-            (void)nxr__registry_add(reg, b, b + size, a->tag);
-        return true;
-    }
-    return false;
+    return !nxr__extent_unmap_recorded(&a->release_failures, &a->record, addr, size);
 }
 
-/* Only called from arena.<i>.destroy, after nxr__arena_detach. */
+/* The arena is going away (detached from the registry already): a refused
+ * munmap leaks the range (counted). */
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind)
 {
-    (void)hooks, (void)committed, (void)arena_ind;
-    nxr__munmap(addr, size);
+    (void)committed, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    nxr__extent_unmap(&a->release_failures, addr, size);
 }
 
-/* Purged pages fault back in under the range's policy, still on the node. */
+/* Purged pages fault back in under the range's policy, still on the node.
+ * true (refused): jemalloc treats the pages as not purged. */
 static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind)
 {
-    (void)hooks, (void)size, (void)arena_ind;
-    return nxr__madvise((char *)addr + offset, length, MADV_FREE) != 0;
+    (void)size, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length, MADV_FREE);
 }
 
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                               size_t length, unsigned arena_ind)
 {
-    (void)hooks, (void)size, (void)arena_ind;
-    return nxr__madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
+    (void)size, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length,
+                              MADV_DONTNEED);
 }
 
 /* Anonymous mappings can be split and merged freely: munmap and mbind work
@@ -173,9 +132,11 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         return -ENOMEM;
     }
     a->domain_node = node;
-    a->tag = tag;
-    atomic_init(&a->registry, registry);
-    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason));
+    atomic_init(&a->release_failures, 0);
+    atomic_init(&a->record.registry, registry);
+    a->record.tag = tag;
+    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
+                             &a->release_failures);
     if (rc != 0) {
         snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
         goto out_free;
@@ -202,7 +163,7 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         rc = hook_error != 0 ? hook_error : -ENOMEM;
         snprintf(err, errsz, "creating a jemalloc arena for node %d failed: %s", node,
                  nxr_strerror(rc));
-        nxr__arena_detach(a); /* metadata extents a failed create may have mapped */
+        nxr__extent_record_detach(&a->record); /* what a failed create may have mapped */
         goto out_free;
     }
     *out = a;
@@ -235,11 +196,7 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
 
 void nxr__arena_detach(struct nxr__arena *a)
 {
-    struct nxr__registry *reg = atomic_load_explicit(&a->registry, memory_order_acquire);
-    if (reg == NULL)
-        return;
-    nxr__registry_remove_tag(reg, a->tag);
-    atomic_store_explicit(&a->registry, NULL, memory_order_release);
+    nxr__extent_record_detach(&a->record);
 }
 
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
@@ -259,6 +216,15 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
         return false; /* jemalloc refused: keep the hooks alive with it */
     free(a);
     return true;
+}
+
+void nxr__arena_purge(struct nxr__arena *a)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", a->index);
+    /* Fails only for a bad index; refused madvise calls are counted by the
+     * purge hooks. */
+    nxr_je_mallctl(name, NULL, NULL, NULL, 0);
 }
 
 static int lg(size_t align)
@@ -289,6 +255,12 @@ void nxr__arena_free(void *ptr)
 void nxr__arena_free_sized(void *ptr, size_t size, size_t align)
 {
     nxr_je_sdallocx(ptr, size, MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(lg(align)));
+}
+
+unsigned long nxr__arena_release_failures(const struct nxr__arena *a)
+{
+    /* Relaxed: a statistic (see internal/extent.h). */
+    return atomic_load_explicit(&a->release_failures, memory_order_relaxed);
 }
 
 unsigned nxr__arena_index(const struct nxr__arena *a)

@@ -1,6 +1,7 @@
 /*
  * The memory registry (see internal/registry.h): a sorted array of disjoint
- * address ranges, each tagged with a domain id, under a reader-writer lock.
+ * address ranges, each tagged with a domain id, under one mutex (held for a
+ * binary search or an array edit, never across a call out).
  */
 #include "alloc/internal/registry.h"
 
@@ -17,18 +18,23 @@ struct range {
 };
 
 struct nxr__registry {
-    pthread_rwlock_t lock;
+    pthread_mutex_t lock;
     struct range *v; /* sorted by begin, disjoint */
     size_t count, cap;
 };
 
 int nxr__registry_create(struct nxr__registry **out)
 {
+    *out = NULL;
     struct nxr__registry *r = nxr__calloc(1, sizeof(*r));
-    *out = r;
     if (r == NULL)
         return -ENOMEM;
-    pthread_rwlock_init(&r->lock, NULL);
+    int rc = nxr__mutex_init(&r->lock);
+    if (rc != 0) {
+        free(r);
+        return rc;
+    }
+    *out = r;
     return 0;
 }
 
@@ -36,7 +42,7 @@ void nxr__registry_destroy(struct nxr__registry *r)
 {
     if (r == NULL)
         return;
-    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->lock);
     free(r->v);
     free(r);
 }
@@ -108,7 +114,7 @@ static void cut(struct nxr__registry *r, uintptr_t b, uintptr_t e)
 
 int nxr__registry_add(struct nxr__registry *r, uintptr_t begin, uintptr_t end, int tag)
 {
-    pthread_rwlock_wrlock(&r->lock);
+    pthread_mutex_lock(&r->lock);
     /* At most one split (a stale overlap) plus the new range. */
     int rc = reserve(r, 2);
     if (rc == 0) {
@@ -131,48 +137,48 @@ int nxr__registry_add(struct nxr__registry *r, uintptr_t begin, uintptr_t end, i
             r->count++;
         }
     }
-    pthread_rwlock_unlock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
 int nxr__registry_remove(struct nxr__registry *r, uintptr_t begin, uintptr_t end)
 {
-    pthread_rwlock_wrlock(&r->lock);
+    pthread_mutex_lock(&r->lock);
     int rc = cut_splits(r, begin, end) ? reserve(r, 1) : 0;
     if (rc == 0)
         cut(r, begin, end);
-    pthread_rwlock_unlock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
 void nxr__registry_remove_tag(struct nxr__registry *r, int tag)
 {
-    pthread_rwlock_wrlock(&r->lock);
+    pthread_mutex_lock(&r->lock);
     size_t kept = 0;
     for (size_t i = 0; i < r->count; i++) {
         if (r->v[i].tag != tag)
             r->v[kept++] = r->v[i];
     }
     r->count = kept;
-    pthread_rwlock_unlock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
 }
 
 bool nxr__registry_find(struct nxr__registry *r, const void *ptr, int *tag)
 {
     uintptr_t p = (uintptr_t)ptr;
-    pthread_rwlock_rdlock(&r->lock);
+    pthread_mutex_lock(&r->lock);
     size_t i = first_above(r, p);
     bool hit = i < r->count && r->v[i].begin <= p;
     if (hit)
         *tag = r->v[i].tag;
-    pthread_rwlock_unlock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
     return hit;
 }
 
 size_t nxr__registry_count(struct nxr__registry *r)
 {
-    pthread_rwlock_rdlock(&r->lock);
+    pthread_mutex_lock(&r->lock);
     size_t n = r->count;
-    pthread_rwlock_unlock(&r->lock);
+    pthread_mutex_unlock(&r->lock);
     return n;
 }

@@ -32,7 +32,7 @@ typedef struct nxr_domain nxr_domain_t;
  * memory, freed memory whose range was returned to the kernel) or -EINVAL
  * (NULL rt or out). Freed memory that nxr still keeps mapped is reported as
  * its domain's: the answer is about addresses, not about liveness. Any
- * thread; takes a read lock and binary-searches a small table.
+ * thread; takes one short lock (a binary search in a small table).
  */
 NXR_API int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t **out);
 
@@ -75,8 +75,9 @@ NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
  * fits under it. 0 or -EINVAL. Any thread. */
 NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
 
-/* Frees every cached buffer of d's pool (outstanding ones are untouched).
- * 0 or -EINVAL. Any thread. */
+/* Frees every cached buffer of d's pool (outstanding ones are untouched) and
+ * gives the domain's unused pages back to the system (madvise; a refusal is
+ * counted in nxr_pool_stats.release_failures). 0 or -EINVAL. Any thread. */
 NXR_API int nxr_pool_trim(const nxr_domain_t *d);
 
 /* ------------------------------------------------ binding */

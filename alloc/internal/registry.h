@@ -10,8 +10,8 @@
  *
  * Layout: a sorted array of disjoint [begin, end) ranges; adjacent ranges of
  * one tag are merged, so it holds about one entry per contiguous run of a
- * domain's mappings (tens, not thousands). Lookups take a read lock and
- * binary-search; adds and removes take the write lock.
+ * domain's mappings (tens, not thousands). One mutex guards it: a lookup
+ * holds it for a binary search, an add or remove for an array edit.
  *
  * Lock order: the registry's lock is a leaf. The extent hooks take it while
  * jemalloc holds its own arena locks; the registry never calls into
@@ -27,7 +27,7 @@
 
 struct nxr__registry;
 
-/* 0 and *out, or -ENOMEM (nothing allocated). */
+/* 0 and *out, or -ENOMEM (nothing allocated; also a failed mutex init). */
 int nxr__registry_create(struct nxr__registry **out);
 
 /* Frees the registry. NULL is a no-op. No arena may still point at it. */
@@ -51,8 +51,7 @@ int nxr__registry_remove(struct nxr__registry *r, uintptr_t begin, uintptr_t end
 /* Forgets every range of `tag` (a domain's arena going away). Never fails. */
 void nxr__registry_remove_tag(struct nxr__registry *r, int tag);
 
-/* The tag of the range holding ptr: true and *tag, or false. Any thread;
- * takes the read lock. */
+/* The tag of the range holding ptr: true and *tag, or false. Any thread. */
 bool nxr__registry_find(struct nxr__registry *r, const void *ptr, int *tag);
 
 /* Ranges held (tests and diagnostics). */
