@@ -3,11 +3,15 @@
  * merged when adjacent and of one tag, cut by removals (including a cut in
  * the middle that splits a range), dropped per tag, and found by any
  * address inside them and by none outside. Out of memory leaves it as it
- * was. Addresses are plain numbers: nothing is dereferenced.
+ * was. Addresses are plain numbers: nothing is dereferenced. The last tests
+ * go through the extent source's recorded map and unmap, which both arena
+ * back ends use: a mapped extent is found, an unmapped or detached one is
+ * not, and one that cannot be recorded is never handed out.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "alloc/internal/extent.h"
 #include "alloc/internal/registry.h"
 #include "base/internal/sys.h"
 
@@ -124,4 +128,55 @@ Test(alloc_registry, out_of_memory_changes_nothing)
     cr_assert_eq(nxr__registry_remove(reg, 0x204000, 0x205000), 0);
     cr_assert_eq(tag_at(0x204000), -1);
     cr_assert_eq(tag_at(0x205000), 1);
+}
+
+/* ---- through the extent source ------------------------------------------------ */
+
+Test(alloc_registry, a_recorded_extent_is_found_until_it_is_unmapped)
+{
+    atomic_ulong failures;
+    atomic_init(&failures, 0);
+    struct nxr__extent_record rec = {.tag = 4};
+    atomic_init(&rec.registry, reg);
+    void *p;
+    cr_assert_eq(nxr__extent_map_recorded(&failures, &rec, -1, 8 * 4096, 4096, &p), 0);
+    cr_assert_eq(tag_at((uintptr_t)p), 4);
+    cr_assert_eq(tag_at((uintptr_t)p + 8 * 4096 - 1), 4);
+    cr_assert(nxr__extent_unmap_recorded(&failures, &rec, p, 8 * 4096));
+    cr_assert_eq(tag_at((uintptr_t)p), -1, "unmapped addresses are nobody's");
+    cr_assert_eq(nxr__registry_count(reg), 0);
+}
+
+Test(alloc_registry, a_detached_record_forgets_and_records_nothing_more)
+{
+    atomic_ulong failures;
+    atomic_init(&failures, 0);
+    struct nxr__extent_record rec = {.tag = 2};
+    atomic_init(&rec.registry, reg);
+    void *p, *q;
+    cr_assert_eq(nxr__extent_map_recorded(&failures, &rec, -1, 4096, 4096, &p), 0);
+    nxr__extent_record_detach(&rec);
+    cr_assert_eq(tag_at((uintptr_t)p), -1);
+    cr_assert_eq(nxr__extent_map_recorded(&failures, &rec, -1, 4096, 4096, &q), 0);
+    cr_assert_eq(tag_at((uintptr_t)q), -1, "after detach, maps are not recorded");
+    nxr__extent_record_detach(&rec); /* idempotent */
+    cr_assert(nxr__extent_unmap_recorded(&failures, &rec, p, 4096));
+    cr_assert(nxr__extent_unmap_recorded(&failures, &rec, q, 4096));
+}
+
+Test(alloc_registry, an_extent_that_cannot_be_recorded_is_never_handed_out)
+{
+    atomic_ulong failures;
+    atomic_init(&failures, 0);
+    struct nxr__extent_record rec = {.tag = 1};
+    atomic_init(&rec.registry, reg);
+    /* Fill the first array so that recording one more range must grow it. */
+    for (uintptr_t i = 0; i < 15; i++)
+        cr_assert_eq(nxr__registry_add(reg, 0x100000 + i * 0x2000, 0x101000 + i * 0x2000, 0), 0);
+    nxr__fault_arm(NXR_FAULT_ALLOC, 1); /* the registry's growth; mmap is another point */
+    void *p = (void *)0x1;
+    cr_assert_eq(nxr__extent_map_recorded(&failures, &rec, -1, 4096, 4096, &p), -ENOMEM);
+    nxr__fault_arm(0, 0);
+    cr_assert_null(p);
+    cr_assert_eq(nxr__registry_count(reg), 15, "nothing recorded");
 }
