@@ -378,7 +378,12 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
                 if (plan.spin_until < floor)
                     plan.spin_until = floor;
             }
-            if (spin_until(team, seen, plan.spin_until, plan.expected, &job))
+            /* Overdue: well past the predicted publish (not just past it: in
+             * a back-to-back stream the region comes a moment after). */
+            uint64_t overdue = plan.expected > UINT64_MAX - NXR__RHYTHM_SLEEP_MIN_NS
+                                   ? UINT64_MAX
+                                   : plan.expected + NXR__RHYTHM_SLEEP_MIN_NS;
+            if (spin_until(team, seen, plan.spin_until, overdue, &job))
                 return job;
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;

@@ -70,8 +70,9 @@ struct nxr__rhythm {
 };
 
 /* How a worker waits: park until sleep_until (0: do not), then spin until
- * spin_until (checking for work), then park until woken; past `expected` a
- * spinning worker also yields its CPU now and then (team.c). predicted: the
+ * spin_until (checking for work), then park until woken; well past
+ * `expected` a spinning worker also yields its CPU now and then (team.c).
+ * predicted: the
  * plan follows a rhythm (else it is the fallback spin); end_known: it used
  * the region's stamped end (else the worker's clock). */
 struct nxr__idle_plan {
