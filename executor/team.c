@@ -561,12 +561,12 @@ static void *worker_main(void *p)
     /* Regions it reached spinning and found fully claimed, in a row: past
      * USELESS the caller is faster than a spinning worker (empty regions),
      * so it stops spinning for them and polls instead. A poll that finds a
-     * region lets it try one spin again. */
+     * region, or a wake-up, lets it try one spin again. */
     unsigned useless = 0;
     for (;;) {
         enum arrival how;
         uint64_t job = await_work(team, w, seen, participant, useless < USELESS, &how);
-        if (how == ARRIVED_POLLING && useless >= USELESS)
+        if (how != ARRIVED_SPINNING && useless >= USELESS)
             useless = USELESS - 1;
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
