@@ -102,8 +102,12 @@
 /* The dispatcher's join wait with the adaptive policy: pause iterations
  * before it parks on `remaining` (it waits only for slots being run). */
 #define JOIN_SPIN 4096u
-/* Useless spins in a row before a worker disengages (see worker_main). */
-#define USELESS 16u
+/* Useless spins in a row before a worker disengages (see worker_main), and
+ * how soon after the publish a spinning worker must have found every slot
+ * taken for the spin to count as useless (the caller outpaced it: an empty
+ * region). Later than that it was preempted, not outpaced. */
+#define USELESS       16u
+#define USELESS_AFTER 1000u
 
 struct slot {
     /* The last generation that claimed this slot (see the file comment):
@@ -590,7 +594,9 @@ static void *worker_main(void *p)
                 } else {
                     /* Relaxed: a counter. */
                     atomic_fetch_add_explicit(&team->late_arrivals, 1, memory_order_relaxed);
-                    if (how == ARRIVED_SPINNING && useless < USELESS)
+                    uint64_t start = nxr__rhythm_started(&team->rhythm, seen);
+                    if (how == ARRIVED_SPINNING && start != 0 &&
+                        nxr__now_ns() - start < USELESS_AFTER && useless < USELESS)
                         useless++;
                 }
             }

@@ -107,6 +107,13 @@ uint64_t nxr__rhythm_lead(const struct nxr__rhythm *r);
  * duration below NXR__RHYTHM_WAKE_WORTH_NS); false without history. */
 bool nxr__rhythm_short(const struct nxr__rhythm *r, uint32_t gen);
 
+/* When region gen was published (0: not known, or the ring moved on). */
+static inline uint64_t nxr__rhythm_started(const struct nxr__rhythm *r, uint32_t gen)
+{
+    /* Relaxed: advisory. */
+    return atomic_load_explicit(&r->starts[gen % NXR__RHYTHM_HISTORY], memory_order_relaxed);
+}
+
 /* The plan for a worker that has seen generation gen and is idle at now,
  * after `missed` predicted publishes passed without a region (0 at first):
  * it aims at the publish after those, one region and one gap later each. */

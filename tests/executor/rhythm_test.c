@@ -211,3 +211,4 @@ Test(executor_rhythm, slow_streams_and_torn_rings_fall_back)
     cr_assert_eq(p.sleep_until, 0);
     cr_assert_eq(p.spin_until, end + 2 * US + NXR__RHYTHM_FALLBACK_SPIN_NS);
 }
+
