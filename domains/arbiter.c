@@ -72,6 +72,9 @@ struct nxr__arbiter {
     bool exclusive;             /* the exclusive permit is held */
     unsigned exclusive_waiters; /* queued exclusive requests */
     unsigned nwaiters;
+    /* nwaiters, readable without the lock (nxr__arbiter_contended's fast
+     * path); written under the lock, relaxed: see contended(). */
+    atomic_uint queued;
     unsigned waiting_lo, waiting_hi; /* words of `waiting` that may be non-zero */
     struct waiter *head, *tail;
     uint64_t *held;
@@ -224,6 +227,7 @@ int nxr__arbiter_create(struct nxr__arbiter **out, hwloc_const_bitmap_t universe
     a->nwords = nwords;
     a->waiting_lo = nwords;
     a->waiting_hi = 0;
+    atomic_init(&a->queued, 0);
     atomic_init(&a->max_wait_ns, 0);
     atomic_init(&a->total_wait_ns, 0);
     *out = a;
@@ -306,6 +310,7 @@ static void enqueue(struct nxr__arbiter *a, struct waiter *w)
         a->head = w;
     a->tail = w;
     a->nwaiters++;
+    atomic_store_explicit(&a->queued, a->nwaiters, memory_order_relaxed);
     if (w->req == NULL)
         a->exclusive_waiters++;
     else
@@ -323,6 +328,7 @@ static void unlink_waiter(struct nxr__arbiter *a, struct waiter *w)
     else
         a->tail = w->prev;
     a->nwaiters--;
+    atomic_store_explicit(&a->queued, a->nwaiters, memory_order_relaxed);
 }
 
 /*
@@ -508,6 +514,23 @@ void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_requ
     if (a->head != NULL && (a->exclusive_waiters > 0 || overlaps(a->waiting, r)))
         serve(a);
     pthread_mutex_unlock(&a->lock);
+}
+
+bool nxr__arbiter_contended(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
+{
+    if (!request_ok(a, r))
+        return false;
+    /* Relaxed: a waiter that queued before this call in happens-before
+     * order (the case fairness is about: the joiner learned of it) is seen by
+     * coherence; one racing with it may be missed, and then the join simply
+     * happened before it queued. */
+    if (atomic_load_explicit(&a->queued, memory_order_relaxed) == 0)
+        return false;
+    pthread_mutex_lock(&a->lock);
+    bool contended =
+        a->head != NULL && (a->exclusive_waiters > 0 || overlaps(a->waiting, r));
+    pthread_mutex_unlock(&a->lock);
+    return contended;
 }
 
 int nxr__arbiter_acquire_exclusive(struct nxr__arbiter *a)

@@ -1,9 +1,12 @@
 /*
  * A service that already has a thread pool (examples/host_pool.c) hands it to
  * nxr as a cooperative domain on the CPUs the pool runs on, then runs an nxr
- * loop on it. Run: bazel run //examples:attach_pool
+ * loop on it. Run: bazel run //examples:attach_pool  (`-- --json` also prints
+ * nxr_runtime_describe's JSON with the pool attached).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "examples/pool_executor.h"
 
@@ -15,8 +18,9 @@ static void square(void *arg, size_t b, size_t e, unsigned worker)
         v[i] = (double)i * (double)i;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
     cpu_set_t cpus;
     sched_getaffinity(0, sizeof(cpus), &cpus);
     struct host_pool *pool = host_pool_start(2, &cpus); /* the service's own pool */
@@ -43,7 +47,15 @@ int main(void)
     }
     double v[4096];
     nxr_parallel_for(ctx, 0, 4096, 256, square, v);
-    printf("v[4095] = %.0f, computed on the service's own pool\n", v[4095]);
+    if (json) {
+        char *text;
+        if (nxr_runtime_describe(rt, NXR_DESCRIBE_JSON, &text) != 0)
+            return 1;
+        fputs(text, stdout);
+        free(text);
+    } else {
+        printf("v[4095] = %.0f, computed on the service's own pool\n", v[4095]);
+    }
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt); /* drains, then releases the pool */
     hwloc_bitmap_free(set);

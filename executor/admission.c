@@ -8,6 +8,16 @@
  * acquires it, later ones join, the last to leave releases it. That is what
  * lets a batch be admitted by the submitting thread and finished by a worker.
  *
+ * Fairness. A join is allowed only while no request that overlaps the
+ * domain's set waits in the arbiter. Once one waits, new operations do not
+ * join: they wait for the permit to be released and then acquire it anew,
+ * which queues them behind that request (the arbiter is FIFO among
+ * overlapping requests). So a waiting request bounds how long a held permit
+ * can be extended: by the operations already in flight when it queued, never
+ * by ones that arrive after it. Without this, a stream of overlapping
+ * submissions keeps `active` above zero and starves an overlapping domain
+ * for as long as the stream lasts, whatever the arbiter's own policy.
+ *
  * CALLER_MANAGED domains never enter the arbiter. Their guard admits one
  * operation at a time; a second entry, from any thread (the caller pool's own
  * workers included), is NXR_EADMISSION. The guard clears on every exit path
@@ -31,6 +41,8 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     atomic_init(&exec->guard, 0);
     exec->active = 0;
     exec->acquiring = false;
+    exec->joins = 0;
+    exec->deferrals = 0;
     exec->arbiter = NULL;
     if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
@@ -87,13 +99,34 @@ static int enter_arbitrated(struct nxr__exec *exec)
      * (a task of domain A submitting to B while a thread acquires B's
      * permit, which overlaps A's). */
     bool inside = nxr__tls.depth > 0;
+    bool deferred = false;
     pthread_mutex_lock(&exec->lock);
-    while (exec->acquiring && !inside)
+    for (;;) {
+        if (exec->acquiring && !inside) {
+            pthread_cond_wait(&exec->changed, &exec->lock);
+            continue;
+        }
+        if (exec->active == 0)
+            break; /* acquire the permit below */
+        /* The domain holds its permit already: join it, unless an
+         * overlapping request is waiting for it (see Fairness above). The
+         * arbiter's mutex is a leaf, so asking under exec->lock is safe. */
+        if (!nxr__arbiter_contended(exec->arbiter, &exec->request)) {
+            exec->active++;
+            exec->joins++;
+            pthread_mutex_unlock(&exec->lock);
+            return 0;
+        }
+        if (inside) {
+            pthread_mutex_unlock(&exec->lock);
+            return -EBUSY; /* a body never waits (below) */
+        }
+        if (!deferred) {
+            deferred = true;
+            exec->deferrals++;
+        }
+        /* Woken when the last operation leaves (or one enters or fails). */
         pthread_cond_wait(&exec->changed, &exec->lock);
-    if (exec->active > 0) {
-        exec->active++; /* the domain holds its permit already: join it */
-        pthread_mutex_unlock(&exec->lock);
-        return 0;
     }
     int rc;
     if (inside) {
@@ -134,6 +167,14 @@ void nxr__exec_leave(struct nxr__exec *exec)
             atomic_store_explicit(&exec->guard, 0, memory_order_release);
         pthread_cond_broadcast(&exec->changed);
     }
+    pthread_mutex_unlock(&exec->lock);
+}
+
+void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
+{
+    pthread_mutex_lock(&exec->lock);
+    *out = (struct nxr__admission_stats){
+        .joins = exec->joins, .deferrals = exec->deferrals, .active = exec->active};
     pthread_mutex_unlock(&exec->lock);
 }
 

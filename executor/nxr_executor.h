@@ -70,9 +70,13 @@ enum nxr_executor_flags {
     NXR_EXECUTOR_REENTRANT = 1u << 1,
 };
 
+/* Who owns an executor's threads. The zero value is the caller: an executor
+ * that does not say (a zero-initialised struct, nxr_external_decl_init) is
+ * the caller's, which is what every attached executor is. Only nxr's own
+ * team says NXR; nxr_runtime_attach rejects an executor that claims it. */
 enum nxr_executor_owner {
-    NXR_EXECUTOR_OWNED_BY_NXR = 0,    /* nxr created the threads and stops them */
-    NXR_EXECUTOR_OWNED_BY_CALLER = 1, /* nxr never creates, repins or stops them */
+    NXR_EXECUTOR_OWNED_BY_CALLER = 0, /* nxr never creates, repins or stops them */
+    NXR_EXECUTOR_OWNED_BY_NXR = 1,    /* nxr created the threads and stops them */
 };
 
 struct nxr_executor_ops {

@@ -483,6 +483,12 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i)
     return i < team->size ? team->workers[i].tid : 0;
 }
 
+bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i)
+{
+    /* seq_cst like the worker's store of the flag; read by tests only. */
+    return i < team->size && atomic_load_explicit(&team->workers[i].parked, memory_order_seq_cst);
+}
+
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
                    bool caller_joins)
 {

@@ -32,6 +32,8 @@ static int validate_executor(const struct nxr_executor *ex, int id, char *err, s
         why = "declares zero workers";
     else if ((ex->ops->retain == NULL) != (ex->ops->release == NULL))
         why = "has retain without release, or release without retain";
+    else if (ex->owner != NXR_EXECUTOR_OWNED_BY_CALLER)
+        why = "claims to be owned by nxr (an attached executor is the caller's)";
     if (why == NULL)
         return 0;
     snprintf(err, errsz, "external domain %d: executor %s", id, why);

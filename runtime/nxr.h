@@ -168,7 +168,8 @@ NXR_API void nxr_external_decl_init(struct nxr_external_decl *decl);
  * Attaches an external executor as a new domain. Validation, first failure
  * wins: -EINVAL (NULL argument, negative id, an admission mode other than the
  * two above, a caller-managed decl with a CPU set), NXR_EEXECUTOR (no
- * install or submit, zero workers, retain without release or the reverse),
+ * install or submit, zero workers, retain without release or the reverse,
+ * an owner other than NXR_EXECUTOR_OWNED_BY_CALLER, the default),
  * NXR_EEMPTYSET, NXR_EDISALLOWED (cooperative set), NXR_EBUDGET, NXR_EDUPID;
  * then -ENOMEM. On failure the runtime is unchanged and the executor was
  * never retained; err (optional) names the problem.

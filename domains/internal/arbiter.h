@@ -172,6 +172,17 @@ int nxr__arbiter_acquire_timed(struct nxr__arbiter *a, const struct nxr__arbiter
  */
 void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_request *r);
 
+/*
+ * True when a queued request overlaps r's set (an exclusive request overlaps
+ * every set). Admission asks this before letting a new operation join a
+ * permit its domain already holds: joining while such a waiter is queued
+ * would extend the permit past it without bound. O(words of r) under the
+ * mutex; no lock at all when nothing is queued. Any thread; r must be
+ * prepared for a. The answer may be stale by the time it is used, so it is a
+ * policy input, never a safety one (overlap is enforced by grants alone).
+ */
+bool nxr__arbiter_contended(struct nxr__arbiter *a, const struct nxr__arbiter_request *r);
+
 /* The exclusive permit: conflicts with every permit, exclusive or not.
  * Same waiting policy, results and errors as the non-exclusive calls
  * (-EINVAL when a is NULL). */

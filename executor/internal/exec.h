@@ -45,6 +45,10 @@ struct nxr__exec {
     pthread_cond_t changed;
     unsigned active; /* operations in flight; under lock */
     bool acquiring;  /* a thread is acquiring the permit; under lock */
+    /* Counters, under lock (nxr__exec_admission_stats). */
+    uint64_t joins;     /* operations admitted onto a permit already held */
+    uint64_t deferrals; /* operations that found an overlapping request
+                         * waiting and queued behind it instead of joining */
 };
 
 /*
@@ -129,10 +133,11 @@ void nxr__exec_admission_fini(struct nxr__exec *exec);
 /*
  * Admits one operation (a region or a submitted batch) onto exec's executor
  * and retains the executor for it. MANAGED/COOPERATIVE: the first operation
- * in flight acquires the domain's permit (blocking), later ones join it; a
- * thread already inside an operation's body never blocks here (it could wait
- * on a permit its own operation keeps from being granted) and gets -EBUSY
- * instead. CALLER_MANAGED: NXR_EADMISSION when an operation is already in
+ * in flight acquires the domain's permit (blocking), later ones join it
+ * while no overlapping request waits for it, and otherwise queue behind that
+ * request (blocking); a thread already inside an operation's body never
+ * blocks here (it could wait on a permit its own operation keeps from being
+ * granted) and gets -EBUSY instead. CALLER_MANAGED: NXR_EADMISSION when an operation is already in
  * flight, from any thread. Every success is paired with nxr__exec_leave.
  */
 int nxr__exec_enter(struct nxr__exec *exec);
@@ -140,6 +145,15 @@ int nxr__exec_enter(struct nxr__exec *exec);
 /* Ends one admitted operation: releases the executor and, with the last
  * operation, the permit or the guard. Any thread (a done callback too). */
 void nxr__exec_leave(struct nxr__exec *exec);
+
+/* Admission counters of an arbitrated domain (a caller-managed one never
+ * joins: zeroes), and the operations in flight now. Any thread. */
+struct nxr__admission_stats {
+    uint64_t joins;
+    uint64_t deferrals;
+    unsigned active;
+};
+void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
 
 /* Blocks until exec has no operation in flight; returns whether it waited. */
 bool nxr__exec_drain(struct nxr__exec *exec);

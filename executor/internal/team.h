@@ -55,6 +55,11 @@ unsigned nxr__team_get_spin(const struct nxr__team *team);
 /* The kernel thread id of worker i (for diagnostics and tests). */
 pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
 
+/* True when worker i has parked: it set its parked flag and sleeps on its
+ * futex word (or is about to). Instrumentation for tests: an idle team is
+ * one whose every worker is parked. */
+bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i);
+
 /*
  * Runs fn on n participants (1 <= n <= size + caller_joins) and returns when
  * all have finished. When caller_joins, the calling thread is participant 0

@@ -12,13 +12,14 @@
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr.h"
+#include "tests/support/cpus.h"
 
 static nxr_runtime_t *make_runtime(const char *domains)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
     o.spin = 0;
     nxr_runtime_t *rt = NULL;
     int rc = nxr_runtime_create(&rt, &o);
@@ -60,7 +61,7 @@ Test(alloc_arena, invalid_arguments_are_einval)
 
 Test(alloc_arena, each_domain_has_its_own_arena)
 {
-    nxr_runtime_t *rt = make_runtime("0:0;1:1");
+    nxr_runtime_t *rt = make_runtime("0:%0;1:%0 shared");
     struct nxr__arena *a0 = nxr__pool_arena(nxr_runtime_domain_at(rt, 0)->pool);
     struct nxr__arena *a1 = nxr__pool_arena(nxr_runtime_domain_at(rt, 1)->pool);
     cr_assert_neq(nxr__arena_index(a0), nxr__arena_index(a1));

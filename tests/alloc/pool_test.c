@@ -12,13 +12,14 @@
 
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr.h"
+#include "tests/support/cpus.h"
 
 static nxr_runtime_t *make_runtime(const char *domains)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
     o.spin = 0;
     nxr_runtime_t *rt = NULL;
     int rc = nxr_runtime_create(&rt, &o);
@@ -269,7 +270,7 @@ static void release_on_worker(void *arg, unsigned index, unsigned n)
 
 Test(alloc_pool, buffer_released_on_another_domains_worker_returns_to_its_owner, .timeout = 30)
 {
-    nxr_runtime_t *rt = make_runtime("0:0;1:1");
+    nxr_runtime_t *rt = make_runtime("0:%0;1:%0 shared");
     const nxr_domain_t *d0, *d1;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 1, &d1), 0);
@@ -295,7 +296,7 @@ Test(alloc_pool, buffer_released_on_another_domains_worker_returns_to_its_owner,
 
 Test(alloc_pool, describe_reports_pool_statistics_per_domain)
 {
-    nxr_runtime_t *rt = make_runtime("0:0;1:1");
+    nxr_runtime_t *rt = make_runtime("0:%0;1:%0 shared");
     const nxr_domain_t *d0 = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *a, *b;
     cr_assert_eq(nxr_buffer_acquire(d0, 4096, &a), 0);

@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
@@ -20,7 +22,10 @@ static void open_domains(const char *domains, int id)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    if (domains != NULL) { /* a template of tests/support/cpus.h */
+        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
+        o.domains = nxr_test_expand(domains);
+    }
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
     cr_assert_eq(nxr_ctx_create(&ctx, rt, id), 0);
 }
@@ -108,9 +113,9 @@ static void check_placement(void *p, size_t b, size_t e, unsigned worker)
 
 Test(executor_parallel_for, chunks_run_only_inside_the_domain_set)
 {
-    /* The caller may run on CPUs 0-1; domain 1 is CPU 1 alone, so the caller
-     * must not take part and every chunk runs on the domain's worker. */
-    open_domains("0:0;1:1", 1);
+    /* The caller may run on both CPUs; domain 1 is the second alone, so the
+     * caller must not take part and every chunk runs on the domain's worker. */
+    open_domains("0:%0;1:%1", 1);
     struct placement pl = {.domain = nxr_domain_cpuset(nxr_ctx_domain(ctx))};
     cr_assert_eq(nxr_parallel_for(ctx, 0, 64, 1, check_placement, &pl), 0);
     cr_expect_eq(atomic_load(&pl.chunks), 1, "budget 1: one participant, one static share");
@@ -128,7 +133,6 @@ struct nest {
     nxr_ctx_t *ctx;
     atomic_uint mismatched_thread;
     atomic_uint inner_calls;
-    atomic_int max_threads;
 };
 
 static __thread pid_t outer_tid;
@@ -140,10 +144,6 @@ static void inner_body(void *p, size_t b, size_t e, unsigned worker)
     if ((pid_t)syscall(SYS_gettid) != outer_tid)
         atomic_fetch_add(&n->mismatched_thread, 1);
     atomic_fetch_add(&n->inner_calls, 1);
-    int threads = nxr_test_thread_count();
-    int seen = atomic_load(&n->max_threads);
-    while (threads > seen && !atomic_compare_exchange_weak(&n->max_threads, &seen, threads))
-        ;
 }
 
 static void outer_body(void *p, size_t b, size_t e, unsigned worker)
@@ -155,15 +155,20 @@ static void outer_body(void *p, size_t b, size_t e, unsigned worker)
         cr_assert_eq(nxr_parallel_for(n->ctx, 0, 10000, 1, inner_body, n), 0);
 }
 
+/* The team's own count of what it dispatched, rather than threads (a
+ * nested dispatch would queue on the busy team, not add threads): the outer
+ * loop is at most one region, the nested loops none. */
 Test(executor_parallel_for, nested_loop_runs_sequentially_in_place)
 {
     open_domains(NULL, 0);
-    int threads = nxr_test_thread_count();
+    struct nxr__team *team = ctx->domain->team;
+    uint64_t regions = nxr__team_regions(team);
     struct nest n = {.ctx = ctx};
     cr_assert_eq(nxr_parallel_for(ctx, 0, 8, 1, outer_body, &n), 0);
     cr_expect_eq(atomic_load(&n.inner_calls), 8, "each nested loop is one sequential call");
     cr_expect_eq(atomic_load(&n.mismatched_thread), 0, "nested loops stay on their thread");
-    cr_expect_eq(atomic_load(&n.max_threads), threads, "no nested team was started");
+    cr_expect_leq(nxr__team_regions(team) - regions, 1u, "the nested loops dispatched regions");
+    cr_expect_eq(nxr__team_nested_regions(team), 0u, "a region was dispatched from a body");
 }
 
 static void sum_range(void *arg, size_t b, size_t e, void *partial)
@@ -220,8 +225,24 @@ Test(executor_parallel_for, small_work_stays_on_the_calling_thread)
     open_domains(NULL, 0);
     struct nest n = {.ctx = ctx};
     outer_tid = (pid_t)syscall(SYS_gettid);
-    /* 100 iterations, default grain 1024: one chunk, the caller runs it. */
+    /* 100 iterations, default grain 1024: one chunk, the caller runs it,
+     * and it takes no permit and dispatches no region (what the shortcut
+     * saves; without it the chunk would still run on this thread when the
+     * caller takes part, so the thread alone proves nothing). */
+    struct nxr__arbiter_stats before, after;
+    nxr__arbiter_stats(rt->arbiter, &before);
+    uint64_t regions = nxr__team_regions(rt->domains[0]->team);
     cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 0, inner_body, &n), 0);
+    nxr__arbiter_stats(rt->arbiter, &after);
     cr_expect_eq(atomic_load(&n.inner_calls), 1);
     cr_expect_eq(atomic_load(&n.mismatched_thread), 0);
+    cr_expect_eq(after.grants, before.grants, "small work took a permit");
+    cr_expect_eq(nxr__team_regions(rt->domains[0]->team), regions, "small work woke the team");
+    /* The peer in the same run: two chunks for two participants do take a
+     * permit (a budget of one runs them on this thread too, permit-free). */
+    if (nxr_ctx_budget(ctx) >= 2) {
+        cr_assert_eq(nxr_parallel_for(ctx, 0, 2048, 0, inner_body, &n), 0);
+        nxr__arbiter_stats(rt->arbiter, &after);
+        cr_expect_eq(after.grants, before.grants + 1, "two chunks went through admission");
+    }
 }

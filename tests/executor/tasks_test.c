@@ -4,13 +4,18 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
@@ -21,7 +26,10 @@ static void open_runtime(const char *domains)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    if (domains != NULL) { /* a template of tests/support/cpus.h */
+        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
+        o.domains = nxr_test_expand(domains);
+    }
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
 }
@@ -83,7 +91,10 @@ struct inner_probe {
     nxr_ctx_t *ctx;
     atomic_uint worker_chunks;
     atomic_uint tasks_on_workers;
+    atomic_uint chunks_off_task_thread; /* a loop chunk not on its task's thread */
 };
+
+static __thread pid_t task_tid;
 
 static void note_chunk(void *p, size_t b, size_t e, unsigned w)
 {
@@ -91,6 +102,8 @@ static void note_chunk(void *p, size_t b, size_t e, unsigned w)
     (void)b, (void)e, (void)w;
     if (on_worker())
         atomic_fetch_add(&ip->worker_chunks, 1);
+    if ((pid_t)syscall(SYS_gettid) != task_tid)
+        atomic_fetch_add(&ip->chunks_off_task_thread, 1);
 }
 
 static int inner_task(void *p, size_t index)
@@ -99,12 +112,13 @@ static int inner_task(void *p, size_t index)
     (void)index;
     if (on_worker())
         atomic_fetch_add(&ip->tasks_on_workers, 1);
+    task_tid = (pid_t)syscall(SYS_gettid);
     return nxr_parallel_for(ip->ctx, 0, 64, 1, note_chunk, ip);
 }
 
 Test(executor_tasks, inner_tasks_run_on_the_caller_and_their_loops_fan_out)
 {
-    open_runtime("0:0-1");
+    open_runtime("0:%0,%1");
     struct inner_probe ip = {.ctx = ctx};
     cr_assert_eq(nxr_run(ctx, NXR_MODE_INNER, 3, inner_task, &ip), 0);
     cr_expect_eq(atomic_load(&ip.tasks_on_workers), 0);
@@ -113,7 +127,7 @@ Test(executor_tasks, inner_tasks_run_on_the_caller_and_their_loops_fan_out)
 
 struct rendezvous {
     nxr_ctx_t *ctx;
-    atomic_uint arrived;
+    atomic_int arrived;
     atomic_uint met;
     struct inner_probe ip;
 };
@@ -125,23 +139,30 @@ static int meet_task(void *p, size_t index)
     struct rendezvous *rv = p;
     if (index < 2) {
         atomic_fetch_add(&rv->arrived, 1);
-        for (int i = 0; i < 5000 && atomic_load(&rv->arrived) < 2; i++)
-            nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+        nxr_test_wait_at_least(&rv->arrived, 2, 5000);
         if (atomic_load(&rv->arrived) >= 2)
             atomic_fetch_add(&rv->met, 1);
     }
     return inner_task(&rv->ip, index);
 }
 
+/* Nested loops are checked where they run (each chunk on its task's own
+ * thread) and by the team's own dispatch count (one region: the OUTER run
+ * itself), not by counting threads, which a nested dispatch would not add. */
 Test(executor_tasks, outer_tasks_fan_out_and_nest_sequentially)
 {
-    open_runtime("0:0-1");
-    int threads = nxr_test_thread_count();
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0,%1");
+    struct nxr__team *team = ctx->domain->team;
+    uint64_t regions = nxr__team_regions(team);
     struct rendezvous rv = {.ctx = ctx, .ip = {.ctx = ctx}};
     cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 40, meet_task, &rv), 0);
     cr_expect_eq(atomic_load(&rv.met), 2, "two tasks ran at the same time");
     cr_expect_gt(atomic_load(&rv.ip.tasks_on_workers), 0, "tasks ran on workers");
-    cr_expect_eq(nxr_test_thread_count(), threads, "no thread was added");
+    cr_expect_eq(atomic_load(&rv.ip.chunks_off_task_thread), 0,
+                 "a nested loop's chunk left its task's thread");
+    cr_expect_eq(nxr__team_regions(team) - regions, 1u, "nested loops dispatched regions");
+    cr_expect_eq(nxr__team_nested_regions(team), 0u);
 }
 
 Test(executor_tasks, outer_reports_the_error_and_skips_the_rest)
@@ -179,12 +200,13 @@ static int reenter_task(void *p, size_t index)
 
 Test(executor_tasks, entering_from_an_own_worker_is_ereentrant)
 {
-    /* Domain 0 is CPU 1 alone and the test thread may also run on CPU 0, so
-     * the task runs on the worker. */
+    /* Domain 0 is the second CPU alone and the test thread may also run on
+     * the first, so the task runs on the worker. */
+    NXR_TEST_NEED_CPUS(2);
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = "0:1";
+    o.domains = nxr_test_expand("0:%1");
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
     struct reentry re = {.ctx = ctx};
@@ -221,31 +243,50 @@ Test(executor_tasks, zero_tasks_complete_at_once)
     cr_expect_eq(nxr_job_wait(job), 0);
 }
 
-struct slow {
+/* Tasks that hold until the gate opens: the test decides when work ends. */
+struct gated {
+    atomic_int open;
     atomic_uint done;
+    atomic_int destroyer; /* tid of the thread that destroys the runtime */
 };
 
-static int slow_task(void *p, size_t index)
+static int gated_task(void *p, size_t index)
 {
-    struct slow *s = p;
+    struct gated *g = p;
     (void)index;
-    nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
-    atomic_fetch_add(&s->done, 1);
+    while (atomic_load(&g->open) == 0)
+        sched_yield();
+    atomic_fetch_add(&g->done, 1);
     return 0;
+}
+
+/* Opens the gate once the destroying thread is asleep in the kernel (in
+ * the drain, waiting for these very jobs): ordered by state, not by time. */
+static void *open_when_destroy_waits(void *p)
+{
+    struct gated *g = p;
+    while (atomic_load(&g->destroyer) == 0)
+        sched_yield();
+    nxr_test_wait_asleep((pid_t)atomic_load(&g->destroyer), NULL, NULL, 10000);
+    atomic_store(&g->open, 1);
+    return NULL;
 }
 
 Test(executor_tasks, detached_jobs_finish_and_destroy_drains_them)
 {
     open_runtime(NULL);
-    static struct slow s; /* outlives the runtime on purpose */
-    atomic_store(&s.done, 0);
+    static struct gated g; /* outlives the runtime on purpose */
     nxr_job_t *job;
-    cr_assert_eq(nxr_submit(ctx, 30, slow_task, &s, &job), 0);
+    cr_assert_eq(nxr_submit(ctx, 30, gated_task, &g, &job), 0);
     nxr_job_detach(job); /* never blocks */
-    cr_assert_eq(nxr_submit(ctx, 30, slow_task, &s, NULL), 0);
-    cr_expect_lt(atomic_load(&s.done), 60, "submit returned before the work was done");
+    cr_assert_eq(nxr_submit(ctx, 30, gated_task, &g, NULL), 0);
+    cr_expect_eq(atomic_load(&g.done), 0, "submit returned before the work was done");
+    pthread_t opener;
+    pthread_create(&opener, NULL, open_when_destroy_waits, &g);
+    atomic_store(&g.destroyer, (int)syscall(SYS_gettid));
     teardown();
-    cr_expect_eq(atomic_load(&s.done), 60, "destroy drained every job");
+    cr_expect_eq(atomic_load(&g.done), 60, "destroy drained every job");
+    pthread_join(opener, NULL);
 }
 
 Test(executor_tasks, bad_arguments)
@@ -265,27 +306,34 @@ Test(executor_tasks, bad_arguments)
     cr_expect_eq(nxr_ctx_create(&c, NULL, 0), -EINVAL);
 }
 
-static double process_cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void touch(void *p, size_t b, size_t e, unsigned w)
 {
     (void)p, (void)b, (void)e, (void)w;
 }
 
+struct parked_probe {
+    struct nxr__team *team;
+    unsigned worker;
+};
+
+static bool worker_parked(void *p)
+{
+    struct parked_probe *pp = p;
+    return nxr__team_worker_parked(pp->team, pp->worker);
+}
+
 Test(executor_tasks, an_idle_team_is_parked)
 {
+    /* Idle means no CPU: every worker parked on its futex, asleep in the
+     * kernel (which runs no sleeping thread), once the spin window passed.
+     * Waited for by state; a team that kept spinning never gets there. */
     open_runtime(NULL);
     cr_assert_eq(nxr_parallel_for(ctx, 0, 1000, 1, touch, NULL), 0);
-    /* Past the spin window (a few thousand pause iterations: microseconds). */
-    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
-    double cpu0 = process_cpu_seconds();
-    nanosleep(&(struct timespec){.tv_nsec = 500 * 1000 * 1000}, NULL);
-    double used = process_cpu_seconds() - cpu0;
-    /* Generous on purpose: the benchmark reports the real figure. */
-    cr_expect_lt(used / 0.5, 0.10, "idle team used %.1f%% of a core", 100 * used / 0.5);
+    struct nxr__team *team = rt->domains[0]->team;
+    for (unsigned i = 0; i < nxr__team_size(team); i++) {
+        struct parked_probe pp = {.team = team, .worker = i};
+        cr_expect(nxr_test_wait_asleep(nxr__team_worker_tid(team, i), worker_parked, &pp, 10000),
+                  "worker %u is still running (state %c)", i,
+                  nxr_test_thread_state(nxr__team_worker_tid(team, i)));
+    }
 }

@@ -9,7 +9,6 @@
  */
 #include <criterion/criterion.h>
 #include <sched.h>
-#include <time.h>
 
 #include "runtime/internal/runtime.h"
 #include "tests/support/procfs.h"
@@ -22,10 +21,24 @@ static void noop(void *arg, size_t begin, size_t end, unsigned participant)
     (void)participant;
 }
 
-static void sleep_ms(long ms)
+struct parked_probe {
+    struct nxr__team *team;
+    unsigned worker;
+};
+
+static bool worker_parked(void *p)
 {
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
-    nanosleep(&ts, NULL);
+    struct parked_probe *pp = p;
+    return nxr__team_worker_parked(pp->team, pp->worker);
+}
+
+/* Waits until worker i is parked and asleep in the kernel (no sleep of a
+ * guessed length): then its context switches so far are all counted. */
+static void await_parked(struct nxr__team *team, unsigned i)
+{
+    struct parked_probe pp = {.team = team, .worker = i};
+    cr_assert(nxr_test_wait_asleep(nxr__team_worker_tid(team, i), worker_parked, &pp, 10000),
+              "worker %u never parked", i);
 }
 
 Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
@@ -58,18 +71,19 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
 
     /* Two chunks: the caller and worker 0 take part, workers 1.. sit out. */
     cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, noop, NULL), 0);
-    sleep_ms(20); /* every worker parked */
+    for (unsigned i = 0; i < workers; i++)
+        await_parked(team, i);
     long before[64];
     for (unsigned i = 0; i < workers && i < 64; i++)
         before[i] = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, i));
     enum { REGIONS = 100 };
     for (int r = 0; r < REGIONS; r++) {
         cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, noop, NULL), 0);
-        sleep_ms(1); /* worker 0 parks again between regions */
+        await_parked(team, 0); /* worker 0 parks again between regions */
     }
     long w0 = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, 0)) - before[0];
-    cr_assert_geq(w0, REGIONS / 2, "worker 0 took part (woken from its park) in each region: %ld",
-                  w0);
+    /* Each region wakes worker 0 from its park, and it parks again after. */
+    cr_assert_geq(w0, REGIONS, "worker 0 took part (woken from its park) in each region: %ld", w0);
     for (unsigned i = 1; i < workers && i < 64; i++) {
         long wi = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, i)) - before[i];
         cr_assert_leq(wi, 2, "worker %u sat %d regions out but was woken %ld times", i, REGIONS,

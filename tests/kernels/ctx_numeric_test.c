@@ -2,9 +2,9 @@
  * Every kernel through a context on a real runtime, against naive double
  * references, on odd sizes (1, 7, 65, 257, non-square, transposed operands,
  * padded strides) and on sizes large enough to be split over the domain's
- * workers. Targets: the default domain, a declared "0:0-1" (both with a
+ * workers. Targets: the default domain, a declared "0:%0,%1" (both with a
  * budget of 2 here, so the split really happens: the team's region count
- * must grow), the two one-CPU domains of "0:0;1:1", and the default domain
+ * must grow), the two one-CPU domains of "0:%0;1:%1", and the default domain
  * capped at one thread (opts.num_threads = 1, the sequential reference:
  * no region at all). A one-thread target whose CPUs the test thread is not
  * confined to runs each call as exactly one region on a worker (work never
@@ -52,7 +52,7 @@ static void add_runtime(const char *domains, int num_threads, const char *name)
 {
     struct ctx_rt_opts o;
     ctx_rt_opts_init(&o);
-    o.domains = domains;
+    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
     o.num_threads = num_threads;
     struct ctx_rt *r = &rts[nrts++];
     ctx_rt_open(r, &o);
@@ -66,9 +66,9 @@ static void open_targets(void)
     nrts = ntargets = 0;
     add_runtime(NULL, 1, "default, 1 thread"); /* targets[SEQ] */
     add_runtime(NULL, 0, "default");
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
-        add_runtime("0:0-1", 0, "0:0-1");
-        add_runtime("0:0;1:1", 0, "0:0;1:1");
+    if (nxr_test_cpu_count() >= 2) {
+        add_runtime("0:%0,%1", 0, "0:%0,%1");
+        add_runtime("0:%0;1:%1", 0, "0:%0;1:%1");
     }
 }
 

@@ -94,7 +94,7 @@ static void open_with(struct ctx_rt *r, nxr_provider_t *p, const char *domains, 
 {
     struct ctx_rt_opts o;
     ctx_rt_opts_init(&o);
-    o.domains = domains;
+    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
     o.policy = policy;
     o.gemm = p;
     ctx_rt_open(r, &o);
@@ -160,13 +160,13 @@ Test(kernels_ctx_openblas, strict_count_one_runs_inline)
 
 Test(kernels_ctx_openblas, strict_partial_domain_with_count_two_is_eplacement)
 {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    if (nxr_test_cpu_count() < 2)
         cr_skip_test("\"0:0;1:1\" needs two CPUs");
     nxr_provider_t *p = openblas_or_skip();
     const int original = openblas_get_num_threads();
     openblas_set_num_threads(2);
     struct ctx_rt r;
-    open_with(&r, p, "0:0;1:1", NXR_PROVIDER_STRICT);
+    open_with(&r, p, "0:%0;1:%1", NXR_PROVIDER_STRICT);
     struct problem pr;
     problem_init(&pr, 3);
     float *c0 = malloc(sizeof(float) * M * N);
@@ -261,14 +261,14 @@ Test(kernels_ctx_openblas, exclusive_sets_the_budget_and_restores_the_count)
     /* Default domain (budget = CPUs) from a count of 1; one-CPU domains
      * (budget 1) from a count of 2. */
     exclusive_case(p, NULL, 1, false);
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
-        exclusive_case(p, "0:0;1:1", 2, false);
+    if (nxr_test_cpu_count() >= 2)
+        exclusive_case(p, "0:%0;1:%1", 2, false);
     nxr_provider_destroy(p);
 
     p = spy_create();
     exclusive_case(p, NULL, 1, true);
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
-        exclusive_case(p, "0:0;1:1", 2, true);
+    if (nxr_test_cpu_count() >= 2)
+        exclusive_case(p, "0:%0;1:%1", 2, true);
     nxr_provider_destroy(p);
 }
 

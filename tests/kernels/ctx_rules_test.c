@@ -71,7 +71,7 @@ static nxr_provider_t *open_fake(struct ctx_rt *r, struct fake *f, struct cls c,
     nxr_provider_t *p = fake_create(f, c.count, c.placement, global);
     struct ctx_rt_opts o;
     ctx_rt_opts_init(&o);
-    o.domains = domains;
+    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
     o.num_threads = num_threads;
     o.policy = policy;
     o.gemm = p;
@@ -162,8 +162,8 @@ Test(kernels_ctx_rules, budget_one_runs_every_class_inline)
     const struct {
         const char *domains;
         int num_threads;
-    } configs[] = {{"0:0;1:1", 0}, {NULL, 1}};
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    } configs[] = {{"0:%0;1:%1", 0}, {NULL, 1}};
+    if (nxr_test_cpu_count() < 2)
         cr_skip_test("\"0:0;1:1\" needs two CPUs");
     for (size_t ci = 0; ci < sizeof configs / sizeof configs[0]; ci++)
         for (size_t k = 0; k < sizeof every_class / sizeof every_class[0]; k++) {
@@ -196,12 +196,12 @@ Test(kernels_ctx_rules, budget_one_runs_every_class_inline)
  * OpenBLAS-style workers outside the domain. */
 Test(kernels_ctx_rules, strict_partial_domain_rejects_a_global_count_above_one)
 {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    if (nxr_test_cpu_count() < 2)
         cr_skip_test("\"0:0;1:1\" needs two CPUs");
     struct ctx_rt r;
     struct fake f;
     const struct cls c = GLOBAL_EXTERNAL;
-    nxr_provider_t *p = open_fake(&r, &f, c, 2, "0:0;1:1", 0, NXR_PROVIDER_STRICT);
+    nxr_provider_t *p = open_fake(&r, &f, c, 2, "0:%0;1:%1", 0, NXR_PROVIDER_STRICT);
     for (size_t d = 0; d < r.nctx; d++)
         expect_rejected(&f, call(r.ctx[d]), NXR_EPLACEMENT, "global count 2, partial domain");
     cr_assert_eq(fake_global(&f), 2, "the count is only read");
@@ -347,8 +347,8 @@ Test(kernels_ctx_rules, exclusive_policy_holds_the_exclusive_permit_and_restores
     close_fake(&r, p);
 
     /* Every call takes the permit, even at a count of 1 and budget 1. */
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
-        p = open_fake(&r, &f, global, 3, "0:0;1:1", 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
+    if (nxr_test_cpu_count() >= 2) {
+        p = open_fake(&r, &f, global, 3, "0:%0;1:%1", 0, NXR_PROVIDER_PROCESS_EXCLUSIVE);
         for (size_t d = 0; d < r.nctx; d++) {
             atomic_store(&f.calls, 0);
             expect_ran(&f, call(r.ctx[d]), 1, false, r.ctx[d], "exclusive, budget 1");
@@ -387,7 +387,7 @@ Test(kernels_ctx_rules, exclusive_policy_runs_per_call_external_on_partial_domai
 
 Test(kernels_ctx_rules, caller_managed_domain_rejects_external_workers)
 {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    if (nxr_test_cpu_count() < 2)
         cr_skip_test("the host pool wants its own CPU");
     const struct cls external[] = {PCB_EXTERNAL, GLOBAL_EXTERNAL};
     const int policies[] = {NXR_PROVIDER_STRICT, NXR_PROVIDER_PROCESS_EXCLUSIVE};
@@ -397,10 +397,10 @@ Test(kernels_ctx_rules, caller_managed_domain_rejects_external_workers)
             struct ctx_rt r;
             struct fake f;
             /* Count 1: even the count strict accepts inline elsewhere. */
-            nxr_provider_t *p = open_fake(&r, &f, c, 1, "0:0", 0, policies[pi]);
-            cpu_set_t one;
+            nxr_provider_t *p = open_fake(&r, &f, c, 1, "0:%0", 0, policies[pi]);
+            cpu_set_t one; /* the pool on the last allowed CPU (off domain 0's if there are two) */
             CPU_ZERO(&one);
-            CPU_SET(1, &one);
+            CPU_SET(nxr_test_cpu(nxr_test_cpu_count() - 1), &one);
             struct host_pool *pool = host_pool_start(1, &one);
             cr_assert_not_null(pool);
             struct nxr_external_decl decl;

@@ -19,6 +19,7 @@
 #include "kernels/internal/fpenv_arch.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 
 /* ---- runtimes ------------------------------------------------------------- */
 

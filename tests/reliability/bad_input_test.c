@@ -19,7 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/internal/sys.h"
 #include "runtime/nxr.h"
+#include "tests/support/cpus.h"
+#include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
@@ -43,12 +46,13 @@ static void opts_of(struct nxr_runtime_opts *o)
     o->errbuf_size = sizeof(err);
 }
 
-/* A runtime with domains 0 (CPU 0) and 1 (CPU 1), and a context on 0. */
+/* A runtime with domains 0 and 1 (the first allowed CPU, one of them
+ * shared, so the table runs on one CPU too), and a context on 0. */
 static void open_runtime(void)
 {
     struct nxr_runtime_opts o;
     opts_of(&o);
-    o.domains = "0:0;1:1";
+    o.domains = nxr_test_expand("0:%0;1:%0 shared");
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
 }
@@ -64,12 +68,26 @@ static void expect_create(const struct nxr_runtime_opts *o, int want)
     cr_assert_neq(err[0], '\0', "a failed create explains itself");
 }
 
-static hwloc_bitmap_t set_of(const char *list)
+/* A CPU set from a tests/support/cpus.h template ("%0": the first allowed CPU). */
+static hwloc_bitmap_t set_of(const char *tmpl)
 {
     hwloc_bitmap_t s = hwloc_bitmap_alloc();
-    cr_assert_eq(hwloc_bitmap_list_sscanf(s, list), 0);
+    cr_assert_eq(hwloc_bitmap_list_sscanf(s, nxr_test_expand(tmpl)), 0);
     return s;
 }
+
+/* A no-op touches nothing: no call through the system seam (every point
+ * armed to fail from the first call on) and no thread started or stopped. */
+#define EXPECT_NO_OP(call)                                                                         \
+    do {                                                                                           \
+        int threads_ = nxr_test_thread_count();                                                    \
+        nxr__fault_arm_from(NXR_FAULT_ALL, 1);                                                     \
+        call;                                                                                      \
+        long calls_ = nxr__fault_calls();                                                          \
+        nxr__fault_arm(0, 0);                                                                      \
+        cr_assert_eq(calls_, 0, #call " made %ld system calls", calls_);                           \
+        cr_assert_eq(nxr_test_thread_count(), threads_, #call " changed the thread count");        \
+    } while (0)
 
 /* Creation with one declared domain (cpus as a list, or NULL). */
 static void expect_decl(int id, const char *cpus, int budget, int want)
@@ -102,7 +120,7 @@ Test(reliability_bad_input, runtime_create_domains_and_decls_both_set_is_einval)
     nxr_domain_decl_init(&d);
     struct nxr_runtime_opts o;
     opts_of(&o);
-    o.domains = "0:0";
+    o.domains = nxr_test_expand("0:%0");
     o.domain_decls = &d;
     o.domain_decl_count = 1;
     expect_create(&o, -EINVAL);
@@ -175,26 +193,26 @@ Test(reliability_bad_input, runtime_create_null_or_empty_cpu_set_is_eemptyset)
 
 Test(reliability_bad_input, runtime_create_negative_id_is_einval)
 {
-    expect_decl(-1, "0", NXR_BUDGET_ALL, -EINVAL);
+    expect_decl(-1, "%0", NXR_BUDGET_ALL, -EINVAL);
 }
 
 Test(reliability_bad_input, runtime_create_cpu_outside_allowed_is_edisallowed)
 {
-    expect_decl(0, "0,4000", NXR_BUDGET_ALL, NXR_EDISALLOWED);
+    expect_decl(0, "%0,4000", NXR_BUDGET_ALL, NXR_EDISALLOWED);
 }
 
 Test(reliability_bad_input, runtime_create_zero_negative_or_oversized_budget_is_ebudget)
 {
-    expect_decl(0, "0", 0, NXR_EBUDGET);
-    expect_decl(0, "0", -5, NXR_EBUDGET);
-    expect_decl(0, "0", 2, NXR_EBUDGET);
+    expect_decl(0, "%0", 0, NXR_EBUDGET);
+    expect_decl(0, "%0", -5, NXR_EBUDGET);
+    expect_decl(0, "%0", 2, NXR_EBUDGET);
 }
 
 Test(reliability_bad_input, runtime_create_duplicate_ids_is_edupid)
 {
     struct nxr_runtime_opts o;
     opts_of(&o);
-    o.domains = "3:0;3:1";
+    o.domains = nxr_test_expand("3:%0;3:%0");
     expect_create(&o, NXR_EDUPID);
 }
 
@@ -202,7 +220,7 @@ Test(reliability_bad_input, runtime_create_overlapping_sets_is_eoverlap)
 {
     struct nxr_runtime_opts o;
     opts_of(&o);
-    o.domains = "0:0-1;1:1";
+    o.domains = nxr_test_expand("0:%0;1:%0");
     expect_create(&o, NXR_EOVERLAP);
 }
 
@@ -218,8 +236,8 @@ Test(reliability_bad_input, runtime_create_allowed_set_outside_the_machine_is_en
 
 Test(reliability_bad_input, runtime_destroy_null_is_a_no_op)
 {
-    nxr_runtime_destroy(NULL);
-    nxr_ctx_destroy(NULL);
+    EXPECT_NO_OP(nxr_runtime_destroy(NULL));
+    EXPECT_NO_OP(nxr_ctx_destroy(NULL));
 }
 
 /* ---- lookups and contexts ----------------------------------------------- */
@@ -352,7 +370,7 @@ Test(reliability_bad_input, attach_negative_id_or_bad_admission_is_einval)
 Test(reliability_bad_input, attach_caller_managed_with_a_cpu_set_is_einval)
 {
     open_runtime();
-    hwloc_bitmap_t one = set_of("1");
+    hwloc_bitmap_t one = set_of("%0");
     struct nxr_external_decl d;
     caller_decl(&d, 5);
     d.cpus = one;
@@ -393,7 +411,7 @@ Test(reliability_bad_input, attach_cooperative_null_or_empty_set_is_eemptyset)
 Test(reliability_bad_input, attach_cooperative_set_outside_allowed_is_edisallowed)
 {
     open_runtime();
-    hwloc_bitmap_t far = set_of("1,4000");
+    hwloc_bitmap_t far = set_of("%0,4000");
     struct nxr_external_decl d;
     caller_decl(&d, 5);
     d.admission = NXR_ADMISSION_COOPERATIVE;
@@ -566,7 +584,16 @@ Test(reliability_bad_input, buffer_acquire_oversized_is_enomem)
 
 Test(reliability_bad_input, buffer_release_null_is_a_no_op)
 {
-    nxr_buffer_release(NULL);
+    open_runtime();
+    nxr_buffer_t *held;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), 4096, &held), 0);
+    struct nxr_pool_stats before, after;
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &before), 0);
+    EXPECT_NO_OP(nxr_buffer_release(NULL));
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &after), 0);
+    cr_assert_eq(after.outstanding, before.outstanding, "release(NULL) returned a buffer");
+    cr_assert_eq(after.cached_buffers, before.cached_buffers);
+    nxr_buffer_release(held);
 }
 
 Test(reliability_bad_input, pool_calls_with_null_domain_are_einval)
@@ -605,7 +632,15 @@ Test(reliability_bad_input, domain_malloc_impossible_size_is_enomem)
 
 Test(reliability_bad_input, domain_free_null_is_a_no_op)
 {
-    nxr_domain_free(NULL);
+    open_runtime();
+    void *p;
+    cr_assert_eq(nxr_domain_malloc(nxr_ctx_domain(ctx), 1000, 0, &p), 0);
+    struct nxr_pool_stats before, after;
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &before), 0);
+    EXPECT_NO_OP(nxr_domain_free(NULL));
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &after), 0);
+    cr_assert_eq(memcmp(&after, &before, sizeof(before)), 0, "free(NULL) changed the pool");
+    nxr_domain_free(p);
 }
 
 Test(reliability_bad_input, scope_create_null_arguments_or_oversized_chunk_are_einval)

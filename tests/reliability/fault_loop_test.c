@@ -26,6 +26,7 @@
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 /* Bounds that turn a runaway loop into a failure, never a target. */
@@ -135,7 +136,7 @@ static int create(const char *domains)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    o.domains = nxr_test_expand(domains); /* a tests/support/cpus.h template */
     o.spin = 0; /* park at once: every wait is a futex wait */
     o.errbuf = err;
     o.errbuf_size = sizeof(err);
@@ -182,7 +183,7 @@ static int run_create(void)
 {
     /* Two teams on the real topology: thread creation, pinning and
      * verification fail in the second team after the first started. */
-    return create("0:0;1:1");
+    return create("0:%0;1:%1");
 }
 
 static void check_create(int rc)
@@ -207,6 +208,7 @@ static void check_create(int rc)
 
 Test(reliability_fault_loop, runtime_creation, .timeout = 600)
 {
+    NXR_TEST_NEED_CPUS(2); /* two one-CPU domains, or a pool on the second CPU */
     static const struct scenario sc = {
         "create", NULL, run_create, check_create, destroy_runtime,
     };
@@ -220,10 +222,10 @@ static size_t attached;
 
 static void setup_attach(void)
 {
-    create_unarmed("0:0");
+    create_unarmed("0:%0");
     cpu_set_t one;
     CPU_ZERO(&one);
-    CPU_SET(1, &one);
+    CPU_SET(nxr_test_cpu(1), &one);
     coop_pool = host_pool_start(1, &one);
     caller_pool = host_pool_start(2, NULL);
     cr_assert(coop_pool != NULL && caller_pool != NULL);
@@ -329,6 +331,7 @@ static void check_attach(int rc)
 
 Test(reliability_fault_loop, external_registration, .timeout = 600)
 {
+    NXR_TEST_NEED_CPUS(2); /* two one-CPU domains, or a pool on the second CPU */
     static const struct scenario sc = {
         "attach", setup_attach, run_attach, check_attach, teardown_attach,
     };
@@ -339,7 +342,7 @@ Test(reliability_fault_loop, external_registration, .timeout = 600)
 
 static void setup_two(void)
 {
-    create_unarmed("0:0;1:1");
+    create_unarmed("0:%0;1:%1");
 }
 
 static int run_pool(void)
@@ -397,6 +400,7 @@ static void check_pool(int rc)
 
 Test(reliability_fault_loop, pool_use, .timeout = 600)
 {
+    NXR_TEST_NEED_CPUS(2); /* two one-CPU domains, or a pool on the second CPU */
     static const struct scenario sc = {
         "pool", setup_two, run_pool, check_pool, destroy_runtime,
     };
@@ -409,7 +413,7 @@ static void setup_work(void)
 {
     /* Two disjoint domains and one shared over both: the arbiter keeps the
      * shared one apart from the others. */
-    create_unarmed("0:0;1:1;7:0-1 shared");
+    create_unarmed("0:%0;1:%1;7:%0,%1 shared");
 }
 
 #define BIG_ELEM 10000 /* two partials of this size overflow the stack array */
@@ -502,6 +506,7 @@ static void check_work(int rc)
 
 Test(reliability_fault_loop, work, .timeout = 600)
 {
+    NXR_TEST_NEED_CPUS(2); /* two one-CPU domains, or a pool on the second CPU */
     static const struct scenario sc = {
         "work", setup_work, run_work, check_work, destroy_runtime,
     };
@@ -512,6 +517,7 @@ Test(reliability_fault_loop, work, .timeout = 600)
  * progress (by spinning) and lose nothing. */
 Test(reliability_fault_loop, every_futex_wait_spurious, .timeout = 300)
 {
+    NXR_TEST_NEED_CPUS(2); /* two one-CPU domains, or a pool on the second CPU */
     setup_work();
     nxr__fault_arm_from(NXR_FAULT_FUTEX_WAIT, 1);
     int rc = run_work();

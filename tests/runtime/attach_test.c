@@ -9,10 +9,13 @@
 #include <numa.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
@@ -24,15 +27,18 @@ static void open_runtime(const char *domains)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains)); /* a tests/support/cpus.h template */
+    o.domains = nxr_test_expand(domains);
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
 }
 
-static void start_pool(int cpu)
+/* A one-thread host pool on the k-th allowed CPU. */
+static void start_pool(int k)
 {
+    NXR_TEST_NEED_CPUS(k + 1);
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    CPU_SET(nxr_test_cpu(k), &set);
     pool = host_pool_start(1, &set);
     cr_assert_not_null(pool);
 }
@@ -49,10 +55,12 @@ static void teardown(void)
 
 TestSuite(runtime_attach, .fini = teardown, .timeout = 30);
 
-static hwloc_bitmap_t set_of(const char *list)
+/* A CPU set from a tests/support/cpus.h template ("%1" the second CPU). */
+static hwloc_bitmap_t set_of(const char *tmpl)
 {
+    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(tmpl));
     hwloc_bitmap_t s = hwloc_bitmap_alloc();
-    hwloc_bitmap_list_sscanf(s, list);
+    hwloc_bitmap_list_sscanf(s, nxr_test_expand(tmpl));
     return s;
 }
 
@@ -78,9 +86,9 @@ static void expect_attach_fails(const struct nxr_external_decl *d, int want)
 
 Test(runtime_attach, bad_admission_mode_is_einval)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
     d.admission = NXR_ADMISSION_MANAGED;
@@ -95,9 +103,9 @@ Test(runtime_attach, bad_admission_mode_is_einval)
 
 Test(runtime_attach, caller_managed_with_a_cpu_set_is_einval)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
     d.admission = NXR_ADMISSION_CALLER_MANAGED;
@@ -107,9 +115,9 @@ Test(runtime_attach, caller_managed_with_a_cpu_set_is_einval)
 
 Test(runtime_attach, incomplete_executor_table_is_eexecutor)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
     struct nxr_executor_ops ops = *d.executor.ops;
@@ -131,11 +139,24 @@ Test(runtime_attach, incomplete_executor_table_is_eexecutor)
     hwloc_bitmap_free(s);
 }
 
+Test(runtime_attach, executor_claiming_nxr_ownership_is_eexecutor)
+{
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
+    struct nxr_external_decl d;
+    coop_decl(&d, 5, s);
+    d.executor.owner = NXR_EXECUTOR_OWNED_BY_NXR; /* nxr did not create those threads */
+    expect_attach_fails(&d, NXR_EEXECUTOR);
+    cr_expect_neq(strstr(err, "owned by nxr"), NULL, "%s", err);
+    hwloc_bitmap_free(s);
+}
+
 Test(runtime_attach, zero_workers_is_eexecutor)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
     d.executor.workers = 0;
@@ -145,8 +166,8 @@ Test(runtime_attach, zero_workers_is_eexecutor)
 
 Test(runtime_attach, empty_cooperative_set_is_eemptyset)
 {
-    open_runtime("0:0");
-    start_pool(1);
+    open_runtime("0:%0");
+    start_pool(0);
     hwloc_bitmap_t s = hwloc_bitmap_alloc();
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
@@ -158,9 +179,9 @@ Test(runtime_attach, empty_cooperative_set_is_eemptyset)
 
 Test(runtime_attach, cooperative_set_outside_allowed_is_edisallowed)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1,999");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0,999");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
     expect_attach_fails(&d, NXR_EDISALLOWED);
@@ -169,12 +190,12 @@ Test(runtime_attach, cooperative_set_outside_allowed_is_edisallowed)
 
 Test(runtime_attach, budget_beyond_workers_is_ebudget)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("0-1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 5, s);
-    d.budget = 2; /* the pool has one thread */
+    d.budget = 2; /* the pool has one thread (and the set one CPU) */
     expect_attach_fails(&d, NXR_EBUDGET);
     d.budget = 0;
     expect_attach_fails(&d, NXR_EBUDGET);
@@ -183,9 +204,9 @@ Test(runtime_attach, budget_beyond_workers_is_ebudget)
 
 Test(runtime_attach, taken_id_is_edupid)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 0, s);
     expect_attach_fails(&d, NXR_EDUPID);
@@ -206,9 +227,9 @@ static void note_thread(void *p, size_t b, size_t e, unsigned w)
 
 Test(runtime_attach, cooperative_domain_runs_on_the_pool_and_reports_declared)
 {
-    open_runtime("0:0");
+    open_runtime("0:%0");
     start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    hwloc_bitmap_t s = set_of("%1");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
     cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
@@ -218,7 +239,7 @@ Test(runtime_attach, cooperative_domain_runs_on_the_pool_and_reports_declared)
     cr_assert_eq(nxr_runtime_domain(rt, 7, &dom), 0);
     cr_expect_eq(nxr_domain_admission(dom), NXR_ADMISSION_COOPERATIVE);
     cr_expect_eq(nxr_domain_placement(dom), NXR_PLACEMENT_DECLARED);
-    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(dom)), 1);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(dom)), nxr_test_cpu(1));
     cr_expect_eq(nxr_domain_workers(dom), 1);
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
@@ -228,12 +249,13 @@ Test(runtime_attach, cooperative_domain_runs_on_the_pool_and_reports_declared)
     cr_expect_eq(atomic_load(&wh.elsewhere), 0, "work left the pool");
     char *json, want[256];
     cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_JSON, &json), 0);
-    /* CPU 1's node, as the kernel says (0 here; 1 in a 4-node VM). */
+    /* The CPU's node, as the kernel says (0 here; 1 in a 4-node VM). */
+    int c1 = nxr_test_cpu(1);
     snprintf(want, sizeof(want),
-             "\"id\":7,\"node\":%d,\"cpus\":[1],\"admission\":\"cooperative\","
+             "\"id\":7,\"node\":%d,\"cpus\":[%d],\"admission\":\"cooperative\","
              "\"placement\":\"declared\",\"workers\":1,\"budget\":1,"
              "\"executor_owner\":\"caller\"",
-             numa_available() < 0 ? -1 : numa_node_of_cpu(1));
+             numa_available() < 0 ? -1 : numa_node_of_cpu(c1), c1);
     cr_expect_neq(strstr(json, want), NULL, "%s", json);
     free(json);
     nxr_ctx_destroy(ctx);
@@ -253,9 +275,19 @@ static void body_a(void *p, size_t b, size_t e, unsigned w)
     struct overlap *o = p;
     (void)b, (void)e, (void)w;
     atomic_store(&o->inside_a, 1);
-    /* Concurrent: wait for B to arrive (rendezvous). Exclusive: give B
-     * 100 ms to (wrongly) start. */
-    nxr_test_wait_at_least(&o->b_started, 1, o->expect_concurrent ? 5000 : 100);
+    /* Concurrent: wait for B to arrive (rendezvous). Exclusive: wait until
+     * B's request is queued in the arbiter (it is blocked: the right
+     * outcome) or B started (the wrong one, counted in body_b). State, not
+     * a time window. */
+    if (o->expect_concurrent) {
+        nxr_test_wait_at_least(&o->b_started, 1, 5000);
+    } else {
+        struct nxr__arbiter_stats st;
+        do {
+            sched_yield();
+            nxr__arbiter_stats(rt->arbiter, &st);
+        } while (st.waiters == 0 && atomic_load(&o->b_started) == 0);
+    }
     atomic_store(&o->inside_a, 0);
 }
 
@@ -296,9 +328,9 @@ static int run_pair(nxr_ctx_t *ctx_a, nxr_ctx_t *ctx_b, bool concurrent)
 
 Test(runtime_attach, overlapping_cooperative_and_managed_never_run_together)
 {
-    open_runtime("0:0;1:1");
+    open_runtime("0:%0;1:%1");
     start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    hwloc_bitmap_t s = set_of("%1");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
     cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
@@ -319,7 +351,7 @@ Test(runtime_attach, overlapping_cooperative_and_managed_never_run_together)
 
 Test(runtime_attach, shared_managed_domain_is_arbitrated)
 {
-    open_runtime("0:0;1:1;9:0-1 shared");
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
     cr_assert_eq(nxr_runtime_domain_count(rt), 3);
     for (size_t i = 0; i < 3; i++)
         cr_expect_eq(nxr__team_get_spin(rt->domains[i]->team), 0, "shared CPUs: park at once");
@@ -337,7 +369,7 @@ Test(runtime_attach, undeclared_overlap_is_still_eoverlap)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = "0:0;1:1;9:0-1";
+    o.domains = nxr_test_expand("0:%0;9:%0"); /* overlapping, neither says shared */
     nxr_runtime_t *bad = NULL;
     cr_expect_eq(nxr_runtime_create(&bad, &o), NXR_EOVERLAP);
     cr_expect_null(bad);
@@ -386,8 +418,8 @@ static void attach_caller_managed(int id)
 
 Test(runtime_attach, caller_managed_rejects_a_second_entry)
 {
-    open_runtime("0:0");
-    start_pool(1);
+    open_runtime("0:%0");
+    start_pool(0);
     attach_caller_managed(3);
     const nxr_domain_t *dom;
     cr_assert_eq(nxr_runtime_domain(rt, 3, &dom), 0);
@@ -425,8 +457,8 @@ static int fail(void *p, size_t i)
 
 Test(runtime_attach, caller_managed_guard_clears_after_an_error)
 {
-    open_runtime("0:0");
-    start_pool(1);
+    open_runtime("0:%0");
+    start_pool(0);
     attach_caller_managed(3);
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 3), 0);
@@ -441,33 +473,53 @@ Test(runtime_attach, caller_managed_guard_clears_after_an_error)
 /* ---- retention ------------------------------------------------------------ */
 
 static atomic_int slow_done;
+static atomic_int slow_open;
+static atomic_int destroyer; /* tid of the thread in nxr_runtime_destroy */
 
+/* Holds until the gate opens: the job is surely in flight at destroy. */
 static int slow(void *p, size_t i)
 {
     (void)p, (void)i;
-    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    while (atomic_load(&slow_open) == 0)
+        sched_yield();
     atomic_fetch_add(&slow_done, 1);
     return 0;
 }
 
+/* Opens the gate once the destroying thread sleeps (in the drain). */
+static void *open_when_destroy_waits(void *p)
+{
+    (void)p;
+    while (atomic_load(&destroyer) == 0)
+        sched_yield();
+    nxr_test_wait_asleep((pid_t)atomic_load(&destroyer), NULL, NULL, 10000);
+    atomic_store(&slow_open, 1);
+    return NULL;
+}
+
 Test(runtime_attach, executor_is_retained_until_its_last_job_ends)
 {
-    open_runtime("0:0");
-    start_pool(1);
-    hwloc_bitmap_t s = set_of("1");
+    open_runtime("0:%0");
+    start_pool(0);
+    hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
     cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
     atomic_store(&slow_done, 0);
+    atomic_store(&slow_open, 0);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, 5, slow, NULL, &job), 0);
     nxr_job_detach(job);
     cr_expect_eq(pool_executor_refs(), 2, "attach + the job in flight");
     nxr_ctx_destroy(ctx);
+    pthread_t opener;
+    pthread_create(&opener, NULL, open_when_destroy_waits, NULL);
+    atomic_store(&destroyer, (int)syscall(SYS_gettid));
     nxr_runtime_destroy(rt);
     rt = NULL;
+    pthread_join(opener, NULL);
     cr_expect_eq(atomic_load(&slow_done), 5, "destroy returned before the job ended");
     cr_expect_eq(pool_executor_refs(), 0, "released once nxr stopped using it");
     hwloc_bitmap_free(s);

@@ -3,12 +3,14 @@
  * the union of their CPU sets, granted whole or not at all.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
@@ -18,7 +20,8 @@ static void open_runtime(const char *domains)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.domains = domains;
+    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains)); /* a tests/support/cpus.h template */
+    o.domains = nxr_test_expand(domains);
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
 }
 
@@ -53,7 +56,7 @@ static int meet_task(void *p, size_t i)
 
 Test(runtime_group, tasks_run_on_every_listed_domain_at_once)
 {
-    open_runtime("0:0;1:1");
+    open_runtime("0:%0;1:%1");
     struct meet m;
     memset(&m, 0, sizeof(m));
     const int ids[] = {0, 1};
@@ -105,7 +108,7 @@ static void *run_group(void *p)
 
 Test(runtime_group, the_union_is_granted_whole_or_not_at_all)
 {
-    open_runtime("0:0;1:1");
+    open_runtime("0:%0;1:%1");
     struct hold h;
     memset(&h, 0, sizeof(h));
     pthread_t a, b;
@@ -113,14 +116,27 @@ Test(runtime_group, the_union_is_granted_whole_or_not_at_all)
     nxr_test_wait_at_least(&h.inside, 1, 5000);
     cr_assert_eq(atomic_load(&h.inside), 1);
     pthread_create(&b, NULL, run_group, &h);
-    /* While domain 1 is busy the group waits holding nothing: domain 0 is
-     * not taken by it, so domain 0 alone is still admitted. */
-    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
-    hwloc_bitmap_t held = hwloc_bitmap_alloc();
-    cr_assert_eq(nxr__arbiter_snapshot(rt->arbiter, held, NULL), 0);
+    /* While domain 1 is busy the group waits holding nothing. Wait (by
+     * state, not time) until its request is queued, or one of its tasks ran
+     * (the failure below): then only domain 1's CPU is held and the group's
+     * whole union is what waits. */
+    struct nxr__arbiter_stats st;
+    do {
+        sched_yield();
+        nxr__arbiter_stats(rt->arbiter, &st);
+    } while (st.waiters == 0 && atomic_load(&h.violations) == 0);
+    cr_expect_eq(st.waiters, 1, "the group did not queue");
+    hwloc_bitmap_t held = hwloc_bitmap_alloc(), waiting = hwloc_bitmap_alloc();
+    cr_assert_eq(nxr__arbiter_snapshot(rt->arbiter, held, waiting), 0);
+    hwloc_bitmap_t one = nxr_test_cpus(1, 1), both = nxr_test_cpus(0, 2);
     char list[32];
     hwloc_bitmap_list_snprintf(list, sizeof(list), held);
-    cr_expect_str_eq(list, "1", "only domain 1's permit is held while the group waits");
+    cr_expect(hwloc_bitmap_isequal(held, one), "held %s: only domain 1's permit may be", list);
+    hwloc_bitmap_list_snprintf(list, sizeof(list), waiting);
+    cr_expect(hwloc_bitmap_isequal(waiting, both), "waiting %s: the group's union waits", list);
+    hwloc_bitmap_free(one);
+    hwloc_bitmap_free(both);
+    hwloc_bitmap_free(waiting);
     hwloc_bitmap_free(held);
     atomic_store(&h.release, 1);
     pthread_join(a, NULL);
@@ -136,7 +152,7 @@ static int fail_at_3(void *p, size_t i)
 
 Test(runtime_group, first_error_wins)
 {
-    open_runtime("0:0;1:1");
+    open_runtime("0:%0;1:%1");
     const int ids[] = {1, 0};
     cr_expect_eq(nxr_run_across(rt, ids, 2, 1000, fail_at_3, NULL), -EIO);
     struct meet m;
@@ -156,7 +172,7 @@ static int nested_group(void *p, size_t i)
 
 Test(runtime_group, bad_arguments_and_reentry)
 {
-    open_runtime("0:0;1:1");
+    open_runtime("0:%0;1:%1");
     const int ids[] = {0, 1}, twice[] = {0, 0}, missing[] = {0, 7};
     cr_expect_eq(nxr_run_across(NULL, ids, 2, 1, fail_at_3, NULL), -EINVAL);
     cr_expect_eq(nxr_run_across(rt, NULL, 2, 1, fail_at_3, NULL), -EINVAL);

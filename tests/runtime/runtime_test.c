@@ -12,16 +12,25 @@
 
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static char err[512];
 
+/* topology and domains are templates of tests/support/cpus.h ("%0" is the
+ * first allowed CPU); a test that needs more CPUs than it has skips. */
 static void opts_for(struct nxr_runtime_opts *o, const char *topology, const char *domains)
 {
     nxr_runtime_opts_init(o);
     o->ignore_env = true;
-    o->topology = topology;
-    o->domains = domains;
+    if (topology != NULL) {
+        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(topology));
+        o->topology = nxr_test_expand(topology);
+    }
+    if (domains != NULL) {
+        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
+        o->domains = nxr_test_expand(domains);
+    }
     o->errbuf = err;
     o->errbuf_size = sizeof(err);
 }
@@ -88,7 +97,7 @@ Test(runtime_create, synthetic_two_nodes_run_real_pinned_teams)
 {
     struct nxr_runtime_opts o;
     /* One CPU per node, so both nodes exist on a 2-CPU machine. */
-    opts_for(&o, "synthetic:pack:2 numa:1(indexes=0,2) pu:1", NULL);
+    opts_for(&o, "synthetic:pack:2 numa:1(indexes=0,2) pu:1(indexes=%0,%1)", NULL);
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     cr_assert_eq(nxr_runtime_domain_count(rt), 2);
@@ -98,7 +107,7 @@ Test(runtime_create, synthetic_two_nodes_run_real_pinned_teams)
     cr_assert_eq(nxr_runtime_domain(rt, 1, &none), NXR_ENODOMAIN, "node ids are sparse");
     cr_assert_null(none);
     cr_expect_eq(nxr_domain_node(d2), 2);
-    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d2)), 1);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d2)), nxr_test_cpu(1));
     cr_expect_str_eq(nxr_runtime_topology_source(rt), "synthetic");
     expect_workers_pinned(rt);
     nxr_runtime_destroy(rt);
@@ -107,19 +116,20 @@ Test(runtime_create, synthetic_two_nodes_run_real_pinned_teams)
 Test(runtime_create, narrowed_process_affinity_shrinks_domains)
 {
     /* The test narrows its own affinity: what taskset or a cgroup would do. */
+    NXR_TEST_NEED_CPUS(2);
     cpu_set_t one;
     CPU_ZERO(&one);
-    CPU_SET(1, &one);
+    CPU_SET(nxr_test_cpu(1), &one);
     cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
     struct nxr_runtime_opts o;
-    opts_for(&o, "synthetic:pack:2 numa:1 pu:1", NULL);
+    opts_for(&o, "synthetic:pack:2 numa:1 pu:1(indexes=%0,%1)", NULL);
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     cr_assert_eq(nxr_runtime_domain_count(rt), 1, "node 0 has no allowed CPU: no domain");
     const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_expect_eq(nxr_domain_id(d), 1);
     cr_expect_eq(hwloc_bitmap_weight(nxr_domain_cpuset(d)), 1);
-    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d)), 1);
+    cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d)), nxr_test_cpu(1));
     expect_workers_pinned(rt);
     nxr_runtime_destroy(rt);
 }
@@ -127,7 +137,8 @@ Test(runtime_create, narrowed_process_affinity_shrinks_domains)
 Test(runtime_create, allowed_cpus_option_narrows_never_widens)
 {
     hwloc_bitmap_t narrow = hwloc_bitmap_alloc();
-    hwloc_bitmap_list_sscanf(narrow, "1,5-9"); /* 5-9 do not exist here */
+    /* The first allowed CPU and five that do not exist here. */
+    hwloc_bitmap_list_sscanf(narrow, nxr_test_expand("%0,60000-60004"));
     struct nxr_runtime_opts o;
     opts_for(&o, NULL, NULL);
     o.allowed_cpus = narrow;
@@ -135,7 +146,9 @@ Test(runtime_create, allowed_cpus_option_narrows_never_widens)
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     char list[64];
     hwloc_bitmap_list_snprintf(list, sizeof(list), nxr_runtime_allowed_cpus(rt));
-    cr_expect_str_eq(list, "1");
+    char want[16];
+    snprintf(want, sizeof(want), "%d", nxr_test_cpu(0));
+    cr_expect_str_eq(list, want);
     cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1);
     nxr_runtime_destroy(rt);
     hwloc_bitmap_free(narrow);
@@ -144,7 +157,7 @@ Test(runtime_create, allowed_cpus_option_narrows_never_widens)
 Test(runtime_create, num_threads_lowers_budgets)
 {
     struct nxr_runtime_opts o;
-    opts_for(&o, NULL, "0:0-1");
+    opts_for(&o, NULL, "0:%0,%1");
     o.num_threads = 1;
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
@@ -158,7 +171,7 @@ Test(runtime_create, num_threads_lowers_budgets)
 Test(runtime_create, no_numa_information_is_reported)
 {
     struct nxr_runtime_opts o;
-    opts_for(&o, "synthetic:pu:2", NULL);
+    opts_for(&o, "synthetic:pu:1(indexes=%0)", NULL);
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     cr_expect_not(nxr_runtime_has_numa(rt));
@@ -193,31 +206,32 @@ Test(runtime_create, empty_set_is_eemptyset)
 
 Test(runtime_create, cpu_outside_allowed_set_is_edisallowed)
 {
-    expect_create_fails(NULL, "0:0;1:1,4000", NXR_EDISALLOWED);
+    expect_create_fails(NULL, "0:%0;1:4000", NXR_EDISALLOWED);
     cr_expect_neq(strstr(err, "domain 1: CPUs '4000'"), NULL, "%s", err);
 }
 
 Test(runtime_create, duplicate_id_is_edupid)
 {
-    expect_create_fails(NULL, "3:0;3:1", NXR_EDUPID);
+    expect_create_fails(NULL, "3:%0;3:%0", NXR_EDUPID);
     cr_expect_neq(strstr(err, "3"), NULL, "%s", err);
 }
 
 Test(runtime_create, overlap_between_managed_domains_is_eoverlap)
 {
-    expect_create_fails(NULL, "0:0-1;1:1", NXR_EOVERLAP);
-    cr_expect_neq(strstr(err, "domains 0 and 1 overlap on CPUs '1'"), NULL, "%s", err);
+    expect_create_fails(NULL, "0:%0;1:%0", NXR_EOVERLAP);
+    cr_expect_neq(strstr(err, nxr_test_expand("domains 0 and 1 overlap on CPUs '%0'")), NULL, "%s",
+                  err);
 }
 
 Test(runtime_create, zero_budget_is_ebudget)
 {
-    expect_create_fails(NULL, "0:0/0", NXR_EBUDGET);
+    expect_create_fails(NULL, "0:%0/0", NXR_EBUDGET);
 }
 
 Test(runtime_create, budget_above_set_is_ebudget)
 {
-    expect_create_fails(NULL, "0:0-1/3", NXR_EBUDGET);
-    cr_expect_neq(strstr(err, "budget 3"), NULL, "%s", err);
+    expect_create_fails(NULL, "0:%0/2", NXR_EBUDGET);
+    cr_expect_neq(strstr(err, "budget 2"), NULL, "%s", err);
 }
 
 Test(runtime_create, malformed_domains_is_esyntax)
@@ -241,7 +255,7 @@ Test(runtime_create, both_domain_forms_is_einval)
     struct nxr_domain_decl d;
     nxr_domain_decl_init(&d);
     struct nxr_runtime_opts o;
-    opts_for(&o, NULL, "0:0");
+    opts_for(&o, NULL, "0:%0");
     o.domain_decls = &d;
     o.domain_decl_count = 1;
     nxr_runtime_t *rt;
@@ -267,7 +281,7 @@ Test(runtime_create, environment_declares_domains)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    setenv("NXR_DOMAINS", "5:1", 1);
+    setenv("NXR_DOMAINS", nxr_test_expand("5:%0"), 1);
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
     const nxr_domain_t *d;
@@ -281,7 +295,7 @@ Test(runtime_create, environment_declares_domains)
 static void expect_injected_failure(unsigned point, long nth, int want)
 {
     struct nxr_runtime_opts o;
-    opts_for(&o, NULL, "0:0;1:1");
+    opts_for(&o, NULL, "0:%0;1:%1");
     int before = nxr_test_thread_count();
     nxr__fault_arm(point, nth);
     nxr_runtime_t *rt;
@@ -306,9 +320,36 @@ Test(runtime_create, pinning_failure_is_eplacement)
 
 Test(runtime_create, affinity_mismatch_is_eplacement)
 {
-    /* Call 1 is the allowed-set read at load; call 3 is worker 0 of domain 1. */
-    expect_injected_failure(NXR_FAULT_VERIFY_AFFINITY, 3, NXR_EPLACEMENT);
-    cr_expect_neq(strstr(err, "reads back as"), NULL, "%s", err);
+    /* Every affinity read-back during creation, failed in turn (whatever the
+     * order nxr makes them in): each failure is a typed error with nothing
+     * left running, and each worker's own check reports the mismatch. */
+    NXR_TEST_NEED_CPUS(2);
+    int before = nxr_test_thread_count();
+    long n, mismatches = 0;
+    for (n = 1;; n++) {
+        struct nxr_runtime_opts o;
+        opts_for(&o, NULL, "0:%0;1:%1");
+        nxr_runtime_t *rt;
+        err[0] = '\0';
+        nxr__fault_arm(NXR_FAULT_VERIFY_AFFINITY, n);
+        int rc = nxr_runtime_create(&rt, &o);
+        long seen = nxr__fault_calls();
+        nxr__fault_arm(0, 0);
+        if (rc == 0) {
+            cr_assert_lt(seen, n, "read-back %ld was failed and ignored", n);
+            nxr_runtime_destroy(rt);
+            break;
+        }
+        cr_assert_null(rt);
+        cr_assert_lt(rc, 0, "read-back %ld: %d", n, rc);
+        cr_assert_neq(err[0], '\0', "read-back %ld: no message", n);
+        cr_assert_eq(nxr_test_wait_thread_count(before), before, "read-back %ld", n);
+        if (rc == NXR_EPLACEMENT && strstr(err, "reads back as") != NULL)
+            mismatches++;
+    }
+    /* One domain of one worker each: two workers verify themselves. */
+    cr_expect_geq(mismatches, 2, "%ld worker mismatches caught over %ld read-backs", mismatches,
+                  n - 1);
 }
 
 Test(runtime_create, allocation_failures_never_leak_threads)
@@ -318,7 +359,7 @@ Test(runtime_create, allocation_failures_never_leak_threads)
     long n = 1;
     for (;; n++) {
         struct nxr_runtime_opts o;
-        opts_for(&o, NULL, "0:0;1:1");
+        opts_for(&o, NULL, "0:%0;1:%1");
         nxr_runtime_t *rt;
         nxr__fault_arm(NXR_FAULT_ALLOC, n);
         int rc = nxr_runtime_create(&rt, &o);
@@ -338,8 +379,15 @@ Test(runtime_create, allocation_failures_never_leak_threads)
 
 Test(runtime_destroy, null_is_a_no_op)
 {
+    /* A no-op touches nothing: no system call through the seam (every
+     * point armed to fail from the first call) and no thread. */
+    int before = nxr_test_thread_count();
+    nxr__fault_arm_from(NXR_FAULT_ALL, 1);
     nxr_runtime_destroy(NULL);
-    cr_assert(true);
+    long calls = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(calls, 0, "destroy(NULL) made %ld system calls", calls);
+    cr_assert_eq(nxr_test_thread_count(), before);
 }
 
 Test(runtime_destroy, joins_every_worker)
@@ -347,7 +395,7 @@ Test(runtime_destroy, joins_every_worker)
     int before = nxr_test_thread_count();
     nxr_runtime_t *rt;
     struct nxr_runtime_opts o;
-    opts_for(&o, NULL, "0:0;1:1");
+    opts_for(&o, NULL, "0:%0;1:%1");
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
     cr_assert_eq(nxr_test_thread_count(), before + 2);
     nxr_runtime_destroy(rt);
@@ -357,7 +405,7 @@ Test(runtime_destroy, joins_every_worker)
 Test(runtime_spin, teams_with_their_own_cpus_spin_as_configured)
 {
     struct nxr_runtime_opts o;
-    opts_for(&o, NULL, "0:0;1:1");
+    opts_for(&o, NULL, "0:%0;1:%1");
     o.spin = 777;
     nxr_runtime_t *rt;
     cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
@@ -365,10 +413,10 @@ Test(runtime_spin, teams_with_their_own_cpus_spin_as_configured)
         cr_expect_eq(nxr__team_spin_for(rt, rt->domains[i]), 777);
     /* Make domain 1 share domain 0's CPU, as an overlapping declared domain
      * would: both must then park at once. */
-    hwloc_bitmap_set(rt->domains[1]->spec.cpus, 0);
+    hwloc_bitmap_set(rt->domains[1]->spec.cpus, (unsigned)nxr_test_cpu(0));
     cr_expect_eq(nxr__team_spin_for(rt, rt->domains[0]), 0);
     cr_expect_eq(nxr__team_spin_for(rt, rt->domains[1]), 0);
-    hwloc_bitmap_clr(rt->domains[1]->spec.cpus, 0);
+    hwloc_bitmap_clr(rt->domains[1]->spec.cpus, (unsigned)nxr_test_cpu(0));
     /* A team larger than its CPU set parks at once too. */
     rt->domains[0]->spec.budget = 2;
     cr_expect_eq(nxr__team_spin_for(rt, rt->domains[0]), 0);
@@ -400,7 +448,8 @@ Test(runtime_display_env, prints_the_resolved_settings_once, .init = redirect_st
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    o.domains = "0:0-1/1";
+    NXR_TEST_NEED_CPUS(2);
+    o.domains = nxr_test_expand("0:%0,%1/1");
     setenv("NXR_DISPLAY_ENV", "1", 1);
     setenv("NXR_SPIN", "12", 1);
     nxr_runtime_t *rt;
@@ -413,12 +462,16 @@ Test(runtime_display_env, prints_the_resolved_settings_once, .init = redirect_st
     text[n] = '\0';
     cr_expect_eq(strncmp(text, "NXR: topology=hwloc ", 20), 0, "%s", text);
     cr_expect_neq(strstr(text, "NXR_SPIN=12\n"), NULL, "%s", text);
-    /* CPUs 0-1 are one node here; in a VM with a node per CPU they are none. */
-    int node = numa_available() < 0 || numa_node_of_cpu(0) != numa_node_of_cpu(1)
+    /* The two CPUs are one node here; in a VM with a node per CPU, none. */
+    int c0 = nxr_test_cpu(0), c1 = nxr_test_cpu(1);
+    int node = numa_available() < 0 || numa_node_of_cpu(c0) != numa_node_of_cpu(c1)
                    ? -1
-                   : numa_node_of_cpu(0);
-    char want[128];
-    snprintf(want, sizeof(want), "NXR: domain 0 node %d cpus 0-1 budget 1 managed\n", node);
+                   : numa_node_of_cpu(c0);
+    char want[128], list[32];
+    hwloc_bitmap_t two = nxr_test_cpus(0, 2);
+    hwloc_bitmap_list_snprintf(list, sizeof(list), two);
+    hwloc_bitmap_free(two);
+    snprintf(want, sizeof(want), "NXR: domain 0 node %d cpus %s budget 1 managed\n", node, list);
     cr_expect_neq(strstr(text, want), NULL, "%s", text);
     cr_expect_eq(strstr(text + 1, "NXR: topology"), NULL, "printed once: %s", text);
     unsetenv("NXR_DISPLAY_ENV");
@@ -429,7 +482,7 @@ Test(runtime_pool_cap, option_and_environment_set_the_cap)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    o.domains = "0:0";
+    o.domains = nxr_test_expand("0:%0");
     setenv("NXR_POOL_CAP", "64M", 1);
     nxr_runtime_t *rt;
     struct nxr_pool_stats st;

@@ -2,6 +2,7 @@
 #include "tests/support/procfs.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -70,11 +71,35 @@ int nxr_test_thread_affinity(pid_t tid, hwloc_bitmap_t out)
     return rc;
 }
 
+/* A safety net, not an ordering: a rendezvous that never happens ends the
+ * wait (and the test fails on its own check) instead of hanging. */
+static bool before(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec < deadline->tv_sec ||
+           (now.tv_sec == deadline->tv_sec && now.tv_nsec < deadline->tv_nsec);
+}
+
+static struct timespec deadline_in(int ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 int nxr_test_wait_thread_count(int want)
 {
+    struct timespec deadline = deadline_in(2000);
     int n = nxr_test_thread_count();
-    for (int i = 0; i < 200 && n != want; i++) {
-        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    while (n != want && before(&deadline)) {
+        sched_yield();
         n = nxr_test_thread_count();
     }
     return n;
@@ -112,6 +137,36 @@ long nxr_test_thread_voluntary_switches(pid_t tid)
 
 void nxr_test_wait_at_least(atomic_int *flag, int want, int ms)
 {
-    for (int i = 0; i < ms && atomic_load(flag) < want; i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+    struct timespec deadline = deadline_in(ms);
+    while (atomic_load(flag) < want && before(&deadline))
+        sched_yield();
+}
+
+char nxr_test_thread_state(pid_t tid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '?';
+    char state = '?';
+    if (fgets(line, sizeof(line), f) != NULL) {
+        /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+        char *close = strrchr(line, ')');
+        if (close != NULL && close[1] == ' ')
+            state = close[2];
+    }
+    fclose(f);
+    return state;
+}
+
+bool nxr_test_wait_asleep(pid_t tid, bool (*pred)(void *arg), void *arg, int ms)
+{
+    struct timespec deadline = deadline_in(ms);
+    do {
+        if ((pred == NULL || pred(arg)) && nxr_test_thread_state(tid) == 'S')
+            return true;
+        sched_yield();
+    } while (before(&deadline));
+    return false;
 }

@@ -7,6 +7,7 @@
 
 #include <hwloc.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -29,8 +30,17 @@ int nxr_test_worker_domain(void);
  * cannot be read. */
 long nxr_test_thread_voluntary_switches(pid_t tid);
 
-/* Sleeps in 1 ms steps until *flag >= want or ms milliseconds passed: a
- * bounded rendezvous, so a broken test fails instead of hanging. */
+/* The scheduler state of thread tid ('R' running, 'S' asleep, 'D', ...,
+ * from /proc/self/task/<tid>/stat), or '?' when it cannot be read. */
+char nxr_test_thread_state(pid_t tid);
+
+/* Yields until thread tid is asleep in the kernel ('S') and pred(arg)
+ * holds, giving up after ms milliseconds; returns whether both held. How a
+ * test waits for "parked" or "blocked" without sleeping for a guessed time. */
+bool nxr_test_wait_asleep(pid_t tid, bool (*pred)(void *arg), void *arg, int ms);
+
+/* Yields until *flag >= want, giving up after ms milliseconds: a bounded
+ * rendezvous (no sleep), so a broken test fails instead of hanging. */
 void nxr_test_wait_at_least(atomic_int *flag, int want, int ms);
 
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the

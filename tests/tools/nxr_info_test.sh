@@ -5,6 +5,7 @@
 # print usage and exit 2.
 set -euo pipefail
 nxr=$1
+attach_pool=$2
 
 "$nxr" info --json > info.json
 "$nxr" info > info.txt
@@ -18,9 +19,11 @@ assert sorted(topo["allowed"]) == allowed, (topo["allowed"], allowed)
 assert topo["cpus"] >= len(allowed) and topo["nodes"] >= 1, topo
 seen = []
 for d in domains:
-    for key in ("id", "node", "cpus", "admission", "placement", "workers", "budget"):
+    for key in ("id", "node", "cpus", "admission", "placement", "workers", "budget",
+                "executor_owner"):
         assert key in d, (key, d)
     assert d["admission"] == "managed" and d["placement"] == "verified", d
+    assert d["executor_owner"] == "nxr", d
     assert d["workers"] == d["budget"] == len(d["cpus"]), d
     seen += d["cpus"]
 assert sorted(seen) == allowed, (seen, allowed)
@@ -41,12 +44,36 @@ print("nxr info --json: %d domain(s) over CPUs %s" % (len(domains), allowed))
 PY
 grep -q "placement verified" info.txt
 
-# Sparse node ids survive into the JSON.
-NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1" "$nxr" info --json > sparse.json
-python3 -c 'import json,sys; d=json.load(open("sparse.json"))["domains"]; ids=[x["id"] for x in d]; assert ids==[0,3], ids; assert [x["node"] for x in d]==[0,3]; print("sparse ids", ids)'
+# An attached pool whose executor does not say who owns it is the caller's:
+# the example attaches one (owner left unset) as cooperative domain 100.
+"$attach_pool" --json > attached.json
+python3 - attached.json <<'PY'
+import json, sys
+domains = json.load(open(sys.argv[1]))["domains"]
+pool = [d for d in domains if d["id"] == 100]
+assert len(pool) == 1, domains
+assert pool[0]["admission"] == "cooperative" and pool[0]["executor_owner"] == "caller", pool[0]
+assert all(d["executor_owner"] == "nxr" for d in domains if d["id"] != 100), domains
+print("attached pool: executor_owner", pool[0]["executor_owner"])
+PY
+
+# CPU ids from the allowed set (never assume CPUs 0 and 1).
+read -r c0 c1 < <(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else -1)')
+
+# Sparse node ids survive into the JSON: a synthetic machine whose PUs are
+# allowed CPUs (two nodes when there are two CPUs, else one).
+if [ "$c1" -ge 0 ]; then
+    NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1(indexes=$c0,$c1)" "$nxr" info --json > sparse.json
+    want="[0, 3]"
+else
+    echo "sparse ids: one allowed CPU, one synthetic node"
+    NXR_TOPOLOGY="synthetic:pack:1 numa:1(indexes=3) pu:1(indexes=$c0)" "$nxr" info --json > sparse.json
+    want="[3]"
+fi
+python3 -c 'import json,sys; d=json.load(open("sparse.json"))["domains"]; ids=[x["id"] for x in d]; want=json.loads(sys.argv[1]); assert ids==want, ids; assert [x["node"] for x in d]==want; print("sparse ids", ids)' "$want"
 
 # A configuration error exits 1 with the typed error named.
-if NXR_DOMAINS="0:0-1;1:1" "$nxr" info 2> err.txt; then echo "overlap accepted"; exit 1; fi
+if NXR_DOMAINS="0:$c0;1:$c0" "$nxr" info 2> err.txt; then echo "overlap accepted"; exit 1; fi
 grep -q NXR_EOVERLAP err.txt
 
 # Usage errors exit 2.

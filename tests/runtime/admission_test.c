@@ -1,0 +1,313 @@
+/*
+ * Admission fairness at the runtime level: a request that waits for an
+ * overlapping domain's permit bounds how long that permit can be extended.
+ * Once it is queued, new operations on the holding domain do not join the
+ * held permit; they queue behind it. Counted, never timed: the tests read
+ * the domain's join and deferral counters and the order in which bodies ran.
+ *
+ * Domains "0:%0;1:%1;9:%0,%1 shared" (the issue's starvation probe, with
+ * CPU ids from the allowed set): 9 overlaps both 0 and 1.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
+
+static nxr_runtime_t *rt;
+
+static void open_runtime(const char *tmpl)
+{
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = nxr_test_expand(tmpl);
+    cr_assert_not_null(o.domains);
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+}
+
+static void teardown(void)
+{
+    nxr_runtime_destroy(rt);
+    rt = NULL;
+}
+
+TestSuite(runtime_admission, .fini = teardown, .timeout = 60);
+
+static struct nxr__exec *exec_of(int id)
+{
+    const nxr_domain_t *d;
+    cr_assert_eq(nxr_runtime_domain(rt, id, &d), 0);
+    return &((struct nxr_domain *)d)->exec;
+}
+
+static struct nxr__admission_stats stats_of(int id)
+{
+    struct nxr__admission_stats s;
+    nxr__exec_admission_stats(exec_of(id), &s);
+    return s;
+}
+
+static unsigned arbiter_waiters(void)
+{
+    struct nxr__arbiter_stats st;
+    nxr__arbiter_stats(rt->arbiter, &st);
+    return st.waiters;
+}
+
+/* Spins (yielding) until cond holds; the suite's timeout bounds it. */
+#define AWAIT(cond)                                                                                \
+    do {                                                                                           \
+        while (!(cond))                                                                            \
+            sched_yield();                                                                         \
+    } while (0)
+
+static atomic_uint order;   /* next sequence number for a body */
+static atomic_int gate;     /* the gated task runs until this is 1 */
+static atomic_int gated_in; /* the gated task has started */
+
+static int gated_task(void *arg, size_t i)
+{
+    (void)arg, (void)i;
+    atomic_store(&gated_in, 1);
+    AWAIT(atomic_load(&gate) == 1);
+    return 0;
+}
+
+static int stamp_task(void *arg, size_t i)
+{
+    (void)i;
+    atomic_store((atomic_uint *)arg, atomic_fetch_add(&order, 1) + 1);
+    return 0;
+}
+
+static void stamp_body(void *arg, size_t b, size_t e, unsigned w)
+{
+    (void)b, (void)e, (void)w;
+    unsigned zero = 0, seq = atomic_fetch_add(&order, 1) + 1;
+    atomic_compare_exchange_strong((atomic_uint *)arg, &zero, seq); /* the first chunk's */
+}
+
+struct loop_on {
+    nxr_ctx_t *ctx;
+    atomic_uint *stamp;
+    int rc;
+};
+
+static void *loop_thread(void *p)
+{
+    struct loop_on *l = p;
+    l->rc = nxr_parallel_for(l->ctx, 0, 2, 1, stamp_body, l->stamp);
+    return NULL;
+}
+
+struct submit_on {
+    nxr_ctx_t *ctx;
+    atomic_uint *stamp;
+    int rc;
+};
+
+static void *submit_thread(void *p)
+{
+    struct submit_on *s = p;
+    nxr_job_t *job;
+    s->rc = nxr_submit(s->ctx, 1, stamp_task, s->stamp, &job);
+    if (s->rc == 0)
+        s->rc = nxr_job_wait(job);
+    return NULL;
+}
+
+/* Holds domain 0's permit with a gated batch; returns its job. */
+static nxr_job_t *hold_domain0(nxr_ctx_t *ctx0)
+{
+    atomic_store(&gate, 0);
+    atomic_store(&gated_in, 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx0, 1, gated_task, NULL, &job), 0);
+    AWAIT(atomic_load(&gated_in) == 1);
+    return job;
+}
+
+Test(runtime_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
+    nxr_ctx_t *ctx0;
+    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    nxr_job_t *held = hold_domain0(ctx0);
+    struct nxr__admission_stats before = stats_of(0);
+    atomic_uint stamp = 0;
+    nxr_job_t *job;
+    /* Nothing waits for CPU %0: the batch joins at once (no wait, no thread). */
+    cr_assert_eq(nxr_submit(ctx0, 1, stamp_task, &stamp, &job), 0);
+    struct nxr__admission_stats after = stats_of(0);
+    cr_expect_eq(after.joins, before.joins + 1, "joined the held permit");
+    cr_expect_eq(after.deferrals, before.deferrals);
+    cr_expect_eq(after.active, 2);
+    atomic_store(&gate, 1);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    cr_expect_eq(nxr_job_wait(job), 0);
+    cr_expect_eq(atomic_load(&stamp), 1);
+    nxr_ctx_destroy(ctx0);
+}
+
+Test(runtime_admission, a_waiting_overlapping_request_stops_new_joins)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
+    nxr_ctx_t *ctx0, *ctx0b, *ctx9;
+    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx0b, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    atomic_store(&order, 0);
+    nxr_job_t *held = hold_domain0(ctx0);
+
+    /* Domain 9 asks for CPUs %0,%1 and queues behind domain 0's permit. */
+    atomic_uint stamp9 = 0, stamp_late = 0;
+    struct loop_on nine = {.ctx = ctx9, .stamp = &stamp9};
+    pthread_t t9, tlate;
+    pthread_create(&t9, NULL, loop_thread, &nine);
+    AWAIT(arbiter_waiters() == 1);
+
+    /* A later batch on domain 0 must queue behind 9, not join. */
+    struct nxr__admission_stats before = stats_of(0);
+    struct submit_on late = {.ctx = ctx0b, .stamp = &stamp_late};
+    pthread_create(&tlate, NULL, submit_thread, &late);
+    struct nxr__admission_stats now;
+    do {
+        sched_yield();
+        now = stats_of(0);
+    } while (now.joins + now.deferrals == before.joins + before.deferrals);
+    cr_expect_eq(now.joins, before.joins, "a batch joined while domain 9 waited");
+    cr_expect_eq(now.deferrals, before.deferrals + 1);
+    cr_expect_eq(now.active, 1, "only the held batch is in flight");
+
+    atomic_store(&gate, 1);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    pthread_join(t9, NULL);
+    pthread_join(tlate, NULL);
+    cr_expect_eq(nine.rc, 0);
+    cr_expect_eq(late.rc, 0);
+    cr_expect_lt(atomic_load(&stamp9), atomic_load(&stamp_late),
+                 "the later batch (%u) overtook domain 9 (%u)", atomic_load(&stamp_late),
+                 atomic_load(&stamp9));
+    nxr_ctx_destroy(ctx0);
+    nxr_ctx_destroy(ctx0b);
+    nxr_ctx_destroy(ctx9);
+}
+
+/*
+ * The issue's starvation probe: two threads keep a pipeline of batches in
+ * flight on domain 0 while a third runs a loop on domain 9. The stream is
+ * made gap-free, the worst case: a batch's task finishes only once a later
+ * batch has been submitted (or a batch was deferred behind domain 9, or the
+ * stream stops), so domain 0 always has an operation in flight while the
+ * stream runs. Before the fix domain 9 waited exactly until the stream
+ * stopped; now it is admitted while the stream runs and the stream goes on.
+ */
+#define STREAMS      2
+#define DEPTH        4     /* batches in flight per stream thread */
+#define STREAM_LIMIT 20000 /* batches per stream thread: a bound, not a goal */
+#define AFTER        32    /* batches the stream must run after domain 9 */
+
+static atomic_ulong submitted;   /* batches submitted, both streams */
+static atomic_ulong stream_done; /* batches finished, both streams */
+static atomic_int nine_finished; /* domain 9's loop returned */
+static atomic_ulong done_at_nine; /* stream_done + 1 when 9's body ran */
+static atomic_ulong after_nine;  /* batches finished after 9 returned */
+static atomic_int exhausted;     /* a stream thread hit its limit */
+static atomic_int stopping;      /* the stream is winding down */
+static uint64_t deferrals_base;  /* domain 0's deferrals before the probe */
+
+static int stream_task(void *arg, size_t i)
+{
+    (void)i;
+    unsigned long ticket = (unsigned long)(uintptr_t)arg;
+    /* Gap-free: hold the permit until a later batch is in (see above). */
+    while (atomic_load(&submitted) <= ticket + 1 && !atomic_load(&stopping) &&
+           stats_of(0).deferrals == deferrals_base)
+        sched_yield();
+    return 0;
+}
+
+static void *stream(void *p)
+{
+    nxr_ctx_t *ctx = p;
+    nxr_job_t *ring[DEPTH] = {0};
+    unsigned long n = 0;
+    for (; n < STREAM_LIMIT; n++) {
+        if (atomic_load(&nine_finished) && atomic_load(&after_nine) >= AFTER)
+            break;
+        nxr_job_t **slot = &ring[n % DEPTH];
+        if (*slot != NULL) {
+            cr_assert_eq(nxr_job_wait(*slot), 0);
+            atomic_fetch_add(&stream_done, 1);
+            if (atomic_load(&nine_finished))
+                atomic_fetch_add(&after_nine, 1);
+        }
+        unsigned long ticket = atomic_fetch_add(&submitted, 0);
+        cr_assert_eq(nxr_submit(ctx, 1, stream_task, (void *)(uintptr_t)ticket, slot), 0);
+        atomic_fetch_add(&submitted, 1);
+    }
+    if (n == STREAM_LIMIT)
+        atomic_store(&exhausted, 1);
+    atomic_store(&stopping, 1);
+    for (unsigned i = 0; i < DEPTH; i++) {
+        if (ring[i] != NULL)
+            cr_assert_eq(nxr_job_wait(ring[i]), 0);
+    }
+    return NULL;
+}
+
+static void nine_body(void *arg, size_t b, size_t e, unsigned w)
+{
+    (void)arg, (void)b, (void)e, (void)w;
+    unsigned long zero = 0;
+    atomic_compare_exchange_strong(&done_at_nine, &zero, atomic_load(&stream_done) + 1);
+}
+
+Test(runtime_admission, starvation_probe_admits_domain9_while_the_stream_runs)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
+    nxr_ctx_t *streams[STREAMS], *ctx9;
+    for (int i = 0; i < STREAMS; i++)
+        cr_assert_eq(nxr_ctx_create(&streams[i], rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    deferrals_base = stats_of(0).deferrals;
+    pthread_t t[STREAMS];
+    for (int i = 0; i < STREAMS; i++)
+        pthread_create(&t[i], NULL, stream, streams[i]);
+    AWAIT(atomic_load(&stream_done) >= 64); /* the stream is under way */
+    struct nxr__admission_stats before = stats_of(0);
+
+    /* Domain 9's loop, from this thread. */
+    unsigned long start = atomic_load(&stream_done);
+    cr_assert_eq(nxr_parallel_for(ctx9, 0, 2, 1, nine_body, NULL), 0);
+    atomic_store(&nine_finished, 1);
+    for (int i = 0; i < STREAMS; i++)
+        pthread_join(t[i], NULL);
+    struct nxr__admission_stats after = stats_of(0);
+
+    unsigned long at_nine = atomic_load(&done_at_nine) - 1;
+    printf("starvation probe: domain 9 admitted after %lu stream batches finished since its "
+           "call (%lu in flight at most: %d threads x %d), stream %s: %lu batches in all, "
+           "%lu after domain 9; domain 0: %llu joins, %llu deferred behind an overlapping "
+           "request\n",
+           at_nine - start, (unsigned long)STREAMS * DEPTH, STREAMS, DEPTH,
+           atomic_load(&exhausted) ? "ran out (domain 9 waited for its end)" : "still running",
+           atomic_load(&stream_done), atomic_load(&after_nine),
+           (unsigned long long)(after.joins - before.joins),
+           (unsigned long long)(after.deferrals - before.deferrals));
+    cr_expect_eq(atomic_load(&exhausted), 0,
+                 "domain 9 was admitted only after the stream ran out of batches");
+    cr_expect_geq(atomic_load(&after_nine), AFTER, "the stream stopped with domain 9");
+    cr_expect_gt(after.deferrals, before.deferrals, "no batch queued behind domain 9");
+    for (int i = 0; i < STREAMS; i++)
+        nxr_ctx_destroy(streams[i]);
+    nxr_ctx_destroy(ctx9);
+}
