@@ -15,6 +15,7 @@ PACKAGES=(
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
     qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)
+    openmpi-bin libopenmpi-dev           # one runtime per MPI rank (examples/mpi_ranks, tools/mpi_test.sh)
 )
 
 missing=()
