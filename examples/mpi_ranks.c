@@ -386,7 +386,13 @@ static bool parse(int argc, char **argv, struct shape *s, bool *json)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* FUNNELED: nxr's workers never call MPI; only this thread does. */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (provided < MPI_THREAD_FUNNELED) {
+        fprintf(stderr, "mpi_ranks: this MPI does not support MPI_THREAD_FUNNELED\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
