@@ -1,14 +1,17 @@
 /*
- * CPU-set helpers (see internal/cpuset.h). Masks are sized from the highest
- * CPU id involved, never from a fixed CPU_SETSIZE, so machines with more
- * than 1024 CPUs work.
+ * CPU-set helpers (see internal/cpuset.h), and the public conversions
+ * between glibc masks, CPU lists and bitmaps (nxr_domains.h). Masks nxr
+ * allocates are sized from the highest CPU id involved, never from a fixed
+ * CPU_SETSIZE, so machines with more than 1024 CPUs work.
  */
 #include "domains/internal/cpuset.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/internal/sys.h"
+#include "domains/nxr_domains.h"
 
 /* The kernel refuses masks smaller than its own nr_cpu_ids; 8192 bits is
  * larger than any Linux configuration in practice (CONFIG_NR_CPUS <= 8192). */
@@ -39,14 +42,21 @@ int nxr__cpumask_alloc(struct nxr__cpumask *mask, int max_cpu)
     return 0;
 }
 
+/* Sets the CPUs of a finite bitmap in an already zeroed mask that holds
+ * them all. */
+static void mask_fill(cpu_set_t *set, size_t size, hwloc_const_bitmap_t cpus)
+{
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET_S((size_t)cpu, size, set);
+    hwloc_bitmap_foreach_end();
+}
+
 int nxr__cpumask_from_bitmap(struct nxr__cpumask *mask, hwloc_const_bitmap_t cpus)
 {
     int rc = nxr__cpumask_alloc(mask, hwloc_bitmap_last(cpus));
     if (rc != 0)
         return rc;
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET_S((size_t)cpu, mask->size, mask->set);
-    hwloc_bitmap_foreach_end();
+    mask_fill(mask->set, mask->size, cpus);
     return 0;
 }
 
@@ -92,4 +102,66 @@ char *nxr__cpuset_list(hwloc_const_bitmap_t cpus, char *buf, size_t size)
     /* hwloc's list format is the kernel's ("0-3,8"). */
     hwloc_bitmap_list_snprintf(buf, size, cpus);
     return buf;
+}
+
+int nxr_cpuset_format(hwloc_const_bitmap_t cpus, char *buf, size_t size, size_t *len)
+{
+    if (cpus == NULL || buf == NULL || size == 0 || hwloc_bitmap_weight(cpus) < 0)
+        return -EINVAL;
+    /* hwloc's list format is the kernel's; asked with no room, it only
+     * measures. */
+    int n = hwloc_bitmap_iszero(cpus) ? 0 : hwloc_bitmap_list_snprintf(NULL, 0, cpus);
+    if (n < 0)
+        return -EINVAL;
+    if (len != NULL)
+        *len = (size_t)n;
+    if ((size_t)n >= size)
+        return -ENOSPC;
+    if (n == 0)
+        buf[0] = '\0';
+    else
+        hwloc_bitmap_list_snprintf(buf, size, cpus);
+    return 0;
+}
+
+/* glibc's CPU_*_S macros read and write whole words (unsigned long), as
+ * the kernel's affinity calls do, so a mask is a whole number of them. */
+static bool mask_size_ok(const cpu_set_t *set, size_t setsize)
+{
+    return set != NULL && setsize != 0 && setsize % sizeof(unsigned long) == 0;
+}
+
+int nxr_cpuset_from_cpu_set(const cpu_set_t *set, size_t setsize, hwloc_bitmap_t *out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || !mask_size_ok(set, setsize))
+        return -EINVAL;
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
+    if (cpus == NULL)
+        return -ENOMEM;
+    /* Only read through: nxr__cpumask_to_bitmap never writes the mask. */
+    const struct nxr__cpumask mask = {.set = (cpu_set_t *)set, .size = setsize};
+    int rc = nxr__cpumask_to_bitmap(&mask, cpus);
+    if (rc != 0) {
+        hwloc_bitmap_free(cpus);
+        return rc;
+    }
+    *out = cpus;
+    return 0;
+}
+
+int nxr_cpuset_to_cpu_set(hwloc_const_bitmap_t cpus, cpu_set_t *set, size_t setsize)
+{
+    if (cpus == NULL || !mask_size_ok(set, setsize))
+        return -EINVAL;
+    /* Checked before the mask is touched: a failure leaves it as it was.
+     * hwloc_bitmap_last is -1 for the empty set (and for an infinite one,
+     * which the weight tells apart). */
+    int last = hwloc_bitmap_last(cpus);
+    if (hwloc_bitmap_weight(cpus) < 0 || (last >= 0 && (size_t)last >= setsize * 8))
+        return -ERANGE;
+    CPU_ZERO_S(setsize, set);
+    mask_fill(set, setsize, cpus);
+    return 0;
 }

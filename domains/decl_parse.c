@@ -1,5 +1,6 @@
 /*
- * The NXR_DOMAINS parser (grammar in nxr_domains.h). Hand-written and
+ * The NXR_DOMAINS parser and the CPU-list parser it is built on (grammars in
+ * nxr_domains.h; nxr_cpuset_parse is the CPU list alone). Hand-written and
  * strict: every rejected string gets NXR_ESYNTAX with the byte offset, and
  * numbers are range-checked before they size anything.
  */
@@ -16,6 +17,7 @@
 #include "base/nxr_status.h"
 
 struct cursor {
+    const char *what; /* names the string in messages */
     const char *start;
     const char *p;
     char *err;
@@ -30,8 +32,9 @@ static void skip_space(struct cursor *c)
 
 static int syntax(struct cursor *c, const char *what)
 {
-    snprintf(c->err, c->errsz, "NXR_DOMAINS '%s': %s at offset %td", c->start, what,
-             c->p - c->start);
+    if (c->err != NULL && c->errsz > 0)
+        snprintf(c->err, c->errsz, "%s '%s': %s at offset %td", c->what, c->start, what,
+                 c->p - c->start);
     return NXR_ESYNTAX;
 }
 
@@ -125,7 +128,7 @@ void nxr__decls_free(struct nxr_domain_decl *decls, size_t count)
 int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *count, char *err,
                      size_t errsz)
 {
-    struct cursor c = {.start = spec, .p = spec, .err = err, .errsz = errsz};
+    struct cursor c = {.what = "NXR_DOMAINS", .start = spec, .p = spec, .err = err, .errsz = errsz};
     *out = NULL;
     *count = 0;
     /* At most one domain per ';' plus one: the array never grows. */
@@ -163,4 +166,31 @@ int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *cou
 out_free:
     nxr__decls_free(decls, n);
     return rc;
+}
+
+int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out, char *err, size_t errsz)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (list == NULL || out == NULL)
+        return -EINVAL;
+    struct cursor c = {.what = "CPU list", .start = list, .p = list, .err = err, .errsz = errsz};
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
+    if (cpus == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    skip_space(&c);
+    /* "" (or only blanks) is the empty set, as the kernel writes it. */
+    if (*c.p != '\0' && !(c.p[0] == '\n' && c.p[1] == '\0'))
+        rc = cpulist(&c, cpus);
+    if (rc == 0 && *c.p == '\n')
+        c.p++; /* one trailing newline, as read from /sys or a cgroup file */
+    if (rc == 0 && *c.p != '\0')
+        rc = syntax(&c, "expected ',' or the end");
+    if (rc != 0) {
+        hwloc_bitmap_free(cpus);
+        return rc;
+    }
+    *out = cpus;
+    return 0;
 }

@@ -23,7 +23,11 @@
 #define NXR_DOMAINS_H
 
 #include <hwloc.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,13 +67,61 @@ struct nxr_domain_decl {
 };
 
 /* Sets id 0, no CPUs, budget NXR_BUDGET_ALL, not shared. */
-__attribute__((visibility("default"))) void nxr_domain_decl_init(struct nxr_domain_decl *decl);
+NXR_API void nxr_domain_decl_init(struct nxr_domain_decl *decl);
 
 /* "managed", "cooperative", "caller-managed". */
-__attribute__((visibility("default"))) const char *nxr_admission_name(enum nxr_admission mode);
+NXR_API const char *nxr_admission_name(enum nxr_admission mode);
 
 /* "verified", "declared", "none". */
-__attribute__((visibility("default"))) const char *nxr_placement_name(enum nxr_placement placement);
+NXR_API const char *nxr_placement_name(enum nxr_placement placement);
+
+/* ---- CPU sets -------------------------------------------------------------
+ * nxr takes and returns CPU sets as hwloc bitmaps of OS CPU ids. These
+ * helpers convert the forms a host already has: the kernel's CPU list text
+ * ("0-3,8", as in /sys and cgroup cpuset files) and glibc's cpu_set_t (from
+ * sched_getaffinity or pthread_getaffinity_np of the threads of a pool the
+ * host attaches). Bitmaps they return are the caller's (hwloc_bitmap_free).
+ * Any thread may call them; none blocks.
+ */
+
+/*
+ * Parses a CPU list: ranges "a" or "a-b" (a <= b <= NXR_CPU_ID_MAX, decimal)
+ * separated by ','; blanks around tokens and one trailing newline are
+ * allowed; "" is the empty set. Returns 0 and a new bitmap in *out, or
+ * -EINVAL (NULL list or out), NXR_ESYNTAX (err, optional, says where),
+ * -ENOMEM; on failure *out is NULL.
+ */
+NXR_API int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out, char *err, size_t errsz);
+
+/*
+ * Writes cpus as a CPU list ("0-3,8"; "" for the empty set) into buf.
+ * Returns 0; -EINVAL (NULL cpus or buf, size 0, an infinite set); -ENOSPC
+ * when the list and its NUL do not fit in size bytes, buf untouched. len
+ * (optional) receives the list's length without the NUL, on success and on
+ * -ENOSPC, so a caller can size buf.
+ */
+NXR_API int nxr_cpuset_format(hwloc_const_bitmap_t cpus, char *buf, size_t size, size_t *len);
+
+/* cpu_set_t is glibc's and exists only with _GNU_SOURCE (which defines
+ * CPU_SETSIZE); without it these two are not declared. `setsize` is the
+ * mask's size in bytes: sizeof(cpu_set_t), or CPU_ALLOC_SIZE(n) for a mask
+ * from CPU_ALLOC(n); like the kernel, nxr takes only whole multiples of
+ * sizeof(unsigned long) (-EINVAL otherwise). */
+#ifdef CPU_SETSIZE
+/*
+ * The CPUs of a glibc mask as a new bitmap in *out. Returns 0, -EINVAL (NULL
+ * set or out, a bad setsize) or -ENOMEM; on failure *out is NULL.
+ */
+NXR_API int nxr_cpuset_from_cpu_set(const cpu_set_t *set, size_t setsize, hwloc_bitmap_t *out);
+
+/*
+ * Fills a glibc mask with exactly the CPUs of cpus (for
+ * pthread_setaffinity_np, say). Returns 0, -EINVAL (NULL cpus or set, a bad
+ * setsize) or -ERANGE (a CPU id does not fit in setsize * 8 bits, or the
+ * set is infinite); on failure the mask is untouched.
+ */
+NXR_API int nxr_cpuset_to_cpu_set(hwloc_const_bitmap_t cpus, cpu_set_t *set, size_t setsize);
+#endif
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 
 #include "alloc/nxr_alloc.h"
 #include "base/nxr_status.h"
+#include "base/nxr_version.h"
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"

@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
     bazel-bootstrap   # Bazel 4.2.3, needs no download of its own
-    gcc libc6-dev     # the C toolchain
+    gcc g++ libc6-dev # the C toolchain (g++: the C++ header and consumer tests)
     clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer
     libhwloc-dev hwloc    # topology discovery, lstopo
     libnuma-dev numactl   # memory policy, numactl
@@ -14,6 +14,8 @@ PACKAGES=(
     libopenblas-dev       # the GEMM provider
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
+    cmake pkg-config      # tests/dist: consumers of the installed nxr (find_package, pkg-config)
+    libudev-dev           # `pkg-config --static` of hwloc names -ludev (Debian's hwloc.pc)
     qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)
     openmpi-bin libopenmpi-dev           # one runtime per MPI rank (examples/mpi_ranks, tools/mpi_test.sh)
 )

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# What libnxr.so and libnxr.a show a host: only the public API.
+#  - nm -D --defined-only libnxr.so: nothing but nxr_* functions, each under
+#    the symbol version NXR_<major>; libnxr_omp.so likewise (NXR_OMP_<major>);
+#  - the global symbols libnxr.a defines: only nxr_*, none nxr__* or je_*;
+#    and it leaves no nxr_* symbol undefined (every internal reference is
+#    resolved inside it);
+#  - the exported set is exactly the set of functions the installed headers
+#    declare NXR_API (none missing, none exported without a declaration);
+#  - hosts linking libnxr.a or libnxr.so keep glibc's malloc (and a host
+#    linking jemalloc itself keeps that one), and see no nxr internal;
+#  - libnxr.so can be dlopen()ed when glibc is given static TLS room for
+#    nxr's jemalloc copy (the README says how and why).
+set -euo pipefail
+root=$TEST_SRCDIR/nxr
+dist=$root/dist
+src=$root/tests/dist
+work=$TEST_TMPDIR
+major=$(cut -d. -f1 "$dist/version.txt")
+checks=0
+fail() {
+    echo "exports_test: FAILED: $*" >&2
+    exit 1
+}
+ok() {
+    checks=$((checks + 1))
+    echo "  ok: $*"
+}
+mapfile -t sanitizer_flags <"$dist/consumer_flags.txt"
+
+# ---- What the libraries export ------------------------------------------------
+exports() { # lib.so node: the exported names, checking each one's version
+    local lines
+    lines=$(nm -D --defined-only "$1")
+    [ -n "$lines" ] || fail "$1 exports nothing"
+    awk 'NF >= 3 {print $3}' <<<"$lines" | while read -r sym; do
+        case $sym in
+        "$2_$major") ;; # the version definition itself
+        nxr__* | nxr_je_*) fail "$1 exports the internal $sym" ;;
+        nxr_[a-z0-9]*@@"$2_$major") echo "${sym%%@*}" ;;
+        *) fail "$1 exports $sym" ;;
+        esac
+    done
+}
+exports "$dist/libnxr.so" NXR | sort >"$work/so.txt"
+exports "$dist/libnxr_omp.so" NXR_OMP | sort >"$work/omp_so.txt"
+ok "libnxr.so exports $(wc -l <"$work/so.txt") functions, all nxr_*@@NXR_$major; libnxr_omp.so $(wc -l <"$work/omp_so.txt"), all @@NXR_OMP_$major"
+
+static_globals() { # lib.a: the global symbols it defines
+    local lines
+    lines=$(nm -g --defined-only "$1")
+    awk 'NF == 3 {print $3}' <<<"$lines" | while read -r sym; do
+        case $sym in
+        nxr__* | nxr_je_* | je_*) fail "$1 defines the global $sym" ;;
+        nxr_[a-z0-9]*) echo "$sym" ;;
+        *) fail "$1 defines the global $sym" ;;
+        esac
+    done
+}
+static_globals "$dist/libnxr.a" | sort >"$work/a.txt"
+static_globals "$dist/libnxr_omp.a" | sort >"$work/omp_a.txt"
+undefined=$(nm -u "$dist/libnxr.a" | awk '{print $NF}' | grep -E '^(nxr_|je_)' || true)
+[ -z "$undefined" ] || fail "libnxr.a leaves undefined: $undefined"
+diff "$work/so.txt" "$work/a.txt" >/dev/null || fail "libnxr.a and libnxr.so differ: $(diff "$work/so.txt" "$work/a.txt")"
+ok "libnxr.a defines the same $(wc -l <"$work/a.txt") globals, no nxr__/je_ symbol, and leaves no nxr_ symbol undefined"
+
+# ---- Exported == declared --------------------------------------------------------
+declared() { # headers...: every function declared NXR_API
+    python3 - "$@" <<'PY'
+import re, sys
+names = set()
+for path in sys.argv[1:]:
+    text = re.sub(r"/\*.*?\*/", " ", open(path).read(), flags=re.S)
+    text = re.sub(r"(?m)^[ \t]*#.*$", " ", text)  # the NXR_API definition itself
+    for decl in re.findall(r"\bNXR_API\b([^;{]*)", text):
+        m = re.search(r"\b(nxr_[a-z0-9_]+)\s*\(", decl)
+        if not m:
+            sys.exit("no function name in: NXR_API" + decl)
+        names.add(m.group(1))
+print("\n".join(sorted(names)))
+PY
+}
+inc=$dist/include/nxr
+declared $(ls "$inc"/*.h | grep -v '/nxr_omp\.h$') >"$work/declared.txt"
+declared "$inc/nxr_omp.h" >"$work/omp_declared.txt"
+diff "$work/declared.txt" "$work/so.txt" >"$work/diff.txt" ||
+    fail "declared (<) vs exported (>) differ:
+$(cat "$work/diff.txt")"
+diff "$work/omp_declared.txt" "$work/omp_so.txt" >/dev/null || fail "nxr_omp.h vs libnxr_omp.so differ"
+ok "the $(wc -l <"$work/declared.txt") NXR_API functions of the installed headers are exactly libnxr's exports (and nxr_omp.h's libnxr_omp's)"
+
+# ---- Hosts keep their malloc -----------------------------------------------------
+# The static and shared libraries as the install names them.
+lib=$work/lib
+mkdir -p "$lib"
+cp "$dist/libnxr.so" "$lib/libnxr.so.$major"
+ln -sf "libnxr.so.$major" "$lib/libnxr.so"
+cp "$dist/libnxr.a" "$lib/libnxr.a"
+cc=(cc -std=c11 -Wall -Wextra -Werror -I"$dist/include" "${sanitizer_flags[@]}")
+malloc_from=libc.so
+case " ${sanitizer_flags[*]} " in *-fsanitize=address*) malloc_from=libasan.so ;; esac
+"${cc[@]}" "$src/host_malloc.c" -o "$work/host_static" -rdynamic "$lib/libnxr.a" \
+    -lhwloc -lnuma -lopenblas -lm -pthread -ldl -DHOST_MALLOC_FROM="\"$malloc_from\""
+globals=$(nm -g --defined-only "$work/host_static" | awk 'NF == 3 {print $3}')
+bad=$(grep -E '^(malloc|free|calloc|realloc|posix_memalign|mallocx|je_.*|nxr__.*|nxr_je_.*)$' <<<"$globals" || true)
+[ -z "$bad" ] || fail "the static host defines: $bad"
+"$work/host_static" >"$work/out.txt" || fail "host with libnxr.a: $(cat "$work/out.txt")"
+ok "host linking libnxr.a (-rdynamic): $(cat "$work/out.txt")"
+"${cc[@]}" "$src/host_malloc.c" -o "$work/host_shared" -L"$lib" -lnxr -lhwloc -ldl \
+    -Wl,-rpath,"$lib" -DHOST_MALLOC_FROM="\"$malloc_from\""
+"$work/host_shared" >"$work/out.txt" || fail "host with libnxr.so: $(cat "$work/out.txt")"
+ok "host linking libnxr.so: $(cat "$work/out.txt")"
+if [ "$malloc_from" = libc.so ]; then
+    # A host whose malloc is jemalloc (Debian's libjemalloc.so) keeps it.
+    "${cc[@]}" "$src/host_malloc.c" -o "$work/host_jemalloc" -rdynamic -ljemalloc \
+        "$lib/libnxr.a" -lhwloc -lnuma -lopenblas -lm -pthread -ldl \
+        -DHOST_MALLOC_FROM='"libjemalloc.so"'
+    "$work/host_jemalloc" >"$work/out.txt" || fail "jemalloc host: $(cat "$work/out.txt")"
+    ok "host linking its own jemalloc and libnxr.a: $(cat "$work/out.txt")"
+fi
+
+# ---- dlopen ------------------------------------------------------------------------
+# nxr's jemalloc copy uses initial-exec TLS (Debian builds it so), which a
+# dlopen()ed library must find room for in glibc's static TLS surplus.
+"${cc[@]}" "$src/dlopen_host.c" -o "$work/dlopen_host" -ldl
+GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 "$work/dlopen_host" "$lib/libnxr.so.$major" \
+    >"$work/out.txt" || fail "dlopen: $(cat "$work/out.txt")"
+ok "dlopen with glibc.rtld.optional_static_tls=4096: $(cat "$work/out.txt")"
+
+echo "exports_test: $checks checks passed"
+echo "$checks passed, 0 failed"
