@@ -44,6 +44,14 @@ int nxr__global_threads_get(const nxr_provider_t *p)
     return count;
 }
 
+int nxr__global_count_read(int (*get)(void))
+{
+    pthread_rwlock_rdlock(&gate);
+    int count = get();
+    pthread_rwlock_unlock(&gate);
+    return count;
+}
+
 int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void *arg)
 {
     if (p == NULL || fn == NULL)

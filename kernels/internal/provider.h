@@ -111,6 +111,10 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
  * the gate held shared, so never a count another runtime set for its call. */
 int nxr__global_threads_get(const nxr_provider_t *p);
 
+/* The same for a library's count outside any provider (the OpenBLAS probe
+ * at runtime creation): get() with the gate held shared. */
+int nxr__global_count_read(int (*get)(void));
+
 /* Runs fn(arg) with the gate held shared when p has a global count (else
  * just runs it): no runtime changes the count during fn. Returns fn's status
  * or -EINVAL (NULL p or fn). */

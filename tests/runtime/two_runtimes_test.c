@@ -12,6 +12,7 @@
  * can do while it waits. CPU ids come from the allowed set; the tests need
  * two allowed CPUs and skip with a reason below that.
  */
+#include <cblas.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
@@ -611,6 +612,94 @@ Test(runtime_two_runtimes, a_strict_runtime_never_sees_an_exclusive_runtimes_cou
     nxr_runtime_destroy(rb);
     nxr_provider_destroy(pa);
     nxr_provider_destroy(pb);
+}
+
+/* ---- OpenBLAS's count as a new runtime records it ------------------------------------- */
+
+/* The spy's count is OpenBLAS's own here: what a new runtime's probe reads. */
+static int ob_get(void *self)
+{
+    (void)self;
+    return openblas_get_num_threads();
+}
+
+static void ob_set(void *self, int count)
+{
+    (void)self;
+    openblas_set_num_threads(count);
+}
+
+static const nxr_global_threads_ops_t ob_threads = {.get = ob_get, .set = ob_set};
+
+struct probe_case {
+    nxr_ctx_t *ca;
+    atomic_int go;      /* A's count is set */
+    atomic_int created; /* C's creation returned */
+    int created_during; /* ... while A's count was still set */
+    int count_in_call;  /* OpenBLAS's count during A's call */
+    int a_rc;
+};
+
+static void create_during(struct spy *s)
+{
+    struct probe_case *c = s->arg;
+    c->count_in_call = openblas_get_num_threads();
+    atomic_store(&c->go, 1);
+    nxr_test_wait_at_least(&c->created, 1, HOLD_MS);
+    c->created_during = atomic_load(&c->created);
+}
+
+static void *a_call_thread(void *p)
+{
+    struct probe_case *c = p;
+    c->a_rc = spy_call(c->ca); /* exclusive: sets OpenBLAS's count to 2 meanwhile */
+    return NULL;
+}
+
+Test(runtime_two_runtimes, a_runtime_made_during_an_exclusive_call_records_the_resting_count)
+{
+    unsigned a, b;
+    two_cpus(&a, &b);
+    if (openblas_get_parallel() == 0)
+        cr_skip_test("this OpenBLAS is sequential: it has no count to move");
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    struct probe_case c = {0};
+    struct spy s = {.during = create_during, .arg = &c};
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "openblas-count-spy";
+    d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.gemm = &spy_gemm;
+    d.global_threads = &ob_threads;
+    d.self = &s;
+    nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0);
+    char domains[64];
+    snprintf(domains, sizeof domains, "0:%u,%u", a, b);
+    struct rt_opts ro = {.domains = domains, .policy = NXR_PROVIDER_PROCESS_EXCLUSIVE, .gemm = p};
+    nxr_runtime_t *ra = open_rt(&ro);
+    c.ca = ctx_of(ra);
+    cr_assert_eq(nxr_ctx_budget(c.ca), 2u);
+
+    /* A's exclusive call on a thread; runtime C made here meanwhile. */
+    pthread_t t = start(a_call_thread, &c);
+    nxr_test_wait_at_least(&c.go, 1, MEET_MS);
+    cr_assert_eq(atomic_load(&c.go), 1, "A's call started");
+    nxr_runtime_t *rc_rt = open_on(b);
+    atomic_store(&c.created, 1);
+    pthread_join(t, NULL);
+    cr_assert_eq(c.a_rc, 0, "%s", nxr_strerror(c.a_rc));
+    cr_assert_eq(c.count_in_call, 2, "A's call ran at its budget");
+    cr_assert_eq(c.created_during, 0, "C's probe waited for A's count to be put back");
+    cr_assert_eq(rc_rt->openblas.threads, 1, "C recorded the resting count, not A's transient one");
+
+    nxr_runtime_destroy(rc_rt);
+    nxr_ctx_destroy(c.ca);
+    nxr_runtime_destroy(ra);
+    nxr_provider_destroy(p);
+    openblas_set_num_threads(original);
 }
 
 /* ---- the floating-point environment record ---------------------------------------- */
