@@ -2,10 +2,9 @@
  * Runtime creation and destruction.
  *
  * Creation is staged so that a failure at any step unwinds everything before
- * it: settings -> topology -> domain plan (all validation) -> the
- * process's arbiter (a reference) ->
- * providers -> domains (admission state) -> pools -> teams. No thread starts
- * before the plan is complete and valid.
+ * it: settings -> topology -> domain plan (all validation) -> a reference
+ * to the process's arbiter -> providers -> domains (admission state) ->
+ * pools -> teams. No thread starts before the plan is complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
