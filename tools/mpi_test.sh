@@ -37,8 +37,10 @@ if ! command -v mpirun >/dev/null; then
     exit 1
 fi
 
-if ! bazel build //examples:mpi_ranks //tests/mpi:mpi_ranks_spied >/tmp/nxr_mpi_build.log 2>&1; then
-    grep -E 'ERROR|error:' /tmp/nxr_mpi_build.log | head -20
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if ! bazel build //examples:mpi_ranks //tests/mpi:mpi_ranks_spied >"$work/build.log" 2>&1; then
+    grep -E 'ERROR|error:' "$work/build.log" | head -20
     echo "mpi: FAILED: the build failed"
     echo "0 passed, 1 failed"
     exit 1
@@ -49,9 +51,6 @@ bin=bazel-bin/tests/mpi/mpi_ranks_spied
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
 run() { # variant extra-checker-flags [mpirun args...]
     local variant=$1 flags=$2
     shift 2
