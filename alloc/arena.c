@@ -1,10 +1,10 @@
 /*
- * Node-bound jemalloc arenas (see internal/arena.h).
+ * Node-bound jemalloc arenas (see internal/arena.h): the default back end.
  *
  * The extent hooks are the only place where a domain's memory is obtained
- * from the kernel: mmap, then mbind to the node before jemalloc or anyone
- * touches a page, so the first fault already happens under the policy. The
- * hooks find their arena by the hooks pointer jemalloc hands back (the hooks
+ * from the kernel, through the extent source (internal/extent.h: mmap, then
+ * mbind to the node before jemalloc or anyone touches a page). The hooks
+ * find their arena by the hooks pointer jemalloc hands back (the hooks
  * are the first member of struct nxr__arena), so there is no global table.
  *
  * jemalloc calls the alloc hook for extents it carves regions from and for
@@ -13,6 +13,7 @@
  * what is left when the arena is destroyed.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,9 @@
 #include <sys/mman.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/extent.h"
 #include "alloc/internal/je.h"
 #include "base/internal/sys.h"
-
-#define PAGE 4096u
 
 struct nxr__arena {
     extent_hooks_t hooks; /* first: the pointer jemalloc passes to each hook */
@@ -32,6 +32,7 @@ struct nxr__arena {
     int domain_node;      /* the domain's node (NXR_NODE_NONE: none) */
     enum nxr_mem_binding binding;
     char reason[128];
+    atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
 };
 
 /*
@@ -50,69 +51,53 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
      * and jemalloc allocates a new extent instead. */
     if (new_addr != NULL)
         return NULL;
-    if (alignment < PAGE)
-        alignment = PAGE;
-    if (size > SIZE_MAX - alignment) {
-        hook_error = -ENOMEM;
-        return NULL;
-    }
-    /* Over-map by alignment - PAGE, then cut the ends off. */
-    size_t span = size + alignment - PAGE;
-    void *raw;
-    int rc = nxr__mmap_anon(span, &raw);
+    void *p;
+    int rc = nxr__extent_map(&a->release_failures, a->node, size, alignment, &p);
     if (rc != 0) {
         hook_error = rc;
         return NULL;
     }
-    uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
-    size_t head = start - (uintptr_t)raw;
-    size_t tail = span - head - size;
-    if (head != 0)
-        nxr__munmap(raw, head);
-    if (tail != 0)
-        nxr__munmap((void *)(start + size), tail);
-    if (a->node >= 0) {
-        rc = nxr__mbind_node((void *)start, size, a->node);
-        if (rc != 0) {
-            /* Never hand out memory that is not where the arena claims. */
-            nxr__munmap((void *)start, size);
-            hook_error = NXR_EPLACEMENT;
-            return NULL;
-        }
-    }
     *zero = true;   /* fresh anonymous pages read as zero */
     *commit = true; /* and are accessible */
-    return (void *)start;
+    return p;
 }
 
-/* false: done (jemalloc's convention); true: jemalloc keeps the extent. */
+/* false: done (jemalloc's convention); true: jemalloc keeps the extent (a
+ * refused munmap: it stays mapped and jemalloc may reuse it). */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
-    (void)hooks, (void)committed, (void)arena_ind;
-    return nxr__munmap(addr, size) != 0;
+    (void)committed, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    return !nxr__extent_unmap(&a->release_failures, addr, size);
 }
 
+/* The arena is going away: a refused munmap leaks the range (counted). */
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind)
 {
-    (void)hooks, (void)committed, (void)arena_ind;
-    nxr__munmap(addr, size);
+    (void)committed, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    nxr__extent_unmap(&a->release_failures, addr, size);
 }
 
-/* Purged pages fault back in under the range's policy, still on the node. */
+/* Purged pages fault back in under the range's policy, still on the node.
+ * true (refused): jemalloc treats the pages as not purged. */
 static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind)
 {
-    (void)hooks, (void)size, (void)arena_ind;
-    return nxr__madvise((char *)addr + offset, length, MADV_FREE) != 0;
+    (void)size, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length, MADV_FREE);
 }
 
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                               size_t length, unsigned arena_ind)
 {
-    (void)hooks, (void)size, (void)arena_ind;
-    return nxr__madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
+    (void)size, (void)arena_ind;
+    struct nxr__arena *a = (struct nxr__arena *)hooks;
+    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length,
+                              MADV_DONTNEED);
 }
 
 /* Anonymous mappings can be split and merged freely: munmap and mbind work
@@ -142,7 +127,9 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
         return -ENOMEM;
     }
     a->domain_node = node;
-    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason));
+    atomic_init(&a->release_failures, 0);
+    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
+                             &a->release_failures);
     if (rc != 0) {
         snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
         goto out_free;
@@ -215,6 +202,15 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
     return true;
 }
 
+void nxr__arena_purge(struct nxr__arena *a)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", a->index);
+    /* Fails only for a bad index; refused madvise calls are counted by the
+     * purge hooks. */
+    nxr_je_mallctl(name, NULL, NULL, NULL, 0);
+}
+
 static int lg(size_t align)
 {
     return __builtin_ctzll(align);
@@ -243,6 +239,12 @@ void nxr__arena_free(void *ptr)
 void nxr__arena_free_sized(void *ptr, size_t size, size_t align)
 {
     nxr_je_sdallocx(ptr, size, MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(lg(align)));
+}
+
+unsigned long nxr__arena_release_failures(const struct nxr__arena *a)
+{
+    /* Relaxed: a statistic (see internal/extent.h). */
+    return atomic_load_explicit(&a->release_failures, memory_order_relaxed);
 }
 
 unsigned nxr__arena_index(const struct nxr__arena *a)

@@ -3,11 +3,11 @@
  * the move_pages query that lets tests and users see where pages live.
  */
 #include <errno.h>
-#include <numaif.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/extent.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -15,13 +15,10 @@
 
 int nxr_mem_node(const void *ptr)
 {
-    void *page = (void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
-    int status = -EFAULT;
-    /* nodes == NULL: query mode, nothing moves; status gets the node or a
-     * negative errno (-ENOENT for a page not yet faulted in). */
-    if (move_pages(0, 1, &page, NULL, &status, 0) != 0)
-        return -errno;
-    return status;
+    const void *page = (const void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
+    int status;
+    int rc = nxr__move_pages_query(page, &status);
+    return rc != 0 ? rc : status;
 }
 
 const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
@@ -37,7 +34,8 @@ const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
     return "unknown";
 }
 
-int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz)
+int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz,
+                    atomic_ulong *release_failures)
 {
     why[0] = '\0';
     if (node < 0) {
@@ -63,6 +61,6 @@ int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t w
         else
             snprintf(why, whysz, "a page bound to node %d landed on node %d", node, where);
     }
-    nxr__munmap(page, PROBE_SIZE);
+    nxr__extent_unmap(release_failures, page, PROBE_SIZE);
     return 0;
 }

@@ -132,6 +132,11 @@ struct nxr_pool_stats {
     uint64_t hits;         /* acquires served from the cache */
     uint64_t misses;       /* acquires that needed fresh memory */
     uint64_t drops;        /* releases that freed because of the cap */
+    /* munmap or madvise calls on the domain's memory that the kernel
+     * refused. Nothing fails because of one (the memory stays mapped, or
+     * resident, and valid); a count that grows means memory is not going
+     * back to the system (e.g. vm.max_map_count reached). */
+    uint64_t release_failures;
 };
 
 /* ------------------------------------------------ binding and placement */
@@ -187,7 +192,10 @@ NXR_API int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out);
 
 /* Ends a step: every allocation of the scope dies; its chunks are kept for
  * the next step. Using memory from before the reset is a bug, caught (the
- * process faults) when the scope is checked. */
+ * process faults) when the scope is checked. In a checked scope the check
+ * needs mprotect; when the kernel refuses one (out of mappings), the reset
+ * still ends the step and the next step's memory is still accessible, but
+ * the check is off for it (counted in nxr_scope_stats.check_failures). */
 NXR_API void nxr_scope_reset(nxr_scope_t *s);
 
 struct nxr_scope_stats {
@@ -195,12 +203,18 @@ struct nxr_scope_stats {
     size_t used_bytes;     /* bytes handed out since the last reset */
     size_t chunks;         /* chunks held */
     uint64_t resets;       /* resets so far */
+    /* Checked scopes: resets after which use-after-reset was not (fully)
+     * armed because the kernel refused an mprotect. */
+    uint64_t check_failures;
 };
 
 /* Fills *out (both non-NULL) with the scope's statistics. */
 NXR_API void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out);
 
-/* Returns every chunk to the pool and frees the scope. NULL is a no-op. */
+/* Returns every chunk to the pool and frees the scope. NULL is a no-op. A
+ * checked scope's protected chunk that the kernel will not make accessible
+ * again (mprotect refused twice) is not returned: handing it out would fault
+ * its next user. It stays outstanding, and a line on stderr says so. */
 NXR_API void nxr_scope_destroy(nxr_scope_t *s);
 
 #ifdef __cplusplus

@@ -28,6 +28,7 @@
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
 #include "alloc/internal/size_class.h"
+#include "base/internal/sys.h"
 #include "domains/nxr_domains.h"
 
 enum { BUF_OUT = 1, BUF_CACHED = 2 };
@@ -42,13 +43,13 @@ static void __attribute__((noreturn)) buffer_dead(const char *what, const nxr_bu
     abort();
 }
 
-static void class_init(struct nxr__pool_class *c)
+static int class_init(struct nxr__pool_class *c)
 {
-    pthread_mutex_init(&c->lock, NULL);
     c->top = NULL;
     c->count = 0;
     c->hits = 0;
     c->misses = 0;
+    return nxr__mutex_init(&c->lock);
 }
 
 int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, char *err,
@@ -80,8 +81,18 @@ int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, 
     atomic_init(&p->outstanding, 0);
     atomic_init(&p->drops, 0);
     atomic_init(&p->closed, false);
-    for (unsigned i = 0; i < NXR__CLASS_COUNT; i++)
-        class_init(&p->classes[i]);
+    for (unsigned i = 0; i < NXR__CLASS_COUNT; i++) {
+        if ((rc = class_init(&p->classes[i])) != 0) {
+            while (i-- > 0)
+                pthread_mutex_destroy(&p->classes[i].lock);
+            nxr__arena_free_sized(p, sizeof(*p), _Alignof(struct nxr__pool));
+            size_t live;
+            nxr__arena_destroy(arena, &live);
+            snprintf(err, errsz, "domain %d: could not initialise its pool's locks: %s",
+                     opts->domain_id, nxr_strerror(rc));
+            return rc;
+        }
+    }
     *out = p;
     return 0;
 }
@@ -284,6 +295,7 @@ void nxr__pool_stats(struct nxr__pool *p, struct nxr_pool_stats *out)
     long n = atomic_load_explicit(&p->outstanding, memory_order_relaxed);
     out->outstanding = n > 0 ? (size_t)n : 0;
     out->drops = atomic_load_explicit(&p->drops, memory_order_relaxed);
+    out->release_failures = nxr__arena_release_failures(p->arena);
 }
 
 void nxr__pool_set_cap(struct nxr__pool *p, size_t cap_bytes)
@@ -295,6 +307,7 @@ void nxr__pool_set_cap(struct nxr__pool *p, size_t cap_bytes)
 void nxr__pool_trim(struct nxr__pool *p)
 {
     trim_to(p, 0);
+    nxr__arena_purge(p->arena); /* and what the arena kept of them */
 }
 
 struct nxr__arena *nxr__pool_arena(const struct nxr__pool *p)

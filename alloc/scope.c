@@ -49,6 +49,7 @@ struct nxr_scope {
     size_t chunk_size;
     size_t used; /* bytes handed out since the last reset */
     uint64_t resets;
+    uint64_t check_failures; /* resets whose mprotect the kernel refused */
     bool checked;
 };
 
@@ -155,19 +156,19 @@ int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out)
     return alloc_slow(s, size, out);
 }
 
-/* Sets a bank's protection; checked scopes only. A failure here (the kernel
- * out of mappings) would leave chunks the next step cannot use, or a check
- * that silently stopped working: stop loudly instead. */
-static void bank_protect(struct bank *bank, int prot)
+/* Sets a bank's protection; checked scopes only. 0, or the first refusal
+ * (the kernel out of mappings, say): the chunks from there on are then in
+ * an unknown state, which is why a bank is only used again after a call
+ * that succeeded over all of it. */
+static int bank_protect(struct bank *bank, int prot)
 {
     for (size_t i = 0; i < bank->count; i++) {
         nxr_buffer_t *b = bank->chunks[i];
         int rc = nxr__mprotect(b->data, b->size, prot);
-        if (rc != 0) {
-            fprintf(stderr, "nxr: checked scope: mprotect failed: %s\n", nxr_strerror(rc));
-            abort();
-        }
+        if (rc != 0)
+            return rc;
     }
+    return 0;
 }
 
 void nxr_scope_reset(nxr_scope_t *s)
@@ -177,9 +178,17 @@ void nxr_scope_reset(nxr_scope_t *s)
     for (size_t i = 0; i < s->next && i < bank->count; i++)
         nxr__asan_poison(bank->chunks[i]->data, bank->chunks[i]->size);
     if (s->checked) {
-        bank_protect(bank, PROT_NONE);
-        s->active ^= 1u;
-        bank_protect(&s->banks[s->active], PROT_READ | PROT_WRITE);
+        /* The other bank first: the next step may only use a bank that is
+         * wholly accessible. If the kernel refuses, the scope stays on this
+         * bank (accessible, unchecked for a step); the other is retried at
+         * the next reset. Closing this bank failing only weakens the check. */
+        if (bank_protect(&s->banks[s->active ^ 1u], PROT_READ | PROT_WRITE) != 0) {
+            s->check_failures++;
+        } else {
+            if (bank_protect(bank, PROT_NONE) != 0)
+                s->check_failures++;
+            s->active ^= 1u;
+        }
     }
     s->cur = s->end = 0;
     s->next = 0;
@@ -197,6 +206,7 @@ void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out)
     }
     out->used_bytes = s->used;
     out->resets = s->resets;
+    out->check_failures = s->check_failures;
 }
 
 void nxr_scope_destroy(nxr_scope_t *s)
@@ -205,11 +215,24 @@ void nxr_scope_destroy(nxr_scope_t *s)
         return;
     for (unsigned k = 0; k < 2; k++) {
         struct bank *bank = &s->banks[k];
-        if (s->checked && k != s->active)
-            bank_protect(bank, PROT_READ | PROT_WRITE);
         for (size_t i = 0; i < bank->count; i++) {
-            nxr__asan_unpoison(bank->chunks[i]->data, bank->chunks[i]->size);
-            nxr_buffer_release(bank->chunks[i]);
+            nxr_buffer_t *b = bank->chunks[i];
+            /* The inactive bank may be PROT_NONE (wholly or in part): back
+             * to read-write before the pool hands it to anyone. One retry
+             * for a transient refusal; then keep it out of the pool. */
+            if (s->checked && k != s->active &&
+                nxr__mprotect(b->data, b->size, PROT_READ | PROT_WRITE) != 0) {
+                int rc = nxr__mprotect(b->data, b->size, PROT_READ | PROT_WRITE);
+                if (rc != 0) {
+                    fprintf(stderr,
+                            "nxr: checked scope: a chunk of %zu bytes stays protected "
+                            "(mprotect: %s); it is not returned to its pool\n",
+                            b->size, nxr_strerror(rc));
+                    continue;
+                }
+            }
+            nxr__asan_unpoison(b->data, b->size);
+            nxr_buffer_release(b);
         }
         free(bank->chunks);
     }

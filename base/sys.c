@@ -19,6 +19,8 @@ static atomic_uint fault_points; /* armed points; 0 = disarmed */
 static atomic_long fault_target; /* the call number that fails */
 static atomic_long fault_seen;   /* calls seen through armed points */
 static atomic_bool fault_sticky; /* every call from the target on fails */
+static atomic_uint fault_always; /* points that fail on every call */
+static atomic_long fault_always_seen;
 
 static void fault_arm(unsigned points, long n, bool sticky)
 {
@@ -44,8 +46,24 @@ long nxr__fault_calls(void)
     return atomic_load_explicit(&fault_seen, memory_order_relaxed);
 }
 
+void nxr__fault_arm_always(unsigned points)
+{
+    atomic_store_explicit(&fault_always_seen, 0, memory_order_relaxed);
+    /* Release: pairs with the acquire in nxr__fault_hit. */
+    atomic_store_explicit(&fault_always, points, memory_order_release);
+}
+
+long nxr__fault_always_hits(void)
+{
+    return atomic_load_explicit(&fault_always_seen, memory_order_relaxed);
+}
+
 bool nxr__fault_hit(enum nxr__fault_point point)
 {
+    if ((atomic_load_explicit(&fault_always, memory_order_acquire) & (unsigned)point) != 0) {
+        atomic_fetch_add_explicit(&fault_always_seen, 1, memory_order_relaxed);
+        return true;
+    }
     /* Acquire pairs with the release in nxr__fault_arm. */
     unsigned armed = atomic_load_explicit(&fault_points, memory_order_acquire);
     if ((armed & (unsigned)point) == 0)
@@ -76,6 +94,20 @@ int nxr__thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
         return -EAGAIN;
     int rc = pthread_create(thread, NULL, fn, arg);
     return -rc;
+}
+
+int nxr__mutex_init(pthread_mutex_t *mutex)
+{
+    if (nxr__fault_hit(NXR_FAULT_SYNC_INIT))
+        return -ENOMEM;
+    return -pthread_mutex_init(mutex, NULL);
+}
+
+int nxr__cond_init(pthread_cond_t *cond)
+{
+    if (nxr__fault_hit(NXR_FAULT_SYNC_INIT))
+        return -ENOMEM;
+    return -pthread_cond_init(cond, NULL);
 }
 
 int nxr__setaffinity_self(const cpu_set_t *mask, size_t size)
@@ -124,6 +156,8 @@ int nxr__mmap_anon(size_t size, void **out)
 
 int nxr__munmap(void *addr, size_t size)
 {
+    if (nxr__fault_hit(NXR_FAULT_MUNMAP))
+        return -EINVAL;
     return munmap(addr, size) == 0 ? 0 : -errno;
 }
 
@@ -177,10 +211,26 @@ void nxr__handle_dead(const char *what, const void *handle)
 
 int nxr__madvise(void *addr, size_t size, int advice)
 {
+    if (nxr__fault_hit(NXR_FAULT_MADVISE))
+        return -EAGAIN;
     return madvise(addr, size, advice) == 0 ? 0 : -errno;
 }
 
 int nxr__mprotect(void *addr, size_t size, int prot)
 {
+    if (nxr__fault_hit(NXR_FAULT_MPROTECT))
+        return -ENOMEM;
     return mprotect(addr, size, prot) == 0 ? 0 : -errno;
+}
+
+int nxr__move_pages_query(const void *addr, int *status)
+{
+    void *page = (void *)addr;
+    *status = -EFAULT;
+    if (nxr__fault_hit(NXR_FAULT_MOVE_PAGES))
+        return -ENOMEM;
+    /* nodes == NULL: query mode; status gets the node or a negative errno. */
+    if (move_pages(0, 1, &page, NULL, status, 0) != 0)
+        return -errno;
+    return 0;
 }

@@ -217,12 +217,12 @@ int nxr__arbiter_create(struct nxr__arbiter **out, hwloc_const_bitmap_t universe
     a->universe = nxr__cpuset_dup(universe);
     if (a->universe == NULL)
         goto out_free_words;
-    int rc = pthread_mutex_init(&a->lock, NULL);
+    int rc = nxr__mutex_init(&a->lock);
     if (rc != 0) {
         hwloc_bitmap_free(a->universe);
         free(a->held);
         free(a);
-        return -rc;
+        return rc;
     }
     a->nwords = nwords;
     a->waiting_lo = nwords;

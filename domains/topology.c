@@ -65,6 +65,34 @@ static int parse_spec(const char *spec, enum nxr__topology_source *source, const
     return NXR_ESYNTAX;
 }
 
+/*
+ * NUMA node OS ids must be unique: hwloc guarantees it for nodes (and PUs)
+ * of a real machine, and everything above -- memory binding, the default
+ * domain ids, nxr_mem_node -- names a node by that id. hwloc accepts a
+ * synthetic or XML description that repeats one ("numa:2(indexes=0,0)") and
+ * keeps both objects with the same nodeset; it does not merge them (two
+ * nodes with different CPUs are not one node), so neither does nxr: such a
+ * topology is refused, naming the id. (A repeated PU id is different: hwloc
+ * itself drops the duplicate PU.)
+ */
+static bool node_ids_unique(hwloc_topology_t hw, char *err, size_t errsz)
+{
+    hwloc_obj_t a = NULL;
+    while ((a = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, a)) != NULL) {
+        hwloc_obj_t b = a;
+        while ((b = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, b)) != NULL) {
+            if (a->os_index == b->os_index) {
+                snprintf(err, errsz,
+                         "the topology has NUMA node id %u twice (hwloc objects L#%u and L#%u): "
+                         "node ids must be unique",
+                         a->os_index, a->logical_index, b->logical_index);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static int load_hwloc(struct nxr__topology *topo, const char *arg, char *err, size_t errsz)
 {
     if (nxr__fault_hit(NXR_FAULT_ALLOC) || hwloc_topology_init(&topo->hw) != 0) {
@@ -87,6 +115,8 @@ static int load_hwloc(struct nxr__topology *topo, const char *arg, char *err, si
                  nxr__topology_source_name(topo->source));
         goto out_destroy;
     }
+    if (!node_ids_unique(topo->hw, err, errsz))
+        goto out_destroy;
     return 0;
 
 out_destroy:

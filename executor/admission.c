@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 
+#include "base/internal/sys.h"
 #include "executor/internal/exec.h"
 
 static atomic_ullong exec_serials;
@@ -36,8 +37,13 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
 {
     /* Relaxed: only uniqueness matters. */
     exec->serial = atomic_fetch_add_explicit(&exec_serials, 1, memory_order_relaxed) + 1;
-    pthread_mutex_init(&exec->lock, NULL);
-    pthread_cond_init(&exec->changed, NULL);
+    int rc = nxr__mutex_init(&exec->lock);
+    if (rc != 0)
+        return rc;
+    if ((rc = nxr__cond_init(&exec->changed)) != 0) {
+        pthread_mutex_destroy(&exec->lock);
+        return rc;
+    }
     atomic_init(&exec->guard, 0);
     exec->active = 0;
     exec->acquiring = false;
@@ -46,7 +52,7 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->arbiter = NULL;
     if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
-    int rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
+    rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
     if (rc != 0) {
         pthread_cond_destroy(&exec->changed);
         pthread_mutex_destroy(&exec->lock);
@@ -93,16 +99,10 @@ static int enter_guarded(struct nxr__exec *exec)
 
 static int enter_arbitrated(struct nxr__exec *exec)
 {
-    /* Inside another operation's body, never wait: not for the permit, and
-     * not for another thread that is acquiring it either, because that
-     * thread may be waiting for the very operation this body belongs to
-     * (a task of domain A submitting to B while a thread acquires B's
-     * permit, which overlaps A's). */
-    bool inside = nxr__tls.depth > 0;
     bool deferred = false;
     pthread_mutex_lock(&exec->lock);
     for (;;) {
-        if (exec->acquiring && !inside) {
+        if (exec->acquiring) {
             pthread_cond_wait(&exec->changed, &exec->lock);
             continue;
         }
@@ -117,10 +117,6 @@ static int enter_arbitrated(struct nxr__exec *exec)
             pthread_mutex_unlock(&exec->lock);
             return 0;
         }
-        if (inside) {
-            pthread_mutex_unlock(&exec->lock);
-            return -EBUSY; /* a body never waits (below) */
-        }
         if (!deferred) {
             deferred = true;
             exec->deferrals++;
@@ -128,28 +124,26 @@ static int enter_arbitrated(struct nxr__exec *exec)
         /* Woken when the last operation leaves (or one enters or fails). */
         pthread_cond_wait(&exec->changed, &exec->lock);
     }
-    int rc;
-    if (inside) {
-        /* -EBUSY while another thread acquires; otherwise grant only what
-         * needs no wait: waiting could wait on a permit the enclosing
-         * operation is itself holding back. */
-        rc = exec->acquiring ? -EBUSY : nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
-    } else {
-        exec->acquiring = true;
-        pthread_mutex_unlock(&exec->lock);
-        rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
-        pthread_mutex_lock(&exec->lock);
-        exec->acquiring = false;
-        pthread_cond_broadcast(&exec->changed);
-    }
+    exec->acquiring = true;
+    pthread_mutex_unlock(&exec->lock);
+    int rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
+    pthread_mutex_lock(&exec->lock);
+    exec->acquiring = false;
     if (rc == 0)
         exec->active = 1;
+    pthread_cond_broadcast(&exec->changed);
     pthread_mutex_unlock(&exec->lock);
     return rc;
 }
 
 int nxr__exec_enter(struct nxr__exec *exec)
 {
+    /* A body never waits for a permit: it could wait for one the operation
+     * it belongs to keeps from being granted. The nesting rules refuse
+     * every call that would admit from a body (nxr_executor.h) before it
+     * gets here; this keeps that true for any future caller. */
+    if (nxr__tls.depth > 0)
+        return NXR_EREENTRANT;
     int rc = exec->arbiter != NULL ? enter_arbitrated(exec) : enter_guarded(exec);
     if (rc == 0)
         retain(exec);

@@ -330,6 +330,34 @@ static void team_stop(struct nxr__team *team, unsigned started)
         pthread_join(team->workers[i].thread, NULL);
 }
 
+/* The team's locks and condition variables: 0, or a negative errno with none
+ * of them left initialised. */
+static int team_sync_init(struct nxr__team *team)
+{
+    int rc = nxr__mutex_init(&team->run_lock);
+    if (rc != 0)
+        return rc;
+    if ((rc = nxr__mutex_init(&team->queue_lock)) != 0)
+        goto out_run_lock;
+    if ((rc = nxr__cond_init(&team->drained)) != 0)
+        goto out_queue_lock;
+    if ((rc = nxr__mutex_init(&team->start_lock)) != 0)
+        goto out_drained;
+    if ((rc = nxr__cond_init(&team->start_cond)) != 0)
+        goto out_start_lock;
+    return 0;
+
+out_start_lock:
+    pthread_mutex_destroy(&team->start_lock);
+out_drained:
+    pthread_cond_destroy(&team->drained);
+out_queue_lock:
+    pthread_mutex_destroy(&team->queue_lock);
+out_run_lock:
+    pthread_mutex_destroy(&team->run_lock);
+    return rc;
+}
+
 static void team_free(struct nxr__team *team)
 {
     nxr__cpumask_free(&team->mask);
@@ -361,11 +389,13 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     team->size = opts->size;
     atomic_init(&team->spin, opts->spin);
     team->domain_id = opts->domain_id;
-    pthread_mutex_init(&team->run_lock, NULL);
-    pthread_mutex_init(&team->queue_lock, NULL);
-    pthread_cond_init(&team->drained, NULL);
-    pthread_mutex_init(&team->start_lock, NULL);
-    pthread_cond_init(&team->start_cond, NULL);
+    int rc = team_sync_init(team);
+    if (rc != 0) {
+        snprintf(err, errsz, "domain %d: could not initialise the team's locks: %s",
+                 team->domain_id, nxr_strerror(rc));
+        free(team);
+        return rc;
+    }
     /* aligned_alloc: struct worker has a cache-line-aligned member. */
     team->workers = nxr__fault_hit(NXR_FAULT_ALLOC)
                         ? NULL
@@ -373,7 +403,7 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     if (team->workers != NULL)
         memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
     team->cpus = team->workers == NULL ? NULL : nxr__cpuset_dup(cpus);
-    int rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
+    rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
     if (rc != 0) {
         team_free(team);
         return rc;

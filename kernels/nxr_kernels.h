@@ -101,7 +101,9 @@ NXR_API const char *nxr_provider_placement_name(enum nxr_provider_placement plac
  * call may use (>= 1; 1 = the calling thread only). scratch[w], for
  * w < threads, is a per-worker area of scratch_bytes bytes aligned to 64
  * (a provider states what it needs through its *_scratch op; zero needs no
- * array).
+ * array). Through a context, the areas are slices of one buffer of the
+ * domain's pool (node-local), acquired for the call and released after it,
+ * so calls of one shape reuse the same memory.
  *
  * parallel_for is how an ENGINE_WORKERS provider uses the domain's workers:
  * it splits [0, n) into chunks of `grain` and runs fn(arg, begin, end, w)

@@ -1,7 +1,8 @@
 /*
  * Kernel calls through a context: the provider placement rules applied per
  * call (kernels/internal/rules.h), then the call made where they say, with
- * per-worker scratch, the domain's permit or the exclusive permit as needed.
+ * per-worker scratch from the domain's pool, the domain's permit or the
+ * exclusive permit as needed.
  *
  * Every public kernel packs its arguments and an invoker (the bundle's
  * dispatch for that op) into a `struct kcall`; run() does the rest, so the
@@ -20,9 +21,11 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/internal/pool.h"
 #include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
@@ -104,7 +107,10 @@ static int call_provider(void *p)
     return pc->k->invoke(pc->bundle, pc->call, pc->k->args);
 }
 
-/* Calls the provider with inv->threads threads and per-thread scratch. */
+/* Calls the provider with inv->threads threads and per-thread scratch. The
+ * scratch is one buffer of the domain's pool (node-local; released after the
+ * call, so the next call of the same shape gets the same buffer back, LIFO,
+ * and a steady stream of calls allocates nothing). */
 static int invoke(void *p)
 {
     const struct invocation *inv = p;
@@ -112,16 +118,21 @@ static int invoke(void *p)
     size_t bytes = (inv->k->scratch_bytes + 63) & ~(size_t)63;
     void *stack_ptrs[64];
     void **ptrs = stack_ptrs;
-    unsigned char *block = NULL;
+    nxr_buffer_t *scratch = NULL;
     int rc = 0;
     if (bytes > 0) {
         if (inv->threads > 64 && (ptrs = nxr__malloc(inv->threads * sizeof(*ptrs))) == NULL)
             return -ENOMEM;
-        block = nxr__fault_hit(NXR_FAULT_ALLOC) ? NULL : aligned_alloc(64, bytes * inv->threads);
-        if (block == NULL) {
+        /* Pool buffers are 64-byte aligned (page-aligned from 4 KiB), and
+         * bytes is a multiple of 64: every thread's slice is aligned too. */
+        if (bytes > SIZE_MAX / inv->threads) {
             rc = -ENOMEM;
             goto out_free;
         }
+        rc = nxr__pool_acquire(inv->ctx->domain->pool, bytes * inv->threads, &scratch);
+        if (rc != 0)
+            goto out_free;
+        unsigned char *block = nxr_buffer_data(scratch);
         for (unsigned i = 0; i < inv->threads; i++)
             ptrs[i] = block + (size_t)i * bytes;
     }
@@ -144,7 +155,7 @@ static int invoke(void *p)
     if (rc == 0)
         rc = atomic_load_explicit(&r.fpenv_status, memory_order_relaxed);
 out_free:
-    free(block);
+    nxr_buffer_release(scratch);
     if (ptrs != stack_ptrs)
         free(ptrs);
     return rc;

@@ -72,8 +72,7 @@ NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
  * guard instead, NXR_EADMISSION if it is already active.
  * From inside a body: see the nesting table in executor/nxr_executor.h.
  * Returns 0, -EINVAL (NULL ctx/fn, begin > end, a bad schedule),
- * NXR_EADMISSION, NXR_EREENTRANT, -EBUSY (inside a body, the permit is not
- * free) or the executor's error.
+ * NXR_EADMISSION, NXR_EREENTRANT or the executor's error.
  */
 NXR_API int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
                              void *arg);

@@ -43,8 +43,9 @@ NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
  * fits under it. 0 or -EINVAL. Any thread. */
 NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
 
-/* Frees every cached buffer of d's pool (outstanding ones are untouched).
- * 0 or -EINVAL. Any thread. */
+/* Frees every cached buffer of d's pool (outstanding ones are untouched) and
+ * gives the domain's unused pages back to the system (madvise; a refusal is
+ * counted in nxr_pool_stats.release_failures). 0 or -EINVAL. Any thread. */
 NXR_API int nxr_pool_trim(const nxr_domain_t *d);
 
 /* ------------------------------------------------ binding */

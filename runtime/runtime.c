@@ -194,9 +194,13 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rt == NULL)
         return explain(-ENOMEM, err, errsz);
     rt->magic = NXR__HANDLE_LIVE;
-    pthread_mutex_init(&rt->domains_lock, NULL);
+    int rc = nxr__mutex_init(&rt->domains_lock);
+    if (rc != 0) {
+        free(rt);
+        return explain(rc, err, errsz);
+    }
     struct nxr__plan plan = {0};
-    int rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
+    rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
     if (rc != 0)
         goto out_free;
     rc = nxr__topology_load(&rt->topo, rt->settings.topology, opts->allowed_cpus, err, errsz);

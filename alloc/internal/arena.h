@@ -1,16 +1,28 @@
 /*
- * Node-bound jemalloc arenas: one per domain, created with extent hooks that
- * map memory with mmap and bind it to the domain's node (mbind MPOL_BIND)
- * before jemalloc touches it. Everything nxr allocates on a domain -- pool
- * buffers, their descriptors, nxr_domain_malloc memory -- comes from here,
- * always without a thread cache (MALLOCX_TCACHE_NONE) so that memory freed by
- * one thread never serves another node's allocation from a cache.
+ * Node-bound arenas: one per domain. Everything nxr allocates on a domain --
+ * pool buffers, their descriptors, nxr_domain_malloc memory -- comes from
+ * here, and every page of it from the extent source (internal/extent.h:
+ * mmap, then mbind to the domain's node before anyone touches it).
+ *
+ * Two back ends implement this interface:
+ *  - arena.c, the default: a private jemalloc arena per domain whose extent
+ *    hooks call the extent source, always without a thread cache
+ *    (MALLOCX_TCACHE_NONE) so that memory freed by one thread never serves
+ *    another node's allocation from a cache;
+ *  - arena_mmap.c, under --config=tsan (//third_party:tsan): one extent per
+ *    allocation, no allocator in between. nxr's jemalloc is Debian's
+ *    uninstrumented libjemalloc_pic.a, whose own locks ThreadSanitizer
+ *    cannot see (it reports them as double locks, one report per path), so
+ *    TSan builds leave it out and check what nxr adds above the arena: the
+ *    pool's locks, its LIFO and its counters, which are the same code in
+ *    both builds. Same binding, same probe, same errors.
  *
  * Threads: every function may be called from any thread, except destroy.
  */
 #ifndef NXR_INTERNAL_ARENA_H
 #define NXR_INTERNAL_ARENA_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -41,6 +53,11 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live);
  */
 int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out);
 
+/* Gives the arena's unused pages back to the system now (the default back
+ * end's purge; the mmap back end keeps none). A refused madvise is counted
+ * (internal/extent.h), never an error. */
+void nxr__arena_purge(struct nxr__arena *a);
+
 /* Frees memory of any nxr arena (jemalloc finds the owner). NULL: no-op. */
 void nxr__arena_free(void *ptr);
 
@@ -49,6 +66,9 @@ void nxr__arena_free_sized(void *ptr, size_t size, size_t align);
 
 /* Bytes currently allocated from the arena (jemalloc statistics). */
 size_t nxr__arena_allocated(const struct nxr__arena *a);
+
+/* munmap/madvise calls the kernel refused for this arena (internal/extent.h). */
+unsigned long nxr__arena_release_failures(const struct nxr__arena *a);
 
 unsigned nxr__arena_index(const struct nxr__arena *a);
 int nxr__arena_node(const struct nxr__arena *a);
@@ -60,8 +80,10 @@ const char *nxr__arena_binding_reason(const struct nxr__arena *a);
  * Decides how `node` can be bound: maps a page, binds it (unless node < 0),
  * touches it and asks the kernel where it landed. Returns 0 with *binding
  * and a reason in why (empty when BOUND), or -ENOMEM when the probe page
- * cannot be mapped.
+ * cannot be mapped. A refused unmap of the page is counted in
+ * *release_failures.
  */
-int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz);
+int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t whysz,
+                    atomic_ulong *release_failures);
 
 #endif /* NXR_INTERNAL_ARENA_H */

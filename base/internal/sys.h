@@ -1,8 +1,9 @@
 /*
  * nxr system seam: every OS call that can fail and that nxr must survive goes
- * through here (thread creation, affinity, heap allocation, topology load,
- * memory binding), so that one test hook can make the Nth such call fail.
- * Also the futex wrappers the worker teams park on.
+ * through here (thread creation, mutex and condition variable init, affinity,
+ * heap allocation, topology load, mapping, binding, unmapping, purging,
+ * protection, page queries), so that one test hook can make the Nth such
+ * call fail. Also the futex wrappers the worker teams park on.
  *
  * Fault injection: nxr__fault_arm(points, n) makes the n-th call (1-based,
  * counted over the armed points only) fail as the OS would. The counter is
@@ -27,7 +28,12 @@ enum nxr__fault_point {
     NXR_FAULT_MBIND = 1u << 5,           /* nxr__mbind_node returns -EINVAL */
     NXR_FAULT_MMAP = 1u << 6,            /* nxr__mmap_anon returns -ENOMEM */
     NXR_FAULT_FUTEX_WAIT = 1u << 7,      /* nxr__futex_wait returns at once (spurious) */
-    NXR_FAULT_ALL = (1u << 8) - 1,
+    NXR_FAULT_MUNMAP = 1u << 8,          /* nxr__munmap returns -EINVAL, nothing unmapped */
+    NXR_FAULT_MADVISE = 1u << 9,         /* nxr__madvise returns -EAGAIN, nothing purged */
+    NXR_FAULT_MPROTECT = 1u << 10,       /* nxr__mprotect returns -ENOMEM, nothing changed */
+    NXR_FAULT_MOVE_PAGES = 1u << 11,     /* nxr__move_pages_query returns -ENOMEM */
+    NXR_FAULT_SYNC_INIT = 1u << 12,      /* nxr__mutex_init/nxr__cond_init return -ENOMEM */
+    NXR_FAULT_ALL = (1u << 13) - 1,
 };
 
 /* Arms the hook: the nth call (n >= 1) through any point in `points` fails;
@@ -43,6 +49,15 @@ void nxr__fault_arm_from(unsigned points, long n);
 /* How many calls the armed points have seen since the last arm. */
 long nxr__fault_calls(void);
 
+/* Makes every call through `points` fail until disarmed (0), apart from the
+ * counted points of nxr__fault_arm: how a test reaches a path that only a
+ * failure opens (jemalloc purges with madvise only after a refused munmap).
+ * Resets the count of such failures. Test-only. */
+void nxr__fault_arm_always(unsigned points);
+
+/* How many calls nxr__fault_arm_always has failed since it was armed. */
+long nxr__fault_always_hits(void);
+
 /* True when this call through `point` must fail. */
 bool nxr__fault_hit(enum nxr__fault_point point);
 
@@ -51,6 +66,12 @@ void *nxr__calloc(size_t n, size_t size);
 
 /* pthread_create that returns 0 or a negative errno. */
 int nxr__thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+/* pthread_mutex_init / pthread_cond_init with default attributes: 0 or a
+ * negative errno (-ENOMEM, -EAGAIN). On failure the object is not
+ * initialised and must not be destroyed. */
+int nxr__mutex_init(pthread_mutex_t *mutex);
+int nxr__cond_init(pthread_cond_t *cond);
 
 /* Sets the calling thread's affinity; 0 or a negative errno. */
 int nxr__setaffinity_self(const cpu_set_t *mask, size_t size);
@@ -62,7 +83,7 @@ int nxr__getaffinity_self(cpu_set_t *mask, size_t size);
  * page size), not yet populated. 0 and *out, or a negative errno (-ENOMEM). */
 int nxr__mmap_anon(size_t size, void **out);
 
-/* munmap; 0 or a negative errno. */
+/* munmap; 0 or a negative errno (the range is then still mapped). */
 int nxr__munmap(void *addr, size_t size);
 
 /* Binds [addr, addr + size) (page-aligned) to NUMA node `node` with MPOL_BIND:
@@ -70,11 +91,19 @@ int nxr__munmap(void *addr, size_t size);
  * for a node the kernel does not have, -ENOSYS without NUMA support). */
 int nxr__mbind_node(void *addr, size_t size, int node);
 
-/* madvise; 0 or a negative errno. */
+/* madvise; 0 or a negative errno (the advice was not applied). */
 int nxr__madvise(void *addr, size_t size, int advice);
 
-/* mprotect; 0 or a negative errno. */
+/* mprotect; 0 or a negative errno (the protection may have changed on part
+ * of the range: the kernel gives no guarantee either way, so callers retry
+ * or treat the whole range as unknown). */
 int nxr__mprotect(void *addr, size_t size, int prot);
+
+/* Where the page holding addr lives: move_pages in query mode (nothing
+ * moves). 0 with *status = the node id, or a negative errno in *status for
+ * that page (-ENOENT: not faulted in yet); or a negative errno when the
+ * query itself failed. */
+int nxr__move_pages_query(const void *addr, int *status);
 
 /* One spin-wait step: tells the CPU this is a busy-wait loop (x86 `pause`,
  * about 30-140 cycles; arm64 `yield`), so a sibling hyperthread runs. */

@@ -39,8 +39,9 @@ struct nxr__topology {
  * Loads a topology. `spec` is NULL or "hwloc" (this system),
  * "synthetic:<hwloc synthetic description>" or "xml:<path>". `narrow`, when
  * not NULL, is intersected with the process affinity.
- * Returns 0, NXR_ESYNTAX (bad spec), NXR_ETOPOLOGY (hwloc refused it) or
- * -ENOMEM, with a message in err. On failure *topo holds nothing.
+ * Returns 0, NXR_ESYNTAX (bad spec), NXR_ETOPOLOGY (hwloc refused it, or it
+ * names one NUMA node id twice) or -ENOMEM, with a message in err. On
+ * failure *topo holds nothing.
  */
 int nxr__topology_load(struct nxr__topology *topo, const char *spec, hwloc_const_bitmap_t narrow,
                        char *err, size_t errsz);

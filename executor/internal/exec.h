@@ -135,9 +135,9 @@ void nxr__exec_admission_fini(struct nxr__exec *exec);
  * and retains the executor for it. MANAGED/COOPERATIVE: the first operation
  * in flight acquires the domain's permit (blocking), later ones join it
  * while no overlapping request waits for it, and otherwise queue behind that
- * request (blocking); a thread already inside an operation's body never
- * blocks here (it could wait on a permit its own operation keeps from being
- * granted) and gets -EBUSY instead. CALLER_MANAGED: NXR_EADMISSION when an operation is already in
+ * request (blocking). A thread inside an operation's body never gets here
+ * (the nesting rules refuse first; it would be NXR_EREENTRANT, never a
+ * wait). CALLER_MANAGED: NXR_EADMISSION when an operation is already in
  * flight, from any thread. Every success is paired with nxr__exec_leave.
  */
 int nxr__exec_enter(struct nxr__exec *exec);

@@ -217,3 +217,125 @@ Test(alloc_fault, scope_chunk_failures_are_enomem_or_eplacement)
     cr_assert_eq(st.outstanding, 0);
     nxr_runtime_destroy(rt);
 }
+
+/* ---- checked scopes when the kernel refuses an mprotect ----------------- */
+
+static nxr_scope_t *checked_scope(const nxr_domain_t *d)
+{
+    struct nxr_scope_opts o;
+    nxr_scope_opts_init(&o);
+    o.checked = true;
+    o.chunk_size = 4096;
+    nxr_scope_t *s;
+    cr_assert_eq(nxr_scope_create(d, &o, &s), 0);
+    return s;
+}
+
+static uint64_t check_failures(const nxr_scope_t *s)
+{
+    struct nxr_scope_stats st;
+    nxr_scope_stats(s, &st);
+    return st.check_failures;
+}
+
+/* Steps 0 and 1 use banks 0 and 1; the reset after step 1 first opens bank
+ * 0 (one mprotect per chunk), then closes bank 1. */
+static void two_steps(nxr_scope_t *s, void **step1)
+{
+    void *p;
+    cr_assert_eq(nxr_scope_alloc(s, 100, &p), 0);
+    memset(p, 1, 100);
+    nxr_scope_reset(s);
+    cr_assert_eq(nxr_scope_alloc(s, 100, step1), 0);
+    memset(*step1, 2, 100);
+}
+
+/* Opening the other bank refused: the scope stays on the bank it has, which
+ * is accessible (a write to the next step's memory does not fault), counts
+ * the unchecked reset, and switches at the next reset that works. */
+Test(alloc_fault, checked_scope_reset_with_open_refused_stays_usable)
+{
+    nxr_runtime_t *rt = make_runtime();
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_scope_t *s = checked_scope(d);
+    void *q, *r;
+    two_steps(s, &q);
+    nxr__fault_arm(NXR_FAULT_MPROTECT, 1); /* opening bank 0 */
+    nxr_scope_reset(s);
+    long calls = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    cr_assert_geq(calls, 1, "the reset made no mprotect call");
+    cr_assert_eq(check_failures(s), 1);
+    cr_assert_eq(nxr_scope_alloc(s, 100, &r), 0);
+    cr_assert_eq(r, q, "still on bank 1: the same chunk again");
+    memset(r, 3, 100); /* accessible */
+    nxr_scope_reset(s); /* unarmed: bank 0 opens now */
+    cr_assert_eq(check_failures(s), 1);
+    cr_assert_eq(nxr_scope_alloc(s, 100, &r), 0);
+    cr_assert_neq(r, q, "on bank 0 again");
+    memset(r, 4, 100);
+    nxr_scope_destroy(s);
+    cr_assert_eq(stats_of(d).outstanding, 0);
+    nxr_runtime_destroy(rt);
+}
+
+/* Closing the bank just used refused: counted, and the next step's bank
+ * is open and accessible. */
+Test(alloc_fault, checked_scope_reset_with_close_refused_counts)
+{
+    nxr_runtime_t *rt = make_runtime();
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_scope_t *s = checked_scope(d);
+    void *q, *r;
+    two_steps(s, &q);
+    nxr__fault_arm(NXR_FAULT_MPROTECT, 2); /* opening bank 0 works, closing bank 1 does not */
+    nxr_scope_reset(s);
+    long calls = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(calls, 2, "one chunk opened, one closed");
+    cr_assert_eq(check_failures(s), 1);
+    cr_assert_eq(nxr_scope_alloc(s, 100, &r), 0);
+    cr_assert_neq(r, q, "on bank 0");
+    memset(r, 3, 100);
+    nxr_scope_destroy(s);
+    cr_assert_eq(stats_of(d).outstanding, 0);
+    nxr_runtime_destroy(rt);
+}
+
+/* At destroy a protected chunk must be opened before its pool hands it out:
+ * a transient refusal is retried; a lasting one keeps the chunk out of the
+ * pool (outstanding, said on stderr) rather than give a faulting buffer to
+ * the pool's next user. */
+Test(alloc_fault, checked_scope_destroy_retries_then_keeps_a_protected_chunk)
+{
+    nxr_runtime_t *rt = make_runtime();
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_scope_t *s = checked_scope(d);
+    void *q;
+    two_steps(s, &q);
+    nxr_scope_reset(s); /* bank 1 protected, bank 0 active */
+    nxr__fault_arm(NXR_FAULT_MPROTECT, 1);
+    nxr_scope_destroy(s);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(stats_of(d).outstanding, 0, "one refusal: retried, every chunk returned");
+    /* The pool's next buffer of that class is the chunk: accessible. */
+    nxr_buffer_t *b;
+    cr_assert_eq(nxr_buffer_acquire(d, 4096, &b), 0);
+    memset(nxr_buffer_data(b), 5, 4096);
+    nxr_buffer_release(b);
+
+    s = checked_scope(d);
+    two_steps(s, &q);
+    nxr_scope_reset(s);
+    nxr__fault_arm_from(NXR_FAULT_MPROTECT, 1);
+    nxr_scope_destroy(s);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(stats_of(d).outstanding, 1, "the protected chunk is not back in the pool");
+    for (int i = 0; i < 4; i++) { /* and the pool never hands it out */
+        nxr_buffer_t *c;
+        cr_assert_eq(nxr_buffer_acquire(d, 4096, &c), 0);
+        memset(nxr_buffer_data(c), 6, 4096);
+        nxr_buffer_release(c);
+    }
+    nxr_runtime_destroy(rt);
+}

@@ -307,7 +307,7 @@ Test(alloc_pool, describe_reports_pool_statistics_per_domain)
     const char *pool0 = strstr(json, "\"pool\":{");
     cr_assert_not_null(pool0, "%s", json);
     cr_assert_not_null(strstr(pool0, "\"cached_bytes\":4096,\"cached_buffers\":1,\"outstanding\":1,"
-                                     "\"hits\":0,\"misses\":2,\"drops\":0}"),
+                                     "\"hits\":0,\"misses\":2,\"drops\":0,\"release_failures\":0}"),
                        "%s", json);
     cr_assert_not_null(strstr(pool0 + 1, "\"pool\":{"), "domain 1 has a pool object: %s", json);
     free(json);

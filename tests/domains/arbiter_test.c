@@ -17,6 +17,7 @@
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
 #include "base/internal/sys.h"
+#include "tests/support/procfs.h"
 
 #define MS 1000000ull
 
@@ -46,23 +47,12 @@ static void request_of(struct nxr__arbiter_request *r, struct nxr__arbiter *a, c
     hwloc_bitmap_free(b);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
-                          .tv_nsec = (long)(ns % 1000000000u)};
-    nanosleep(&ts, NULL);
-}
-
-/* Polls pred every 100 us for at most 10 s: a bound that only turns a hang
- * into a failure, never a performance requirement. */
+/* Yields until pred holds, for at most 10 s: a bound that only turns a
+ * hang into a failure, never a performance requirement (no sleep: the
+ * states waited for are the arbiter's own, tests/support/procfs.h). */
 static bool wait_until(bool (*pred)(void *), void *arg)
 {
-    for (int i = 0; i < 100000; i++) {
-        if (pred(arg))
-            return true;
-        sleep_ns(100000);
-    }
-    return pred(arg);
+    return nxr_test_wait_until(pred, arg, 10000);
 }
 
 struct waiting_is {
@@ -827,14 +817,45 @@ static void *victim_thread(void *p)
  * victim V ({1}, {1-2}, {1,3} all share CPU 1; for an exclusive V, sets
  * disjoint from main's {0}), acquiring and releasing as fast as they can,
  * for the whole test. Each round main holds {0} so V must queue; once V is
- * seen queued main reads the stream's grant count c0, sleeps 1 ms (time a
- * barging arbiter would hand CPU 1 to the stream hundreds of times) and
- * releases {0}. V must be granted, and between c0 and V's grant the stream
- * may only complete grants it was already owed: at most one per stream
- * thread granted before V arrived (counted late) plus one per stream
- * request that was queued before V. So c1 - c0 <= 2 * STREAMS, every round,
- * however long main waits.
+ * seen queued main reads the stream's grant count c0 and keeps {0} until
+ * the streams have settled: every stream thread waits in the queue too
+ * (behind V, which a fair arbiter makes them do), or they have already
+ * completed more grants than the bound allows (a barging arbiter keeps
+ * handing CPU 1 to them and never lets them all wait). Then it releases
+ * {0}. V must be granted, and between c0 and V's grant the stream may only
+ * complete grants it was already owed: at most one per stream thread
+ * granted before V arrived (counted late) plus one per stream request that
+ * was queued before V. So c1 - c0 <= 2 * STREAMS, every round, however long
+ * main waits. No time is involved: main waits for states, not for a while.
  */
+struct settled {
+    struct nxr__arbiter *a;
+    atomic_long *grants;
+    long c0;
+};
+
+static bool streams_settled(void *arg)
+{
+    struct settled *s = arg;
+    struct nxr__arbiter_stats st;
+    nxr__arbiter_stats(s->a, &st);
+    return st.waiters >= STREAMS + 1 || atomic_load(s->grants) - s->c0 > 2 * STREAMS;
+}
+
+struct waiting_has {
+    struct nxr__arbiter *a;
+    hwloc_bitmap_t cpus;
+};
+
+static bool waiting_intersects(void *arg)
+{
+    struct waiting_has *w = arg;
+    hwloc_bitmap_t waiting = hwloc_bitmap_alloc();
+    cr_assert_eq(nxr__arbiter_snapshot(w->a, NULL, waiting), 0);
+    bool yes = hwloc_bitmap_intersects(waiting, w->cpus);
+    hwloc_bitmap_free(waiting);
+    return yes;
+}
 static void starvation_rounds(bool exclusive)
 {
     struct nxr__arbiter *a = arbiter_of("0-63");
@@ -858,7 +879,7 @@ static void starvation_rounds(bool exclusive)
     long worst = 0, before = atomic_load(&grants);
     int round, bad_round = -1, vrc = 0;
     bool queued = true;
-    hwloc_bitmap_t waiting = hwloc_bitmap_alloc(), cpu0 = set_of("0");
+    hwloc_bitmap_t cpu0 = set_of("0");
     for (round = 0; round < ROUNDS && bad_round < 0; round++) {
         cr_assert_eq(nxr__arbiter_acquire(a, &r0), 0);
         struct victim v = {a, exclusive ? NULL : &rv, &grants, -1, -1};
@@ -869,16 +890,13 @@ static void starvation_rounds(bool exclusive)
             queued = wait_until(queue_reached, &excl);
         } else {
             /* Only V asks for CPU 0: V is queued once 0 is in the waiting union. */
-            queued = false;
-            for (int i = 0; i < 100000 && !queued; i++) {
-                cr_assert_eq(nxr__arbiter_snapshot(a, NULL, waiting), 0);
-                queued = hwloc_bitmap_intersects(waiting, cpu0);
-                if (!queued)
-                    sleep_ns(100000);
-            }
+            struct waiting_has v0 = {a, cpu0};
+            queued = wait_until(waiting_intersects, &v0);
         }
         long c0 = atomic_load(&grants);
-        sleep_ns(1 * MS);
+        struct settled settle = {a, &grants, c0};
+        if (queued && !wait_until(streams_settled, &settle))
+            queued = false; /* neither state came: reported below */
         nxr__arbiter_release(a, &r0);
         pthread_join(tv, NULL);
         long overtakes = v.seen - c0;
@@ -891,7 +909,6 @@ static void starvation_rounds(bool exclusive)
     atomic_store_explicit(&stop, true, memory_order_release);
     for (int i = 0; i < STREAMS; i++)
         pthread_join(ts[i], NULL);
-    hwloc_bitmap_free(waiting);
     hwloc_bitmap_free(cpu0);
 
     cr_assert(queued, "round %d: V never queued", bad_round);

@@ -5,14 +5,17 @@
  * (openblas_set_num_threads); nxr may change it only inside the exclusive
  * permit and must put it back. So:
  *  - strict policy: the count is the same before and after every call, on
- *    the whole-set default domain (runs at the library's count when it fits
- *    the budget), at count 1 (inline), and on a partial one-CPU domain with
- *    a count above one (NXR_EPLACEMENT, C untouched);
- *  - exclusive policy: during the call the count is the domain's budget
- *    (seen by a spy provider over the real library), after it the count is
- *    what it was;
- *  - NXR_GEMM=openblas and NXR_PROVIDER_POLICY=exclusive from the
- *    environment do the same.
+ *    the whole-set domain (runs when the count fits the budget, here the
+ *    number of allowed CPUs; NXR_EPLACEMENT one above it), at count 1
+ *    (inline, on the calling thread), and on a partial one-CPU domain with a
+ *    count above one (NXR_EPLACEMENT, C untouched);
+ *  - exclusive policy: during the call the exclusive permit is held and the
+ *    count is the domain's budget (seen by a spy provider over the real
+ *    library), after it the count is what it was;
+ *  - NXR_GEMM=openblas and NXR_PROVIDER_POLICY from the environment do the
+ *    same.
+ * The expected outcomes come from those rules as README states them and
+ * from counts the tests set, never from nxr's own rule function.
  * Debian's OpenBLAS is the pthreads build (count = number of CPUs unless
  * OPENBLAS_NUM_THREADS is set); a sequential build skips the count tests.
  * These tests never set OPENBLAS_CORETYPE.
@@ -27,7 +30,6 @@
 #include <unistd.h>
 
 #include "ctx_support.h"
-#include "kernels/internal/rules.h"
 #include "ref.h"
 
 TestSuite(kernels_ctx_openblas, .timeout = 60);
@@ -100,101 +102,69 @@ static void open_with(struct ctx_rt *r, nxr_provider_t *p, const char *domains, 
     ctx_rt_open(r, &o);
 }
 
-/* The rule that applies to ctx's domain now (for messages and for the
- * expected outcome). */
-static struct nxr__run_decision rule_now(const struct ctx_rt *r, nxr_ctx_t *ctx,
-                                         const nxr_provider_t *p, int policy)
+/* The whole allowed set as one domain (ctx_support.h's default): under the
+ * strict policy OpenBLAS may run there with its own threads, at most the
+ * budget of them. */
+static void strict_whole_set_case(nxr_provider_t *p, int count, int want)
 {
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
-    bool whole = hwloc_bitmap_isequal(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(r->rt));
-    return nxr__provider_decide_now(p, nxr_ctx_budget(ctx), whole,
-                                    (enum nxr_provider_policy)policy);
-}
-
-Test(kernels_ctx_openblas, strict_default_domain_keeps_the_count)
-{
-    nxr_provider_t *p = openblas_or_skip();
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(count);
     struct ctx_rt r;
     open_with(&r, p, NULL, NXR_PROVIDER_STRICT);
-    const int before = openblas_get_num_threads();
-    struct nxr__run_decision d = rule_now(&r, r.ctx[0], p, NXR_PROVIDER_STRICT);
-    cr_log_info("OpenBLAS count %d, budget %u: rule '%s'", before, nxr_ctx_budget(r.ctx[0]),
-                nxr__run_name(d.run));
+    cr_assert_eq(nxr_ctx_budget(r.ctx[0]), (unsigned)nxr_test_cpu_count());
     struct problem pr;
     problem_init(&pr, 1);
+    float *c0 = malloc(sizeof(float) * M * N);
+    memcpy(c0, pr.c, sizeof(float) * M * N);
     int rc = nxr_sgemm(r.ctx[0], &pr.g);
-    if (d.run == NXR_RUN_REJECT) {
-        /* A count above the budget: never run wider than granted. */
-        cr_assert_eq(rc, NXR_EPLACEMENT);
-    } else {
-        cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
+    cr_assert_eq(rc, want, "count %d, budget %u: %s", count, nxr_ctx_budget(r.ctx[0]),
+                 nxr_strerror(rc));
+    if (want == 0) {
         expect_product(&pr);
         nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2};
         cr_assert_eq(nxr_sgemm_batch(r.ctx[0], &batch), 0);
         expect_product(&pr);
-    }
-    cr_assert_eq(openblas_get_num_threads(), before, "the count is unchanged");
-    problem_fini(&pr);
-    ctx_rt_close(&r);
-    nxr_provider_destroy(p);
-}
-
-Test(kernels_ctx_openblas, strict_count_one_runs_inline)
-{
-    nxr_provider_t *p = openblas_or_skip();
-    const int original = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    struct ctx_rt r;
-    open_with(&r, p, NULL, NXR_PROVIDER_STRICT);
-    cr_assert_eq(rule_now(&r, r.ctx[0], p, NXR_PROVIDER_STRICT).run, NXR_RUN_INLINE);
-    struct problem pr;
-    problem_init(&pr, 2);
-    cr_assert_eq(nxr_sgemm(r.ctx[0], &pr.g), 0);
-    expect_product(&pr);
-    cr_assert_eq(openblas_get_num_threads(), 1);
-    problem_fini(&pr);
-    ctx_rt_close(&r);
-    nxr_provider_destroy(p);
-    openblas_set_num_threads(original);
-}
-
-Test(kernels_ctx_openblas, strict_partial_domain_with_count_two_is_eplacement)
-{
-    if (nxr_test_cpu_count() < 2)
-        cr_skip_test("\"0:0;1:1\" needs two CPUs");
-    nxr_provider_t *p = openblas_or_skip();
-    const int original = openblas_get_num_threads();
-    openblas_set_num_threads(2);
-    struct ctx_rt r;
-    open_with(&r, p, "0:%0;1:%1", NXR_PROVIDER_STRICT);
-    struct problem pr;
-    problem_init(&pr, 3);
-    float *c0 = malloc(sizeof(float) * M * N);
-    memcpy(c0, pr.c, sizeof(float) * M * N);
-    for (size_t d = 0; d < r.nctx; d++) {
-        cr_assert_eq(nxr_sgemm(r.ctx[d], &pr.g), NXR_EPLACEMENT);
+    } else {
         cr_assert_eq(memcmp(c0, pr.c, sizeof(float) * M * N), 0, "C untouched");
-        cr_assert_eq(openblas_get_num_threads(), 2);
     }
+    cr_assert_eq(openblas_get_num_threads(), count, "the count is unchanged");
     free(c0);
     problem_fini(&pr);
     ctx_rt_close(&r);
-    nxr_provider_destroy(p);
     openblas_set_num_threads(original);
 }
 
-/* ---- exclusive policy ------------------------------------------------------------ */
+Test(kernels_ctx_openblas, strict_whole_set_domain_runs_at_a_count_within_the_budget)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    strict_whole_set_case(p, nxr_test_cpu_count(), 0);
+    nxr_provider_destroy(p);
+}
+
+Test(kernels_ctx_openblas, strict_whole_set_domain_refuses_a_count_above_the_budget)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    strict_whole_set_case(p, nxr_test_cpu_count() + 1, NXR_EPLACEMENT);
+    nxr_provider_destroy(p);
+}
+
+/* ---- a spy over the real library ------------------------------------------------- */
 
 /* A spy over the real library: the OpenBLAS provider's classification and
  * global count, with an sgemm that records the live count before calling
  * cblas_sgemm. */
 static int spy_seen;
+static pthread_t spy_thread;
+static const nxr_runtime_t *spy_rt; /* whose arbiter the spy looks at */
+static bool spy_exclusive;
 
 static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
 {
     (void)self;
     (void)call;
     spy_seen = openblas_get_num_threads();
+    spy_thread = pthread_self();
+    spy_exclusive = spy_rt != NULL && ctx_arbiter(spy_rt).exclusive_held;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
                 g->alpha, g->a, (int)g->lda, g->b, (int)g->ldb, g->beta, g->c, (int)g->ldc);
     return 0;
@@ -229,28 +199,105 @@ static nxr_provider_t *spy_create(void)
     return p;
 }
 
+/* At a process-wide count of 1 OpenBLAS runs on the thread that calls it:
+ * under the strict policy that fits any domain, whole or partial, and the
+ * call is made inline (on the calling thread when it is on the domain). */
+Test(kernels_ctx_openblas, strict_count_one_runs_inline_on_any_domain)
+{
+    nxr_provider_t *p = openblas_or_skip();
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    const char *layouts[] = {NULL, "0:%0;1:%1"};
+    for (int l = 0; l < 2; l++) {
+        if (l == 1 && nxr_test_cpu_count() < 2)
+            break; /* the partial layout needs two CPUs */
+        struct ctx_rt r;
+        open_with(&r, p, layouts[l], NXR_PROVIDER_STRICT);
+        for (size_t d = 0; d < r.nctx; d++) {
+            struct problem pr;
+            problem_init(&pr, 2 + d);
+            int rc = nxr_sgemm(r.ctx[d], &pr.g);
+            cr_assert_eq(rc, 0, "%s domain %zu: %s", layouts[l] ? layouts[l] : "whole set", d,
+                         nxr_strerror(rc));
+            expect_product(&pr);
+            cr_assert_eq(openblas_get_num_threads(), 1);
+            problem_fini(&pr);
+        }
+        ctx_rt_close(&r);
+    }
+    nxr_provider_destroy(p);
+
+    /* The spy over the same library: on the calling thread (it is on the
+     * whole-set domain), no exclusive permit. */
+    p = spy_create();
+    struct ctx_rt r;
+    open_with(&r, p, NULL, NXR_PROVIDER_STRICT);
+    spy_rt = r.rt;
+    spy_exclusive = true;
+    struct problem pr;
+    problem_init(&pr, 5);
+    cr_assert_eq(nxr_sgemm(r.ctx[0], &pr.g), 0);
+    expect_product(&pr);
+    cr_assert(pthread_equal(spy_thread, pthread_self()), "inline: the calling thread");
+    cr_assert_not(spy_exclusive, "no exclusive permit at count 1");
+    cr_assert_eq(spy_seen, 1);
+    spy_rt = NULL;
+    problem_fini(&pr);
+    ctx_rt_close(&r);
+    nxr_provider_destroy(p);
+    openblas_set_num_threads(original);
+}
+
+Test(kernels_ctx_openblas, strict_partial_domain_with_count_two_is_eplacement)
+{
+    if (nxr_test_cpu_count() < 2)
+        cr_skip_test("\"0:0;1:1\" needs two CPUs");
+    nxr_provider_t *p = openblas_or_skip();
+    const int original = openblas_get_num_threads();
+    openblas_set_num_threads(2);
+    struct ctx_rt r;
+    open_with(&r, p, "0:%0;1:%1", NXR_PROVIDER_STRICT);
+    struct problem pr;
+    problem_init(&pr, 3);
+    float *c0 = malloc(sizeof(float) * M * N);
+    memcpy(c0, pr.c, sizeof(float) * M * N);
+    for (size_t d = 0; d < r.nctx; d++) {
+        cr_assert_eq(nxr_sgemm(r.ctx[d], &pr.g), NXR_EPLACEMENT);
+        cr_assert_eq(memcmp(c0, pr.c, sizeof(float) * M * N), 0, "C untouched");
+        cr_assert_eq(openblas_get_num_threads(), 2);
+    }
+    free(c0);
+    problem_fini(&pr);
+    ctx_rt_close(&r);
+    nxr_provider_destroy(p);
+    openblas_set_num_threads(original);
+}
+
 static void exclusive_case(nxr_provider_t *p, const char *domains, int count_before, bool spy)
 {
     const int original = openblas_get_num_threads();
     openblas_set_num_threads(count_before);
     struct ctx_rt r;
     open_with(&r, p, domains, NXR_PROVIDER_PROCESS_EXCLUSIVE);
+    spy_rt = r.rt;
     for (size_t d = 0; d < r.nctx; d++) {
-        cr_assert_eq(rule_now(&r, r.ctx[d], p, NXR_PROVIDER_PROCESS_EXCLUSIVE).run,
-                     NXR_RUN_EXCLUSIVE);
         struct problem pr;
         problem_init(&pr, 10 + d);
         spy_seen = -1;
+        spy_exclusive = false;
         cr_assert_eq(nxr_sgemm(r.ctx[d], &pr.g), 0);
         expect_product(&pr);
-        if (spy)
+        if (spy) {
             cr_assert_eq(spy_seen, (int)nxr_ctx_budget(r.ctx[d]),
                          "during the call the count is the budget");
+            cr_assert(spy_exclusive, "during the call the exclusive permit is held");
+        }
         cr_assert_eq(openblas_get_num_threads(), count_before, "%s domain %zu: restored",
                      domains ? domains : "default", d);
         cr_assert_not(ctx_arbiter(r.rt).exclusive_held);
         problem_fini(&pr);
     }
+    spy_rt = NULL;
     ctx_rt_close(&r);
     openblas_set_num_threads(original);
 }
@@ -274,15 +321,28 @@ Test(kernels_ctx_openblas, exclusive_sets_the_budget_and_restores_the_count)
 
 /* ---- the environment ------------------------------------------------------------ */
 
+/* Each row: the policy from the environment, the count the process sets
+ * (1, or one above the domain's budget) and the outcome the rules give:
+ * count 1 runs under either policy; above the budget, strict refuses and
+ * exclusive runs it at the budget and puts the count back. */
 Test(kernels_ctx_openblas, environment_selects_openblas_and_the_policy)
 {
     nxr_provider_t *probe = openblas_or_skip();
     nxr_provider_destroy(probe);
-    const int before = openblas_get_num_threads();
-    const char *policies[] = {"strict", "exclusive"};
-    for (int i = 0; i < 2; i++) {
+    const int original = openblas_get_num_threads();
+    static const struct {
+        const char *policy;
+        bool above; /* count = budget + 1 (else 1) */
+        bool runs;
+    } rows[] = {
+        {"strict", false, true},
+        {"strict", true, false},
+        {"exclusive", false, true},
+        {"exclusive", true, true},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         setenv("NXR_GEMM", "openblas", 1);
-        setenv("NXR_PROVIDER_POLICY", policies[i], 1);
+        setenv("NXR_PROVIDER_POLICY", rows[i].policy, 1);
         nxr_runtime_t *rt;
         struct nxr_runtime_opts o;
         nxr_runtime_opts_init(&o); /* the environment is honoured */
@@ -290,22 +350,34 @@ Test(kernels_ctx_openblas, environment_selects_openblas_and_the_policy)
         const nxr_provider_t *gemm =
             nxr_provider_bundle_get(nxr_runtime_providers(rt), NXR_FAMILY_GEMM);
         cr_assert_str_eq(nxr_provider_name(gemm), "openblas");
-        cr_assert_eq(rt->settings.policy,
-                     i == 0 ? NXR_PROVIDER_STRICT : NXR_PROVIDER_PROCESS_EXCLUSIVE);
+        cr_assert_eq(rt->settings.policy, strcmp(rows[i].policy, "strict") == 0
+                                              ? NXR_PROVIDER_STRICT
+                                              : NXR_PROVIDER_PROCESS_EXCLUSIVE);
         nxr_ctx_t *ctx;
         cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+        const int count = rows[i].above ? (int)nxr_ctx_budget(ctx) + 1 : 1;
+        openblas_set_num_threads(count);
         struct problem pr;
         problem_init(&pr, 20 + (uint64_t)i);
+        float *c0 = malloc(sizeof(float) * M * N);
+        memcpy(c0, pr.c, sizeof(float) * M * N);
         int rc = nxr_sgemm(ctx, &pr.g);
-        if (rc != NXR_EPLACEMENT) { /* only a count above the budget refuses */
-            cr_assert_eq(rc, 0, "%s: %s", policies[i], nxr_strerror(rc));
+        if (rows[i].runs) {
+            cr_assert_eq(rc, 0, "%s, count %d: %s", rows[i].policy, count, nxr_strerror(rc));
             expect_product(&pr);
+        } else {
+            cr_assert_eq(rc, NXR_EPLACEMENT, "%s, count %d: %s", rows[i].policy, count,
+                         nxr_strerror(rc));
+            cr_assert_eq(memcmp(c0, pr.c, sizeof(float) * M * N), 0, "C untouched");
         }
-        cr_assert_eq(openblas_get_num_threads(), before, "%s: the count is unchanged", policies[i]);
+        cr_assert_eq(openblas_get_num_threads(), count, "%s: the count is unchanged",
+                     rows[i].policy);
+        free(c0);
         problem_fini(&pr);
         nxr_ctx_destroy(ctx);
         nxr_runtime_destroy(rt);
     }
     unsetenv("NXR_GEMM");
     unsetenv("NXR_PROVIDER_POLICY");
+    openblas_set_num_threads(original);
 }

@@ -1,64 +1,222 @@
 /*
- * The OpenBLAS provider: classification matches what the linked library
- * reports, the fallback-core diagnosis, GEMM results, and OpenBLAS's
- * process-global thread count: the same before and after every call through
- * nxr, set and restored by the guard, never exceeded by a call.
+ * The OpenBLAS provider: what the probe reports, checked against references
+ * nxr does not compute -- the library file the process linked (Debian
+ * installs each threading model in its own directory), a thread count the
+ * test set itself, and a core the test forced in a child process through
+ * OPENBLAS_CORETYPE -- then the classification rules, the fallback-core
+ * diagnosis, GEMM results, and OpenBLAS's process-global thread count: the
+ * same before and after every call through nxr, set and restored by the
+ * guard, never exceeded by a call.
  *
- * OPENBLAS_CORETYPE must not be set for these tests (or in CI): it would
- * make the probe describe a forced core instead of the library's choice.
+ * OPENBLAS_CORETYPE is set only in the probe's child processes: in this
+ * process it would make the probe describe a forced core.
  */
 #include <cblas.h>
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernels/internal/openblas.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
 #include "ref.h"
 
-Test(kernels_openblas, coretype_is_not_forced)
-{
-    cr_assert_null(getenv("OPENBLAS_CORETYPE"), "tests and CI must not set OPENBLAS_CORETYPE");
-}
+/* ---- the probe ------------------------------------------------------------------------ */
 
-Test(kernels_openblas, probe_matches_the_library)
+#define PROBE_CHILD_ENV "NXR_TEST_OPENBLAS_PROBE_CHILD"
+
+/* In a child started by probe_in_child: OpenBLAS has read OPENBLAS_CORETYPE
+ * in its own constructor (shared libraries initialise before the program),
+ * so the probe sees the forced core. Prints it and exits before Criterion
+ * starts. */
+__attribute__((constructor)) static void probe_child_main(void)
 {
+    if (getenv(PROBE_CHILD_ENV) == NULL)
+        return;
     nxr_openblas_info_t info;
     nxr_openblas_probe(&info);
-    cr_assert_eq(info.parallel, openblas_get_parallel());
-    cr_assert_eq(info.threads, openblas_get_num_threads());
-    cr_assert_str_eq(info.core, openblas_get_corename());
-    cr_assert_eq(strncmp(info.config, openblas_get_config(), sizeof info.config - 1), 0);
-    switch (info.parallel) {
-    case 0:
-        cr_assert_eq(info.threading, NXR_OPENBLAS_SEQUENTIAL);
-        cr_assert_eq(info.count, NXR_COUNT_SEQUENTIAL);
-        cr_assert_eq(info.placement, NXR_RUNS_ON_CALLING_THREAD);
-        break;
-    case 1:
-    case 2:
-        cr_assert_eq(info.threading,
-                     info.parallel == 1 ? NXR_OPENBLAS_PTHREADS : NXR_OPENBLAS_OPENMP);
-        cr_assert_eq(info.count, NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
-        cr_assert_eq(info.placement, NXR_RUNS_ON_EXTERNAL_WORKERS);
-        break;
-    default:
-        cr_assert_eq(info.threading, NXR_OPENBLAS_UNKNOWN);
-        cr_assert_eq(info.count, NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
-    }
-    char msg[256];
-    cr_assert_eq(info.core_fallback,
-                 nxr__openblas_core_fallback(info.core, nxr__cpu_tier(), msg, sizeof msg));
-    cr_assert_str_eq(info.diagnostic, msg);
+    printf("core=%s\nfallback=%d\nconfig=%s\ndiagnostic=%s\n", info.core, info.core_fallback,
+           info.config, info.diagnostic);
+    fflush(stdout);
+    _exit(0);
+}
 
+struct child_probe {
+    char core[64];
+    int fallback;
+    char config[256];
+    char diagnostic[512];
+};
+
+static void field(const char *out, const char *key, char *dst, size_t size)
+{
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no '%s' in the child's output: %s", key, out);
+    p += strlen(key);
+    size_t n = strcspn(p, "\n");
+    cr_assert_lt(n, size);
+    memcpy(dst, p, n);
+    dst[n] = '\0';
+}
+
+/* Runs this test binary again with OPENBLAS_CORETYPE=coretype and reads
+ * what the probe reported there. */
+static struct child_probe probe_in_child(const char *coretype)
+{
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(len, 0);
+    self[len] = '\0';
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        setenv("OPENBLAS_CORETYPE", coretype, 1);
+        setenv(PROBE_CHILD_ENV, "1", 1);
+        char *argv[] = {self, NULL};
+        execv(self, argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    char out[2048];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(fds[0]);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "probe child: status %d", status);
+    struct child_probe c;
+    char flag[8];
+    field(out, "core=", c.core, sizeof c.core);
+    field(out, "fallback=", flag, sizeof flag);
+    c.fallback = atoi(flag);
+    field(out, "config=", c.config, sizeof c.config);
+    field(out, "diagnostic=", c.diagnostic, sizeof c.diagnostic);
+    return c;
+}
+
+/* Only a DYNAMIC_ARCH build chooses its kernels at load time (and honours
+ * OPENBLAS_CORETYPE). */
+static void need_dynamic_arch(void)
+{
+    if (strstr(openblas_get_config(), "DYNAMIC_ARCH") == NULL)
+        cr_skip_test("OpenBLAS built for one core (no DYNAMIC_ARCH): OPENBLAS_CORETYPE is ignored");
+}
+
+/* What this CPU can run, asked of the compiler's runtime, not of nxr. */
+static bool cpu_has_avx2_fma(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* Prescott's kernels are SSE3: on a CPU with AVX2 and FMA (two tiers up, or
+ * more) that is the fallback the diagnosis exists for. */
+Test(kernels_openblas, a_forced_old_core_is_reported_and_diagnosed_as_a_fallback)
+{
+    need_dynamic_arch();
+    struct child_probe c = probe_in_child("Prescott");
+    cr_assert_str_eq(c.core, "Prescott", "the probe reports the core the library runs");
+    cr_assert_not_null(strstr(c.config, "Prescott"), "config: %s", c.config);
+    if (!cpu_has_avx2_fma()) {
+        cr_assert_eq(c.fallback, 0, "an SSE-era CPU: Prescott is its own tier");
+        return;
+    }
+    cr_assert_eq(c.fallback, 1, "Prescott kernels on an AVX2 CPU are a fallback");
+    cr_assert_not_null(strstr(c.diagnostic, "Prescott"), "diagnostic: %s", c.diagnostic);
+}
+
+/* Haswell's kernels on a CPU that runs them (AVX2 or AVX-512: at most one
+ * tier down) are what OpenBLAS should pick: no diagnosis. */
+Test(kernels_openblas, a_matching_core_is_not_a_fallback)
+{
+    need_dynamic_arch();
+    if (!cpu_has_avx2_fma())
+        cr_skip_test("this CPU cannot run OpenBLAS's Haswell kernels");
+    struct child_probe c = probe_in_child("Haswell");
+    cr_assert_str_eq(c.core, "Haswell");
+    cr_assert_eq(c.fallback, 0);
+    cr_assert_str_eq(c.diagnostic, "");
+}
+
+/* Debian installs each OpenBLAS threading model in its own directory
+ * (openblas-pthread, openblas-openmp, openblas-serial); the file that
+ * provides cblas_sgemm says which one this process linked. */
+static const char *linked_model(char *path, size_t size)
+{
+    Dl_info dl;
+    cr_assert_neq(dladdr((void *)cblas_sgemm, &dl), 0);
+    char *real = realpath(dl.dli_fname, NULL);
+    snprintf(path, size, "%s", real != NULL ? real : dl.dli_fname);
+    free(real);
+    if (strstr(path, "openblas-pthread") != NULL)
+        return "pthread";
+    if (strstr(path, "openblas-openmp") != NULL)
+        return "openmp";
+    if (strstr(path, "openblas-serial") != NULL)
+        return "serial";
+    return NULL;
+}
+
+Test(kernels_openblas, probe_reports_the_threading_model_of_the_linked_library)
+{
+    char path[PATH_MAX];
+    const char *model = linked_model(path, sizeof path);
+    if (model == NULL)
+        cr_skip_test("cannot tell the threading model from the library's path %s", path);
+    nxr_openblas_info_t info;
+    nxr_openblas_probe(&info);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_openblas_create(&p), 0);
-    cr_assert_eq(nxr_provider_count_control(p), info.count);
-    cr_assert_eq(nxr_provider_placement(p), info.placement);
     cr_assert(nxr_provider_is_foreign(p));
+    if (strcmp(model, "serial") == 0) {
+        cr_assert_eq(info.threading, NXR_OPENBLAS_SEQUENTIAL, "%s", path);
+        cr_assert_eq(info.count, NXR_COUNT_SEQUENTIAL);
+        cr_assert_eq(info.placement, NXR_RUNS_ON_CALLING_THREAD);
+        cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_SEQUENTIAL);
+        cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_CALLING_THREAD);
+    } else {
+        cr_assert_eq(info.threading,
+                     strcmp(model, "pthread") == 0 ? NXR_OPENBLAS_PTHREADS : NXR_OPENBLAS_OPENMP,
+                     "%s", path);
+        /* Its thread count is process-global and its workers are its own. */
+        cr_assert_eq(info.count, NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
+        cr_assert_eq(info.placement, NXR_RUNS_ON_EXTERNAL_WORKERS);
+        cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
+        cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_EXTERNAL_WORKERS);
+    }
     nxr_provider_destroy(p);
+}
+
+/* The count the probe reports is the one the process set last. */
+Test(kernels_openblas, probe_reports_the_count_the_process_set)
+{
+    char path[PATH_MAX];
+    const char *model = linked_model(path, sizeof path);
+    if (model == NULL || strcmp(model, "serial") == 0)
+        cr_skip_test("no settable thread count (%s)", path);
+    const int original = openblas_get_num_threads();
+    const int counts[] = {1, 2, 3};
+    for (size_t i = 0; i < 3; i++) {
+        openblas_set_num_threads(counts[i]);
+        nxr_openblas_info_t info;
+        nxr_openblas_probe(&info);
+        cr_assert_eq(info.threads, counts[i]);
+    }
+    openblas_set_num_threads(original);
 }
 
 Test(kernels_openblas, classification_of_each_threading_model)

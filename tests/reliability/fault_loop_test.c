@@ -12,7 +12,14 @@
  *     caller-managed guard is left set, no buffer is outstanding;
  *   - nothing leaks (LeakSanitizer checks the process in --config=asan).
  * A spurious futex wake-up (NXR_FAULT_FUTEX_WAIT) is not an error: the work
- * scenario must then still succeed, with every index visited once.
+ * scenario must then still succeed, with every index visited once. Nor is a
+ * refusal to give memory back or to change its protection, or a failed page
+ * query: the calls succeed and the refusal shows where nxr documents it
+ *   - munmap, madvise: the pools' release_failures count exactly one;
+ *   - mprotect (checked scopes): the scope counts one unchecked reset, or
+ *     at destroy the chunk is retried and returned (nothing outstanding);
+ *   - move_pages (the binding probe): exactly one domain's memory is
+ *     "unavailable", and its reason names the failed query.
  *
  * Each test prints "fault loop <scenario>: ..." with the number of injected
  * failures per point; .ci/run adds them up.
@@ -23,6 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc/internal/arena.h"
+#include "alloc/internal/pool.h"
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
@@ -35,21 +44,32 @@
 struct point {
     unsigned bit;
     const char *name;
-    int errors[3]; /* the typed errors this point may surface as (0: none) */
+    int errors[3];   /* the typed errors this point may surface as (0: none) */
+    unsigned always; /* points failed on every call meanwhile (the path to `bit`) */
+    bool must_fail;  /* a failure here always fails the call (nothing can stand in) */
 };
 
 static const struct point points[] = {
-    {NXR_FAULT_ALLOC, "alloc", {-ENOMEM}},
-    {NXR_FAULT_THREAD_CREATE, "thread_create", {-EAGAIN}},
-    {NXR_FAULT_SETAFFINITY, "setaffinity", {NXR_EPLACEMENT}},
+    {NXR_FAULT_ALLOC, "alloc", {-ENOMEM}, 0, false},
+    {NXR_FAULT_THREAD_CREATE, "thread_create", {-EAGAIN}, 0, true},
+    {NXR_FAULT_SETAFFINITY, "setaffinity", {NXR_EPLACEMENT}, 0, true},
     /* The allowed-set read at load sees an empty set: no domain can form. */
     {NXR_FAULT_VERIFY_AFFINITY,
      "verify_affinity",
-     {NXR_EPLACEMENT, NXR_EDISALLOWED, NXR_ENODOMAIN}},
-    {NXR_FAULT_TOPOLOGY_LOAD, "topology_load", {NXR_ETOPOLOGY}},
-    {NXR_FAULT_MBIND, "mbind", {NXR_EPLACEMENT}},
-    {NXR_FAULT_MMAP, "mmap", {-ENOMEM}},
-    {NXR_FAULT_FUTEX_WAIT, "futex_wait", {0}}, /* a spurious wake-up: never an error */
+     {NXR_EPLACEMENT, NXR_EDISALLOWED, NXR_ENODOMAIN},
+     0,
+     false},
+    {NXR_FAULT_TOPOLOGY_LOAD, "topology_load", {NXR_ETOPOLOGY}, 0, true},
+    {NXR_FAULT_MBIND, "mbind", {NXR_EPLACEMENT}, 0, false},
+    {NXR_FAULT_MMAP, "mmap", {-ENOMEM}, 0, false},
+    {NXR_FAULT_FUTEX_WAIT, "futex_wait", {0}, 0, false}, /* a spurious wake-up: never an error */
+    {NXR_FAULT_SYNC_INIT, "sync_init", {-ENOMEM}, 0, true},
+    /* Refusals the calls absorb (see the file comment): never an error. */
+    {NXR_FAULT_MUNMAP, "munmap", {0}, 0, false},
+    /* jemalloc purges (madvise) only an extent it could not unmap. */
+    {NXR_FAULT_MADVISE, "madvise", {0}, NXR_FAULT_MUNMAP, false},
+    {NXR_FAULT_MPROTECT, "mprotect", {0}, 0, false},
+    {NXR_FAULT_MOVE_PAGES, "move_pages", {0}, 0, false},
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -73,6 +93,55 @@ static bool typed(const struct point *p, int rc)
 /* "scenario/point #n", for the checks' messages. */
 static char where[128];
 
+static nxr_runtime_t *rt;
+static long armed_n;     /* the call number the armed point fails */
+static long always_hits; /* calls failed by the point's `always` set */
+
+/* What the pool scenario's checked scope saw (run_pool records it). */
+static uint64_t scope_check_failures;
+static long scope_calls_before_destroy;
+
+static uint64_t release_failures(void)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; rt != NULL && i < rt->domain_count; i++) {
+        struct nxr_pool_stats ps;
+        cr_assert_eq(nxr_pool_stats(rt->domains[i], &ps), 0);
+        n += ps.release_failures;
+    }
+    return n;
+}
+
+static size_t domains_whose_probe_query_failed(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; rt != NULL && i < rt->domain_count; i++) {
+        const nxr_domain_t *d = rt->domains[i];
+        if (nxr_domain_mem_binding(d) == NXR_MEM_UNAVAILABLE &&
+            strstr(nxr__arena_binding_reason(nxr__pool_arena(d->pool)), "move_pages") != NULL)
+            n++;
+    }
+    return n;
+}
+
+/* After a run that succeeded: a refusal was absorbed where documented, and
+ * nothing was counted without one. `absorbed`: this point failed a call. */
+static void expect_absorbed(const struct point *p, bool absorbed)
+{
+    bool release = absorbed && (p->bit == NXR_FAULT_MUNMAP || p->bit == NXR_FAULT_MADVISE);
+    /* Refusals of the `always` set are releases too (munmap). */
+    cr_assert_eq(release_failures(), (uint64_t)always_hits + (release ? 1u : 0u),
+                 "%s: refused releases counted", where);
+    if (p->bit == NXR_FAULT_MOVE_PAGES)
+        cr_assert_eq(domains_whose_probe_query_failed(), absorbed ? 1u : 0u,
+                     "%s: a failed probe query shows in exactly one domain's binding", where);
+    if (p->bit == NXR_FAULT_MPROTECT && absorbed) {
+        /* Before destroy: one reset left unchecked; in destroy: retried. */
+        bool in_reset = scope_calls_before_destroy >= armed_n;
+        cr_assert_eq(scope_check_failures, in_reset ? 1u : 0u, "%s: unchecked resets", where);
+    }
+}
+
 /* Loops N over one point; returns how many failures were injected. */
 static long loop_point(const struct scenario *sc, const struct point *p)
 {
@@ -84,10 +153,16 @@ static long loop_point(const struct scenario *sc, const struct point *p)
         if (sc->setup != NULL)
             sc->setup();
         int before = nxr_test_thread_count();
+        scope_check_failures = 0;
+        scope_calls_before_destroy = 0;
+        armed_n = n;
+        nxr__fault_arm_always(p->always);
         nxr__fault_arm(p->bit, n);
         int rc = sc->run();
         long calls = nxr__fault_calls();
         nxr__fault_arm(0, 0);
+        always_hits = nxr__fault_always_hits();
+        nxr__fault_arm_always(0);
         bool hit = calls >= n;
         if (rc != 0) {
             cr_assert(hit, "%s/%s #%ld: failed (%s) without an injected fault", sc->name, p->name,
@@ -95,10 +170,14 @@ static long loop_point(const struct scenario *sc, const struct point *p)
             cr_assert(typed(p, rc), "%s/%s #%ld: got %d (%s), not this point's typed error",
                       sc->name, p->name, n, rc, nxr_strerror(rc));
         }
+        cr_assert(!(hit && rc == 0 && p->must_fail), "%s: the injected failure was swallowed",
+                  where);
         if (rc != 0)
             cr_assert_eq(nxr_test_wait_thread_count(before), before,
                          "%s/%s #%ld: threads left running", sc->name, p->name, n);
         sc->check(rc);
+        if (rc == 0)
+            expect_absorbed(p, hit);
         if (sc->teardown != NULL)
             sc->teardown();
         cr_assert_eq(nxr_test_wait_thread_count(threads), threads,
@@ -128,7 +207,6 @@ static void loop_all(const struct scenario *sc)
 
 /* ---- shared state and checks ------------------------------------------- */
 
-static nxr_runtime_t *rt;
 static char err[512];
 
 static int create(const char *domains)
@@ -368,8 +446,13 @@ static int run_pool(void)
         if (rc == 0)
             rc = nxr_domain_malloc(dom, 3u << 20, 64, &mem[d]);
     }
-    if (rc == 0)
-        rc = nxr_scope_create(nxr_runtime_domain_at(rt, 1), NULL, &scope);
+    if (rc == 0) {
+        /* Checked (in every build): each reset is two rounds of mprotect. */
+        struct nxr_scope_opts so;
+        nxr_scope_opts_init(&so);
+        so.checked = true;
+        rc = nxr_scope_create(nxr_runtime_domain_at(rt, 1), &so, &scope);
+    }
     for (int step = 0; step < 2 && rc == 0; step++) {
         void *p, *q;
         rc = nxr_scope_alloc(scope, 100, &p);
@@ -379,11 +462,20 @@ static int run_pool(void)
             memset(q, 2, 2u << 20);
         nxr_scope_reset(scope);
     }
+    if (scope != NULL) {
+        struct nxr_scope_stats ss;
+        nxr_scope_stats(scope, &ss);
+        scope_check_failures = ss.check_failures;
+    }
+    scope_calls_before_destroy = nxr__fault_calls();
     nxr_scope_destroy(scope);
     for (size_t d = 0; d < 2; d++) {
         for (size_t i = 0; i < 4; i++)
             nxr_buffer_release(bufs[d][i]);
         nxr_domain_free(mem[d]);
+        /* Back to the system: the purge path (madvise). */
+        if (nxr_pool_trim(nxr_runtime_domain_at(rt, d)) != 0 && rc == 0)
+            rc = -EINVAL;
     }
     return rc;
 }

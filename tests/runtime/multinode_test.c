@@ -158,12 +158,36 @@ Test(runtime_multinode, every_node_is_a_domain_with_its_own_workers, .timeout = 
 }
 
 /* Loops on every node at once: disjoint domains run concurrently and each
- * stays on its node. */
+ * stays on its node. Concurrency is shown, not assumed: the first loop of
+ * every domain holds a rendezvous in one of its chunks, which every
+ * domain's chunk must reach while the others wait there. Run one after
+ * another, the first would wait alone until the bound (10 s, which only
+ * turns a hang into a failure) and report it. */
+struct meeting {
+    atomic_int arrived; /* domains whose chunk reached the rendezvous */
+    int expected;       /* every domain */
+};
+
 struct concurrent {
     nxr_runtime_t *rt;
     int node;
     int status;
+    struct meeting *meeting;
+    atomic_int met; /* this domain's chunk saw every domain arrive */
+    struct where *where;
 };
+
+static void meet_body(void *arg, size_t b, size_t e, unsigned worker)
+{
+    struct concurrent *c = arg;
+    record_cpu(c->where, b, e, worker);
+    if (b != 0)
+        return; /* one chunk per domain meets */
+    atomic_fetch_add(&c->meeting->arrived, 1);
+    nxr_test_wait_at_least(&c->meeting->arrived, c->meeting->expected, 10000);
+    if (atomic_load(&c->meeting->arrived) >= c->meeting->expected)
+        atomic_store(&c->met, 1);
+}
 
 static void *loop_on_node(void *p)
 {
@@ -173,6 +197,8 @@ static void *loop_on_node(void *p)
     if (c->status != 0)
         return NULL;
     struct where *w = calloc(1, sizeof(*w));
+    c->where = w;
+    c->status = nxr_parallel_for(ctx, 0, 1024, 8, meet_body, c);
     for (int round = 0; round < 50 && c->status == 0; round++)
         c->status = nxr_parallel_for(ctx, 0, 1024, 8, record_cpu, w);
     for (int cpu = 0; cpu < MAX_CPU && c->status == 0; cpu++) {
@@ -192,13 +218,20 @@ Test(runtime_multinode, nodes_run_loops_concurrently_each_on_its_own_cpus, .time
     struct concurrent c[16];
     pthread_t threads[16];
     cr_assert_leq(n, 16);
+    struct meeting meeting = {.expected = (int)n};
+    atomic_init(&meeting.arrived, 0);
     for (size_t i = 0; i < n; i++) {
-        c[i] = (struct concurrent){.rt = rt, .node = nxr_domain_id(nxr_runtime_domain_at(rt, i))};
+        c[i] = (struct concurrent){.rt = rt,
+                                   .node = nxr_domain_id(nxr_runtime_domain_at(rt, i)),
+                                   .meeting = &meeting};
+        atomic_init(&c[i].met, 0);
         cr_assert_eq(pthread_create(&threads[i], NULL, loop_on_node, &c[i]), 0);
     }
     for (size_t i = 0; i < n; i++) {
         pthread_join(threads[i], NULL);
         cr_assert_eq(c[i].status, 0, "node %d: %s", c[i].node, nxr_strerror(c[i].status));
+        cr_assert(atomic_load(&c[i].met), "node %d ran its loop without the others (%d of %d met)",
+                  c[i].node, atomic_load(&meeting.arrived), (int)n);
     }
     nxr_runtime_destroy(rt);
 }

@@ -135,6 +135,17 @@ long nxr_test_thread_voluntary_switches(pid_t tid)
     return n;
 }
 
+bool nxr_test_wait_until(bool (*pred)(void *arg), void *arg, int ms)
+{
+    struct timespec deadline = deadline_in(ms);
+    do {
+        if (pred(arg))
+            return true;
+        sched_yield();
+    } while (before(&deadline));
+    return pred(arg);
+}
+
 void nxr_test_wait_at_least(atomic_int *flag, int want, int ms)
 {
     struct timespec deadline = deadline_in(ms);

@@ -43,6 +43,11 @@ bool nxr_test_wait_asleep(pid_t tid, bool (*pred)(void *arg), void *arg, int ms)
  * rendezvous (no sleep), so a broken test fails instead of hanging. */
 void nxr_test_wait_at_least(atomic_int *flag, int want, int ms);
 
+/* Yields until pred(arg) holds, giving up after ms milliseconds; returns
+ * whether it held. The same bounded rendezvous for any state a test can
+ * read (a queue length, a flag, a counter). */
+bool nxr_test_wait_until(bool (*pred)(void *arg), void *arg, int ms);
+
 /* Waits (bounded, ~2 s) until the thread count equals want; returns the
  * last count seen. Exited threads can linger briefly in /proc. */
 int nxr_test_wait_thread_count(int want);

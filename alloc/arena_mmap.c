@@ -1,0 +1,174 @@
+/*
+ * The arena back end of ThreadSanitizer builds (see internal/arena.h): every
+ * allocation is one extent of its own from the extent source -- mapped,
+ * trimmed and bound to the domain's node exactly as jemalloc's hooks do in
+ * the default build -- and every free unmaps it. There is no allocator, so
+ * nothing uninstrumented sits between the pool and the kernel: TSan sees
+ * the pool's mutexes and free lists, and its mmap/munmap interceptors tell
+ * it that a reused address is fresh memory.
+ *
+ * An allocation of `size` bytes aligned to `align` is laid out as
+ *     base ... [header][data: size bytes, rounded up to pages]
+ * where data = base + lead, lead = max(page, align), and the header sits
+ * just below data, so free() finds the mapping from the pointer alone.
+ * Slow (two system calls per allocation) and wasteful (a page per 64-byte
+ * descriptor), which is acceptable in a sanitizer build and nowhere else.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/internal/arena.h"
+#include "alloc/internal/extent.h"
+#include "base/internal/sys.h"
+
+struct nxr__arena {
+    unsigned index;  /* distinct per arena, for describe */
+    int node;        /* node extents bind to, or -1: do not bind */
+    int domain_node; /* the domain's node (NXR_NODE_NONE: none) */
+    enum nxr_mem_binding binding;
+    char reason[128];
+    atomic_size_t allocated;       /* bytes handed out and not freed */
+    atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
+};
+
+#define HEADER_MAGIC 0x6e786d61u /* "nxma" */
+
+/* Just below the data: what free needs. */
+struct header {
+    void *base;     /* the mapping */
+    size_t length;  /* its length */
+    size_t size;    /* bytes asked for (counted in allocated) */
+    struct nxr__arena *arena;
+    unsigned magic;
+};
+
+/* Indexes only need to differ; relaxed: nothing else is ordered by them. */
+static atomic_uint next_index;
+
+int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz)
+{
+    *out = NULL;
+    struct nxr__arena *a = nxr__calloc(1, sizeof(*a));
+    if (a == NULL) {
+        snprintf(err, errsz, "out of memory for the arena of node %d", node);
+        return -ENOMEM;
+    }
+    a->domain_node = node;
+    atomic_init(&a->allocated, 0);
+    atomic_init(&a->release_failures, 0);
+    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
+                             &a->release_failures);
+    if (rc != 0) {
+        snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
+        free(a);
+        return rc;
+    }
+    a->node = a->binding == NXR_MEM_BOUND ? node : -1;
+    /* The same failure point as creating a jemalloc arena in the default
+     * build, so that the fault loop sees the same calls. */
+    if (nxr__fault_hit(NXR_FAULT_ALLOC)) {
+        snprintf(err, errsz, "creating an arena for node %d failed: %s", node,
+                 nxr_strerror(-ENOMEM));
+        free(a);
+        return -ENOMEM;
+    }
+    a->index = atomic_fetch_add_explicit(&next_index, 1, memory_order_relaxed);
+    *out = a;
+    return 0;
+}
+
+size_t nxr__arena_allocated(const struct nxr__arena *a)
+{
+    return atomic_load_explicit(&a->allocated, memory_order_relaxed);
+}
+
+bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
+{
+    *live = 0;
+    if (a == NULL)
+        return true;
+    *live = nxr__arena_allocated(a);
+    if (*live != 0)
+        return false; /* kept on purpose: its memory's headers point here */
+    free(a);
+    return true;
+}
+
+int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out)
+{
+    *out = NULL;
+    if (nxr__fault_hit(NXR_FAULT_ALLOC))
+        return -ENOMEM;
+    size_t lead = align > NXR__EXTENT_PAGE ? align : NXR__EXTENT_PAGE;
+    if (size > SIZE_MAX - lead - NXR__EXTENT_PAGE)
+        return -ENOMEM;
+    size_t length = lead + (size + NXR__EXTENT_PAGE - 1) / NXR__EXTENT_PAGE * NXR__EXTENT_PAGE;
+    void *base;
+    int rc = nxr__extent_map(&a->release_failures, a->node, length, lead, &base);
+    if (rc != 0)
+        return rc;
+    char *data = (char *)base + lead;
+    struct header *h = (struct header *)(void *)(data - sizeof(struct header));
+    *h = (struct header){
+        .base = base, .length = length, .size = size, .arena = a, .magic = HEADER_MAGIC};
+    /* Relaxed: a statistic read at destroy, after every user is done. */
+    atomic_fetch_add_explicit(&a->allocated, size, memory_order_relaxed);
+    *out = data;
+    return 0;
+}
+
+void nxr__arena_purge(struct nxr__arena *a)
+{
+    (void)a; /* every free has unmapped already: nothing is kept */
+}
+
+void nxr__arena_free(void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    struct header *h = (struct header *)(void *)((char *)ptr - sizeof(struct header));
+    if (h->magic != HEADER_MAGIC) {
+        fprintf(stderr, "nxr: %p was not allocated from an nxr arena\n", ptr);
+        abort();
+    }
+    struct nxr__arena *a = h->arena;
+    size_t size = h->size;
+    /* A refused munmap leaves the range mapped (counted); it is not reused. */
+    nxr__extent_unmap(&a->release_failures, h->base, h->length);
+    atomic_fetch_sub_explicit(&a->allocated, size, memory_order_relaxed);
+}
+
+void nxr__arena_free_sized(void *ptr, size_t size, size_t align)
+{
+    (void)size, (void)align;
+    nxr__arena_free(ptr);
+}
+
+unsigned long nxr__arena_release_failures(const struct nxr__arena *a)
+{
+    return atomic_load_explicit(&a->release_failures, memory_order_relaxed);
+}
+
+unsigned nxr__arena_index(const struct nxr__arena *a)
+{
+    return a->index;
+}
+
+int nxr__arena_node(const struct nxr__arena *a)
+{
+    return a->domain_node;
+}
+
+enum nxr_mem_binding nxr__arena_binding(const struct nxr__arena *a)
+{
+    return a->binding;
+}
+
+const char *nxr__arena_binding_reason(const struct nxr__arena *a)
+{
+    return a->reason;
+}

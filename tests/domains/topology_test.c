@@ -1,0 +1,49 @@
+/*
+ * Topology loading: what a description may claim. NUMA node ids are OS ids
+ * that everything above names nodes by (binding, default domain ids), so a
+ * description that repeats one is refused with NXR_ETOPOLOGY and a message
+ * naming the id; distinct sparse ids load as given.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "base/nxr_status.h"
+#include "domains/internal/topology.h"
+
+static char err[512];
+
+Test(domains_topology, duplicate_numa_node_ids_are_etopology)
+{
+    static const char *const specs[] = {
+        "synthetic:numa:2(indexes=0,0) pu:1", /* the fuzzer's input */
+        "synthetic:pack:2 numa:2(indexes=3,1,3,5) pu:1",
+    };
+    static const char *const named[] = {"node id 0 twice", "node id 3 twice"};
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct nxr__topology topo;
+        err[0] = '\0';
+        cr_assert_eq(nxr__topology_load(&topo, specs[i], NULL, err, sizeof(err)), NXR_ETOPOLOGY,
+                     "%s", specs[i]);
+        cr_assert_null(topo.hw, "a failed load holds nothing");
+        cr_assert_null(topo.allowed);
+        cr_assert_not_null(strstr(err, named[i]), "%s: message '%s'", specs[i], err);
+    }
+}
+
+Test(domains_topology, distinct_sparse_node_ids_load_as_given)
+{
+    struct nxr__topology topo;
+    cr_assert_eq(
+        nxr__topology_load(&topo, "synthetic:pack:2 numa:2(indexes=3,1,0,5) pu:1", NULL, err,
+                           sizeof(err)),
+        0, "%s", err);
+    cr_assert_eq(topo.node_count, 4);
+    const unsigned want[] = {3, 1, 0, 5};
+    hwloc_obj_t node = NULL;
+    for (unsigned i = 0; i < 4; i++) {
+        node = hwloc_get_next_obj_by_type(topo.hw, HWLOC_OBJ_NUMANODE, node);
+        cr_assert_not_null(node);
+        cr_assert_eq(node->os_index, want[i], "node L#%u", i);
+    }
+    nxr__topology_fini(&topo);
+}
