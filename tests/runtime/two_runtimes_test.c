@@ -9,8 +9,10 @@
  *
  * Concurrency is proven with rendezvous inside bodies, never with time: a
  * body of one runtime waits (bounded) for something only the other runtime
- * can do while it waits. CPU ids come from the allowed set; the tests need
- * two allowed CPUs and skip with a reason below that.
+ * can do while it waits; exclusion is proven by seeing the excluded thread
+ * blocked in the kernel (or its request queued) while the excluding call is
+ * still inside. CPU ids come from the allowed set; the tests need two
+ * allowed CPUs and skip with a reason below that.
  */
 #include <cblas.h>
 #include <criterion/criterion.h>
@@ -22,9 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "kernels/internal/fpenv_arch.h"
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 TestSuite(runtime_two_runtimes, .timeout = 60);
@@ -38,15 +43,14 @@ TestSuite(runtime_two_runtimes, .timeout = 60);
 /* The first two CPUs of the process's allowed set, or a skip. */
 static void two_cpus(unsigned *a, unsigned *b)
 {
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    cr_assert_eq(nxr_test_thread_affinity(0, set), 0);
-    if (hwloc_bitmap_weight(set) < 2) {
-        hwloc_bitmap_free(set);
-        cr_skip_test("two runtimes with disjoint allowed sets need two allowed CPUs");
-    }
-    *a = (unsigned)hwloc_bitmap_first(set);
-    *b = (unsigned)hwloc_bitmap_next(set, (int)*a);
-    hwloc_bitmap_free(set);
+    NXR_TEST_NEED_CPUS(2); /* two runtimes with disjoint allowed sets */
+    *a = (unsigned)nxr_test_cpu(0);
+    *b = (unsigned)nxr_test_cpu(1);
+}
+
+static pid_t tid_self(void)
+{
+    return (pid_t)syscall(SYS_gettid);
 }
 
 struct rt_opts {
@@ -478,19 +482,22 @@ static void *b_loop_thread(void *p)
     return NULL;
 }
 
+static bool a_request_waits(void *p)
+{
+    struct exclusive_case *e = p;
+    struct nxr__arbiter_stats st;
+    /* B's request is queued on the arbiter the exclusive permit is held on
+     * only if both runtimes share it: the process's arbiter. */
+    nxr__arbiter_stats(e->rb->arbiter, &st);
+    e->waiters_seen = st.waiters;
+    return st.waiters > 0 || atomic_load(&e->b_ran) != 0;
+}
+
 static void wait_for_a_waiter(struct spy *s)
 {
     struct exclusive_case *e = s->arg;
     atomic_store(&e->go, 1);
-    struct nxr__arbiter_stats st = {0};
-    for (int i = 0; i < MEET_MS && st.waiters == 0; i++) {
-        /* B's request is queued on the arbiter the exclusive permit is held on
-         * only if both runtimes share it: the process's arbiter. */
-        nxr__arbiter_stats(e->rb->arbiter, &st);
-        if (st.waiters == 0)
-            nxr_test_wait_at_least(&e->b_ran, 1, 1);
-    }
-    e->waiters_seen = st.waiters;
+    nxr_test_wait_until(a_request_waits, e, MEET_MS);
     e->b_ran_during = atomic_load(&e->b_ran);
 }
 
@@ -530,19 +537,16 @@ Test(runtime_two_runtimes, exclusive_permit_of_one_holds_back_the_other)
 
 /* ---- the global count: one runtime's transient count is not another's ---------------- */
 
-/* How long A keeps the count set while B tries to call: B's call must not
- * complete within it. A wait for something that must NOT happen can only be
- * bounded; with the gate broken, B returns long before it ends (it fails at
- * once), and with the gate B returns after it, whatever the machine's speed. */
-#define HOLD_MS 300
-
 struct gate_case {
     nxr_ctx_t *cb;
     unsigned b_cpu;
-    atomic_int go;     /* A's count is set */
-    atomic_int b_done; /* B's call returned */
-    int b_done_during; /* ... while A still held the count */
-    int a_count_seen;  /* the count during A's call */
+    atomic_int go;      /* A's count is set */
+    atomic_int b_tid;   /* B's calling thread */
+    atomic_int calling; /* ... is inside its call */
+    atomic_int b_done;  /* B's call returned */
+    int b_blocked;      /* B's thread was seen asleep inside its call */
+    int b_done_during;  /* B's call returned while A still held the count */
+    int a_count_seen;   /* the count during A's call */
     int b_rc;
 };
 
@@ -550,18 +554,29 @@ static void *b_strict_thread(void *p)
 {
     struct gate_case *g = p;
     pin_self(g->b_cpu); /* on B's CPU: B's call runs here, inline, no permit */
+    atomic_store(&g->b_tid, (int)tid_self());
     nxr_test_wait_at_least(&g->go, 1, MEET_MS);
+    atomic_store(&g->calling, 1);
     g->b_rc = spy_call(g->cb);
     atomic_store(&g->b_done, 1);
     return NULL;
 }
 
+static bool b_calling(void *p)
+{
+    return atomic_load(&((struct gate_case *)p)->calling) != 0;
+}
+
+/* A's call, count set: B's call must block (asleep in the kernel, on the
+ * gate) rather than run or fail. With the gate broken B never sleeps: it
+ * returns at once, and the wait below gives up. */
 static void hold_the_count(struct spy *s)
 {
     struct gate_case *g = s->arg;
     g->a_count_seen = atomic_load(&library_count);
     atomic_store(&g->go, 1);
-    nxr_test_wait_at_least(&g->b_done, 1, HOLD_MS);
+    g->b_blocked =
+        nxr_test_wait_asleep((pid_t)atomic_load(&g->b_tid), b_calling, g, MEET_MS) ? 1 : 0;
     g->b_done_during = atomic_load(&g->b_done);
 }
 
@@ -595,11 +610,13 @@ Test(runtime_two_runtimes, a_strict_runtime_never_sees_an_exclusive_runtimes_cou
     cr_assert_eq(nxr_ctx_budget(ca), 2u);
 
     pthread_t t = start(b_strict_thread, &g);
+    nxr_test_wait_at_least(&g.b_tid, 1, MEET_MS);
     int rc = spy_call(ca);
     pthread_join(t, NULL);
     cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
     cr_assert_eq(g.a_count_seen, 2, "A's call ran at its budget");
     cr_assert_eq(g.b_done_during, 0, "B's call did not complete while A's count was set");
+    cr_assert_eq(g.b_blocked, 1, "B's call waited, asleep, while A's count was set");
     cr_assert_eq(g.b_rc, 0, "B's strict call ran (it saw the resting count): %s",
                  nxr_strerror(g.b_rc));
     cr_assert_eq(atomic_load(&sb.calls), 1);
@@ -633,19 +650,28 @@ static const nxr_global_threads_ops_t ob_threads = {.get = ob_get, .set = ob_set
 
 struct probe_case {
     nxr_ctx_t *ca;
+    pid_t main_tid;     /* the thread that makes runtime C */
     atomic_int go;      /* A's count is set */
-    atomic_int created; /* C's creation returned */
+    atomic_int making;  /* C's creation has begun */
+    atomic_int created; /* ... and returned */
     int created_during; /* ... while A's count was still set */
     int count_in_call;  /* OpenBLAS's count during A's call */
     int a_rc;
 };
 
+static bool making_c(void *p)
+{
+    return atomic_load(&((struct probe_case *)p)->making) != 0;
+}
+
+/* A's call, OpenBLAS's count set to 2: C's creation reaches its probe and
+ * must wait there (asleep, on the gate) until the count is back. */
 static void create_during(struct spy *s)
 {
     struct probe_case *c = s->arg;
     c->count_in_call = openblas_get_num_threads();
     atomic_store(&c->go, 1);
-    nxr_test_wait_at_least(&c->created, 1, HOLD_MS);
+    nxr_test_wait_asleep(c->main_tid, making_c, c, MEET_MS);
     c->created_during = atomic_load(&c->created);
 }
 
@@ -664,7 +690,7 @@ Test(runtime_two_runtimes, a_runtime_made_during_an_exclusive_call_records_the_r
         cr_skip_test("this OpenBLAS is sequential: it has no count to move");
     const int original = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    struct probe_case c = {0};
+    struct probe_case c = {.main_tid = tid_self()};
     struct spy s = {.during = create_during, .arg = &c};
     nxr_provider_desc_t d;
     nxr_provider_desc_init(&d);
@@ -687,6 +713,7 @@ Test(runtime_two_runtimes, a_runtime_made_during_an_exclusive_call_records_the_r
     pthread_t t = start(a_call_thread, &c);
     nxr_test_wait_at_least(&c.go, 1, MEET_MS);
     cr_assert_eq(atomic_load(&c.go), 1, "A's call started");
+    atomic_store(&c.making, 1);
     nxr_runtime_t *rc_rt = open_on(b);
     atomic_store(&c.created, 1);
     pthread_join(t, NULL);
