@@ -1,5 +1,5 @@
 /*
- * A service that already has a thread pool (examples/host_pool.c) hands it to
+ * A service that already has a thread pool (service/host_pool.c) hands it to
  * nxr as a cooperative domain on the CPUs the pool runs on, then runs an nxr
  * loop on it. Run: bazel run //examples:attach_pool  (`-- --json` also prints
  * nxr_runtime_describe's JSON with the pool attached).
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/pool_executor.h"
+#include "service/pool_executor.h"
 
 static void square(void *arg, size_t b, size_t e, unsigned worker)
 {

@@ -94,6 +94,16 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     }
     plan->tiles_n = ceil_div(args->n, plan->nc);
     plan->tiles_m = ceil_div(args->m, plan->mc);
+    if (parts > 1 && plan->tiles_m == 1 && plan->tiles_n < parts) {
+        /* One row block (few rows, e.g. a small batch through a weight
+         * matrix): split columns, so each part packs its own share of
+         * op(B) instead of every part packing all of it. Never below one
+         * micro-panel; bits are unchanged (each C element still sees the
+         * same kc slices in the same order). */
+        size_t nc = round_up(ceil_div(args->n, parts), isa->nr);
+        plan->nc = nc < plan->nc ? nc : plan->nc;
+        plan->tiles_n = ceil_div(args->n, plan->nc);
+    }
     if (parts > 1 && plan->tiles_m * plan->tiles_n < parts) {
         /* More, shorter row blocks (never below one micro-tile). */
         const size_t want_m = ceil_div(parts, plan->tiles_n);

@@ -1,22 +1,26 @@
 /*
  * nxr: the command-line face of the runtime.
  *
+ *     nxr demo [flags]      run an embedded inference service, one context per
+ *                           domain, against a flat team and OpenMP (tools/demo_cmd.c)
  *     nxr info [--json]     describe the runtime nxr builds on this machine
  *
- * Exit status: 0 on success, 1 when the runtime cannot be created (the
- * message says why), 2 on a usage error.
+ * Exit status: 0 on success, 1 when the runtime cannot be created or the
+ * run fails (the message says why), 2 on a usage error.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/nxr.h"
+#include "tools/demo_cmd.h"
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: nxr info [--json]\n"
+    fprintf(stderr, "usage: nxr demo [flags] | nxr info [--json]\n%s"
                     "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
-                    "  --json   one JSON object instead of text\n");
+                    "           --json: one JSON object instead of text\n",
+            nxr_tool_demo_usage);
     return 2;
 }
 
@@ -54,6 +58,8 @@ static int cmd_info(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "demo") == 0)
+        return nxr_tool_demo(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
         return cmd_info(argc - 2, argv + 2);
     return usage();

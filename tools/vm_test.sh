@@ -15,6 +15,10 @@
 # skip. Layouts: 2 nodes x 2 CPUs, and 4 nodes x 1 CPU. Output: one line per
 # binary (Criterion's synthesis), the last lines of a failing one, and a
 # per-VM total; exits non-zero when any binary fails or a VM does not report.
+# Each VM also runs `nxr demo` on tiny sizes (the demo check): every domain
+# must report weights_on_node = 1.0 (its replica's pages on its own node, as
+# move_pages says), placement verified, its requests computed on its own
+# CPUs, one domain per node, and matching outputs; --no-demo skips it.
 # Under TCG on a 2-CPU host a boot takes 10-40 s, the whole suite a few
 # minutes per VM.
 set -euo pipefail
@@ -34,11 +38,13 @@ fi
 
 node_counts=(2 4)
 tagged=0
+demo=1
 targets=()
 while (($#)); do
     case $1 in
         --nodes) node_counts=($2); shift 2 ;;
         --tagged) tagged=1; shift ;;
+        --no-demo) demo=0; shift ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -53,8 +59,10 @@ if ((${#targets[@]} == 0)); then
     ((${#targets[@]})) || { echo "vm_test.sh: no test matches $query" >&2; exit 2; }
 fi
 
-bazel build --color=no --curses=no "${targets[@]}" >/dev/null 2>&1 ||
-    bazel build "${targets[@]}"
+build=("${targets[@]}")
+((demo)) && build+=(//tools:nxr)
+bazel build --color=no --curses=no "${build[@]}" >/dev/null 2>&1 ||
+    bazel build "${build[@]}"
 bin_dir=$(bazel info bazel-bin 2>/dev/null)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nxr-vm.XXXXXX")
@@ -73,6 +81,12 @@ for t in "${targets[@]}"; do
     files+=(--file "$work/bin/$name")
     names+=("$name")
 done
+
+if ((demo)); then
+    objcopy --strip-debug "$bin_dir/tools/nxr" "$work/bin/nxr" 2>/dev/null ||
+        cp "$bin_dir/tools/nxr" "$work/bin/nxr"
+    files+=(--file "$work/bin/nxr")
+fi
 
 # The payload: runs each binary, prints one line each, the tail of a failing
 # one's output, and the total. Plain POSIX sh (busybox's applets in the VM).
@@ -95,6 +109,16 @@ for t in ${names[*]}; do
         grep -v '^\[----\]   *\$' "\$out" | tail -n 25 | sed 's/^/vm:   /'
     fi
 done
+if [ -x $work/bin/nxr ]; then
+    # The demo check: its JSON on one line, checked on the host.
+    if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
+        --layers 2 --json >/tmp/demo.json 2>/tmp/demo.err; then
+        echo "vm-demo-json \$(cat /tmp/demo.json)"
+    else
+        fail=\$((fail + 1))
+        echo "vm: nxr demo: FAILED: \$(cat /tmp/demo.err)"
+    fi
+fi
 echo "vm suite: \$pass passed, \$fail failed"
 [ \$fail -eq 0 ]
 EOF
@@ -134,7 +158,36 @@ for nodes in "${node_counts[@]}"; do
     rc=0
     run_vm "$nodes" "$cpn" "$work/vm-$nodes.log" || rc=$?
     # Only numa-vm's own lines, the guest's banner and the payload's lines.
-    grep -aE '^(vm|numa-vm|VM-EXIT)' "$work/vm-$nodes.log" || true
+    grep -aE '^(vm|numa-vm|VM-EXIT)' "$work/vm-$nodes.log" | grep -v '^vm-demo-json ' || true
+    if ((demo)); then
+        grep -a '^vm-demo-json ' "$work/vm-$nodes.log" | tail -n 1 | cut -d' ' -f2- >"$work/demo-$nodes.json" || true
+        python3 - "$work/demo-$nodes.json" "$nodes" <<'PY' || rc=1
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit("vm: nxr demo check: no JSON from the VM")
+nodes = int(sys.argv[2])
+bad = []
+if len(d["domains"]) != nodes:
+    bad.append("%d domains for %d nodes" % (len(d["domains"]), nodes))
+for x in d["domains"]:
+    if x["weights_on_node"] != 1.0:
+        bad.append("domain %d: weights_on_node %s" % (x["id"], x["weights_on_node"]))
+    if x["placement"] != "verified" or not x["ran_on"] or not set(x["ran_on"]) <= set(x["cpus"]):
+        bad.append("domain %d: placement %s, ran on %s, cpus %s" % (x["id"], x["placement"], x["ran_on"], x["cpus"]))
+    if x["requests"] == 0:
+        bad.append("domain %d served nothing" % x["id"])
+if d["outputs_match"] is not True:
+    bad.append("outputs differ: %s" % d["outputs"])
+for b in bad:
+    print("vm: nxr demo check: FAILED:", b)
+if not bad:
+    print("vm: nxr demo check: ok: %s" % ", ".join("domain %d node %d cpus %s weights_on_node %.2f ran on %s"
+          % (x["id"], x["node"], x["cpus"], x["weights_on_node"], x["ran_on"]) for x in d["domains"]))
+sys.exit(1 if bad else 0)
+PY
+    fi
     echo "== ${nodes}-node VM: $( ((rc == 0)) && echo passed || echo "FAILED (status $rc)") in $((SECONDS - start)) s"
     ((rc == 0)) || status=1
 done

@@ -1,19 +1,12 @@
 /* A plain pthread pool (see host_pool.h): one mutex, one FIFO, N threads. */
-#include "examples/host_pool.h"
+#include "service/host_pool.h"
 
-#include <errno.h>
 #include <stdlib.h>
-
-struct closure {
-    void (*fn)(void *);
-    void *arg;
-    struct closure *next;
-};
 
 struct host_pool {
     pthread_mutex_t lock;
     pthread_cond_t work;
-    struct closure *head, *tail;
+    struct host_pool_task *head, *tail;
     bool stopping;
     unsigned n;
     pthread_t *threads;
@@ -28,20 +21,19 @@ static void *pool_thread(void *p)
     struct host_pool *pool = p;
     current = pool;
     if (pool->pinned)
-        sched_setaffinity(0, sizeof(pool->cpus), &pool->cpus);
+        pthread_setaffinity_np(pthread_self(), sizeof(pool->cpus), &pool->cpus);
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         while (pool->head == NULL && !pool->stopping)
             pthread_cond_wait(&pool->work, &pool->lock);
-        struct closure *c = pool->head;
-        if (c == NULL)
+        struct host_pool_task *t = pool->head;
+        if (t == NULL)
             break; /* stopping and drained */
-        pool->head = c->next;
+        pool->head = t->next;
         if (pool->head == NULL)
             pool->tail = NULL;
         pthread_mutex_unlock(&pool->lock);
-        c->fn(c->arg);
-        free(c);
+        t->run(t); /* may free t: not touched after this */
         pthread_mutex_lock(&pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
@@ -50,6 +42,8 @@ static void *pool_thread(void *p)
 
 struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus)
 {
+    if (threads == 0)
+        return NULL;
     struct host_pool *pool = calloc(1, sizeof(*pool));
     if (pool == NULL)
         return NULL;
@@ -74,6 +68,8 @@ struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus)
 
 void host_pool_stop(struct host_pool *pool)
 {
+    if (pool == NULL)
+        return;
     pthread_mutex_lock(&pool->lock);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->work);
@@ -86,21 +82,17 @@ void host_pool_stop(struct host_pool *pool)
     free(pool);
 }
 
-int host_pool_post(struct host_pool *pool, void (*fn)(void *), void *arg)
+void host_pool_post(struct host_pool *pool, struct host_pool_task *task)
 {
-    struct closure *c = malloc(sizeof(*c));
-    if (c == NULL)
-        return -ENOMEM;
-    *c = (struct closure){.fn = fn, .arg = arg};
+    task->next = NULL;
     pthread_mutex_lock(&pool->lock);
     if (pool->tail != NULL)
-        pool->tail->next = c;
+        pool->tail->next = task;
     else
-        pool->head = c;
-    pool->tail = c;
+        pool->head = task;
+    pool->tail = task;
     pthread_cond_signal(&pool->work);
     pthread_mutex_unlock(&pool->lock);
-    return 0;
 }
 
 bool host_pool_is_own_thread(const struct host_pool *pool)

@@ -1,9 +1,9 @@
 /*
- * host_pool as an nxr_executor (see pool_executor.h). Every participant and
- * item runs on the pool's own threads, never on the caller: the pool's
- * declared CPU set is where nxr's work runs.
+ * host_pool as an nxr_executor (see pool_executor.h). One allocation per
+ * install or submit holds the batch and one pool task per participant or
+ * item, so a batch is either posted whole or (no memory) not at all.
  */
-#include "examples/pool_executor.h"
+#include "service/pool_executor.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -11,9 +11,17 @@
 
 static atomic_long refs;
 
+struct batch;
+
+struct slot {
+    struct host_pool_task task; /* first: run() gets it back as the slot */
+    struct batch *b;
+    size_t index;
+};
+
 /* A count-down latch for one install or submit. */
 struct batch {
-    atomic_uint left;
+    atomic_size_t left;
     nxr_region_fn region;
     nxr_item_fn item;
     void *arg;
@@ -23,16 +31,13 @@ struct batch {
     pthread_mutex_t lock;
     pthread_cond_t finished;
     bool over;
-};
-
-struct slot {
-    struct batch *b;
-    size_t index;
+    struct slot slots[];
 };
 
 static void finish(struct batch *b)
 {
-    if (atomic_fetch_sub(&b->left, 1) != 1)
+    /* acq_rel: the last one out sees every other slot's writes. */
+    if (atomic_fetch_sub_explicit(&b->left, 1, memory_order_acq_rel) != 1)
         return;
     if (b->done != NULL) { /* submit: nobody waits on the latch */
         nxr_done_fn done = b->done;
@@ -47,45 +52,52 @@ static void finish(struct batch *b)
     pthread_mutex_unlock(&b->lock);
 }
 
-static void run_slot(void *p)
+static void run_slot(struct host_pool_task *t)
 {
-    struct slot *s = p;
+    struct slot *s = (struct slot *)t;
     struct batch *b = s->b;
     if (b->region != NULL)
         b->region(b->arg, (unsigned)s->index, b->count);
     else
         b->item(b->arg, s->index);
-    free(s);
     finish(b);
 }
 
-static int post_all(struct host_pool *pool, struct batch *b, size_t count)
+static struct batch *batch_alloc(size_t count)
 {
-    for (size_t i = 0; i < count; i++) {
-        struct slot *s = malloc(sizeof(*s));
-        if (s == NULL)
-            abort(); /* an example: a real service would unwind */
-        s->b = b;
-        s->index = i;
-        if (host_pool_post(pool, run_slot, s) != 0)
-            abort();
-    }
-    return 0;
+    struct batch *b = calloc(1, sizeof(*b) + count * sizeof(struct slot));
+    if (b == NULL)
+        return NULL;
+    atomic_init(&b->left, count);
+    for (size_t i = 0; i < count; i++)
+        b->slots[i] = (struct slot){.task = {.run = run_slot}, .b = b, .index = i};
+    return b;
+}
+
+static void post_all(struct host_pool *pool, struct batch *b, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        host_pool_post(pool, &b->slots[i].task);
 }
 
 static int pool_install(void *self, nxr_region_fn fn, void *arg, unsigned count)
 {
-    struct batch b = {.region = fn, .arg = arg, .count = count};
-    atomic_init(&b.left, count);
-    pthread_mutex_init(&b.lock, NULL);
-    pthread_cond_init(&b.finished, NULL);
-    post_all(self, &b, count);
-    pthread_mutex_lock(&b.lock);
-    while (!b.over)
-        pthread_cond_wait(&b.finished, &b.lock);
-    pthread_mutex_unlock(&b.lock);
-    pthread_cond_destroy(&b.finished);
-    pthread_mutex_destroy(&b.lock);
+    struct batch *b = batch_alloc(count);
+    if (b == NULL)
+        return -ENOMEM;
+    b->region = fn;
+    b->arg = arg;
+    b->count = count;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->finished, NULL);
+    post_all(self, b, count);
+    pthread_mutex_lock(&b->lock);
+    while (!b->over)
+        pthread_cond_wait(&b->finished, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+    pthread_cond_destroy(&b->finished);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
     return 0;
 }
 
@@ -96,15 +108,15 @@ static int pool_submit(void *self, nxr_item_fn fn, void *arg, size_t count, nxr_
         done(done_arg);
         return 0;
     }
-    struct batch *b = calloc(1, sizeof(*b));
+    struct batch *b = batch_alloc(count);
     if (b == NULL)
         return -ENOMEM;
     b->item = fn;
     b->arg = arg;
     b->done = done;
     b->done_arg = done_arg;
-    atomic_init(&b->left, (unsigned)count);
-    return post_all(self, b, count);
+    post_all(self, b, count);
+    return 0;
 }
 
 static void pool_retain(void *self)

@@ -1,0 +1,410 @@
+/* `nxr demo` as a library (see demo.h). */
+#include "service/demo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/compare.h"
+#include "service/load.h"
+#include "service/model.h"
+#include "service/omp_path.h"
+#include "service/server.h"
+#include "service/stream.h"
+#include "service/weights.h"
+
+#define MAX_DOMAINS 64
+#define MAX_WEIGHT_BYTES ((size_t)4 << 30)
+
+void svc_demo_config_init(struct svc_demo_config *c)
+{
+    *c = (struct svc_demo_config){
+        .requests = 4000,
+        .clients = 4,
+        .batch_min = 1,
+        .batch_max = 16,
+        .hidden = 256,
+        .layers = 8,
+        .vocab = 512,
+        .domains = NULL,
+        .executor = SVC_EXECUTOR_NXR,
+        .seed = 1,
+        .compare = true,
+        .rounds = 8,
+        .split_rows = 8,
+        .time_budget_s = 25.0,
+    };
+}
+
+int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t errsz)
+{
+    if (c->requests < 1 || c->requests > 10000000)
+        snprintf(err, errsz, "--requests: %zu is outside 1..10000000", c->requests);
+    else if (c->clients < 1 || c->clients > 256)
+        snprintf(err, errsz, "--clients: %u is outside 1..256", c->clients);
+    else if (c->batch_min < 1 || c->batch_min > c->batch_max || c->batch_max > 1024)
+        snprintf(err, errsz, "--batch: %zu-%zu is not MIN-MAX with 1 <= MIN <= MAX <= 1024",
+                 c->batch_min, c->batch_max);
+    else if (c->hidden < 8 || c->hidden > 8192)
+        snprintf(err, errsz, "--hidden: %zu is outside 8..8192", c->hidden);
+    else if (c->layers < 1 || c->layers > 256)
+        snprintf(err, errsz, "--layers: %zu is outside 1..256", c->layers);
+    else if (c->vocab < 1 || c->rounds < 1)
+        snprintf(err, errsz, "vocab and rounds must be positive");
+    else {
+        struct svc_model_shape s = svc_model_shape_make(c->hidden, c->layers, c->vocab);
+        size_t bytes = svc_model_floats(&s) * sizeof(float);
+        if (bytes <= MAX_WEIGHT_BYTES)
+            return 0;
+        snprintf(err, errsz, "--hidden/--layers: %zu x %zu needs %.1f GiB of weights per domain "
+                 "(at most 4 GiB)", c->hidden, c->layers, (double)bytes / (1 << 30));
+    }
+    return -EINVAL;
+}
+
+/* Everything a run holds, torn down in reverse by teardown(). */
+struct run {
+    const struct svc_demo_config *c;
+    struct svc_model_shape shape;
+    nxr_runtime_t *rt, *flat_rt;
+    struct svc_attached attached;
+    struct svc_replica replicas[MAX_DOMAINS];
+    size_t domains;
+    float *master;
+    struct svc_server *server, *flat;
+    struct svc_omp_path *omp;
+};
+
+static void teardown(struct run *run)
+{
+    svc_server_stop(run->server);
+    svc_server_stop(run->flat);
+    svc_omp_path_stop(run->omp);
+    for (size_t i = 0; i < run->domains; i++)
+        svc_replica_destroy(&run->replicas[i]);
+    nxr_runtime_destroy(run->flat_rt);
+    nxr_runtime_destroy(run->rt); /* drains, then releases attached executors */
+    svc_attached_release(&run->attached);
+    free(run->master);
+}
+
+static void settle(void)
+{
+    /* Long enough for the previous path's idle threads to stop spinning
+     * (nxr's NXR_SPIN ~0.1 ms, libgomp's a few ms): no path pays for
+     * another's spin. */
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
+{
+    const struct svc_demo_config *c = run->c;
+    char why[512] = "";
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = c->domains;
+    o.errbuf = why;
+    o.errbuf_size = sizeof(why);
+    int rc = nxr_runtime_create(&run->rt, &o);
+    if (rc != 0) {
+        *bad_input = c->domains != NULL;
+        snprintf(res->error, sizeof(res->error), "%s%s%s%s", c->domains ? "--domains: " : "runtime: ",
+                 nxr_strerror(rc), why[0] ? ": " : "", why);
+        return rc;
+    }
+    run->domains = nxr_runtime_domain_count(run->rt);
+    if (run->domains > MAX_DOMAINS) {
+        snprintf(res->error, sizeof(res->error), "%zu domains (the demo serves at most %d)",
+                 run->domains, MAX_DOMAINS);
+        return -EINVAL;
+    }
+
+    /* Weights: one master copy from the seed, one replica per domain. */
+    const size_t floats = svc_model_floats(&run->shape);
+    run->master = malloc(floats * sizeof(float));
+    if (run->master == NULL) {
+        snprintf(res->error, sizeof(res->error), "out of memory for the weights");
+        return -ENOMEM;
+    }
+    svc_model_fill(&run->shape, c->seed, run->master);
+    res->weights_mib = (double)(floats * sizeof(float)) / (1 << 20);
+    for (size_t i = 0; i < run->domains; i++) {
+        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        rc = svc_replica_create(&run->replicas[i], d, run->master, floats * sizeof(float));
+        if (rc != 0) {
+            snprintf(res->error, sizeof(res->error), "weights on domain %d: %s", nxr_domain_id(d),
+                     nxr_strerror(rc));
+            return rc;
+        }
+    }
+
+    rc = svc_attach_executors(run->rt, c->executor, &run->attached, why, sizeof(why));
+    if (rc != 0) {
+        *bad_input = true;
+        snprintf(res->error, sizeof(res->error), "--executor %s: cannot be attached: %s",
+                 svc_executor_name(c->executor), why);
+        return rc;
+    }
+
+    struct svc_slot_decl slots[MAX_DOMAINS];
+    for (size_t i = 0; i < run->domains; i++) {
+        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        slots[i] = (struct svc_slot_decl){
+            .domain_id = c->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : run->attached.ids[i],
+            .bind = nxr_domain_cpuset(d),
+            .weights = run->replicas[i].w,
+            .memory = d,
+        };
+    }
+    struct svc_server_opts so = {.shape = run->shape, .split_rows = c->split_rows};
+    rc = svc_server_start(&run->server, run->rt, slots, run->domains, &so, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(res->error, sizeof(res->error), "serving threads: %s", why);
+        return rc;
+    }
+    if (!c->compare)
+        return 0;
+
+    /* Flat: one declared domain over the whole allowed set. */
+    hwloc_const_bitmap_t allowed = nxr_runtime_allowed_cpus(run->rt);
+    char decl[160];
+    snprintf(decl, sizeof(decl), "0:");
+    hwloc_bitmap_list_snprintf(decl + 2, sizeof(decl) - 2, allowed);
+    hwloc_bitmap_list_snprintf(res->flat_cpus, sizeof(res->flat_cpus), allowed);
+    res->flat_weights_node = nxr_domain_node(nxr_runtime_domain_at(run->rt, 0));
+    nxr_runtime_opts_init(&o);
+    o.domains = decl;
+    o.errbuf = why;
+    o.errbuf_size = sizeof(why);
+    rc = nxr_runtime_create(&run->flat_rt, &o);
+    struct svc_slot_decl flat = {.domain_id = 0, .bind = NULL, .weights = run->replicas[0].w};
+    if (rc == 0)
+        rc = svc_server_start(&run->flat, run->flat_rt, &flat, 1, &so, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(res->error, sizeof(res->error), "flat path: %s: %s", nxr_strerror(rc), why);
+        return rc;
+    }
+    res->omp_threads = (unsigned)hwloc_bitmap_weight(allowed);
+    rc = svc_omp_path_start(&run->omp, &run->shape, run->replicas[0].w, res->omp_threads);
+    if (rc != 0)
+        snprintf(res->error, sizeof(res->error), "OpenMP path: %s", nxr_strerror(rc));
+    return rc;
+}
+
+enum { PATH_NXR, PATH_FLAT, PATH_OMP, PATHS };
+
+struct path {
+    svc_submit_fn submit;
+    void *service;
+    double *latency; /* per request of the stream */
+    int *slot;
+    double wall_s;
+    size_t served;   /* requests answered in all rounds (its own throughput) */
+    float *out;      /* this round's outputs */
+};
+
+static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_demo_result *res)
+{
+    const struct svc_demo_config *c = run->c;
+    struct svc_stream stream = {.shape = run->shape, .seed = c->seed, .batch_min = c->batch_min,
+                                .batch_max = c->batch_max};
+    int rc = 0;
+    /* Warm-up: pools, lazy thread starts and caches, for every path; not counted. */
+    struct svc_round warm;
+    size_t warm_n = c->requests < 4 * (size_t)c->clients ? c->requests : 4 * (size_t)c->clients;
+    if ((rc = svc_round_make(&warm, &stream, 0, warm_n)) != 0)
+        return rc;
+    double *lat = calloc(warm_n, sizeof(double));
+    int *slot = calloc(warm_n, sizeof(int));
+    float *out = malloc(warm.total_rows * run->shape.vocab * sizeof(float));
+    if (lat == NULL || slot == NULL || out == NULL)
+        rc = -ENOMEM;
+    for (size_t p = 0; p < npaths && rc == 0; p++) {
+        struct svc_load_result lr = {.latency_ms = lat, .slot = slot};
+        rc = svc_load_run(&warm, &run->shape, c->clients, paths[p].submit, paths[p].service, out,
+                          0, &lr);
+    }
+    free(lat);
+    free(slot);
+    free(out);
+    svc_round_free(&warm);
+    if (rc != 0) {
+        snprintf(res->error, sizeof(res->error), "warm-up: %s", nxr_strerror(rc));
+        return rc;
+    }
+    svc_server_reset_stats(run->server);
+
+    const size_t rounds = c->rounds < c->requests ? c->rounds : c->requests;
+    const size_t steps = rounds * npaths;
+    /* Each path gets an equal slice of the time budget per round; one that
+     * runs out of it (a fork-join team on a loaded machine) stops sending,
+     * and the round counts the prefix of requests every path answered. */
+    const long long slice_ns =
+        c->time_budget_s > 0 ? (long long)(c->time_budget_s * 1e9 / (double)steps) : 0;
+    size_t stream_first = 0, compared = 0, step = 0;
+    size_t served[PATHS] = {0}; /* also where each path's next latency goes */
+    res->rounds_planned = rounds;
+    res->flat_identical = true;
+    res->omp_max_diff = 0.0;
+    for (size_t r = 0; r < rounds && rc == 0; r++) {
+        size_t count = c->requests / rounds + (r < c->requests % rounds ? 1 : 0);
+        struct svc_round round;
+        if ((rc = svc_round_make(&round, &stream, stream_first, count)) != 0)
+            break;
+        const size_t nout = round.total_rows * run->shape.vocab;
+        for (size_t p = 0; p < npaths && rc == 0; p++)
+            if ((paths[p].out = malloc(nout * sizeof(float))) == NULL)
+                rc = -ENOMEM;
+        size_t common = count;
+        for (size_t k = 0; k < npaths && rc == 0; k++) {
+            const size_t p = (r + k) % npaths; /* the order rotates every round */
+            struct path *P = &paths[p];
+            settle();
+            struct svc_load_result lr = {.latency_ms = P->latency + served[p],
+                                         .slot = P->slot + served[p]};
+            long long deadline = slice_ns > 0 ? svc_now_ns() + slice_ns : 0;
+            rc = svc_load_run(&round, &run->shape, c->clients, P->submit, P->service, P->out,
+                              deadline, &lr);
+            P->wall_s += lr.wall_s;
+            served[p] += lr.served;
+            if (lr.served < common)
+                common = lr.served;
+            if (c->progress != NULL)
+                c->progress(c->progress_arg, ++step, steps);
+        }
+        if (common < count)
+            res->stopped_early = true;
+        const size_t ncommon = (common < count ? round.offset[common] : round.total_rows) *
+                               run->shape.vocab;
+        if (rc == 0 && npaths == PATHS) {
+            if (!svc_outputs_identical(paths[PATH_NXR].out, paths[PATH_FLAT].out, ncommon))
+                res->flat_identical = false;
+            double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_OMP].out, ncommon);
+            if (d > res->omp_max_diff)
+                res->omp_max_diff = d;
+        }
+        for (size_t p = 0; p < npaths; p++) {
+            free(paths[p].out);
+            paths[p].out = NULL;
+        }
+        svc_round_free(&round);
+        stream_first += count;
+        compared += common;
+        res->rounds_run = r + 1;
+    }
+    res->requests_compared = compared;
+    for (size_t p = 0; p < npaths; p++)
+        paths[p].served = served[p];
+    if (rc != 0)
+        snprintf(res->error, sizeof(res->error), "serving: %s", nxr_strerror(rc));
+    return rc;
+}
+
+/* Throughput and latency percentiles over everything the path answered
+ * (all of the stream, unless the time budget cut its rounds short). */
+static struct svc_path_result summarise(const struct path *p)
+{
+    const size_t n = p->served;
+    struct svc_path_result r = {.ran = true, .requests = n, .wall_s = p->wall_s};
+    r.requests_per_s = p->wall_s > 0 ? (double)n / p->wall_s : 0.0;
+    double *v = malloc(n * sizeof(double));
+    if (v != NULL) {
+        memcpy(v, p->latency, n * sizeof(double));
+        r.latency = svc_latency_summarise(v, n);
+        free(v);
+    }
+    return r;
+}
+
+static void describe_domains(struct run *run, const struct path *nxr, struct svc_demo_result *res)
+{
+    const size_t n = nxr->served;
+    double *v = malloc(n * sizeof(double));
+    hwloc_bitmap_t ran = hwloc_bitmap_alloc();
+    res->domain_count = run->domains;
+    for (size_t i = 0; i < run->domains; i++) {
+        struct svc_domain_result *D = &res->domains[i];
+        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        const nxr_domain_t *served = svc_server_slot_domain(run->server, i);
+        D->id = nxr_domain_id(d);
+        D->node = nxr_domain_node(d);
+        hwloc_bitmap_list_snprintf(D->cpus, sizeof(D->cpus), nxr_domain_cpuset(d));
+        D->placement = nxr_placement_name(nxr_domain_placement(served));
+        D->admission = nxr_admission_name(nxr_domain_admission(served));
+        D->binding = nxr_mem_binding_name(nxr_domain_mem_binding(d));
+        D->workers = nxr_domain_workers(served);
+        D->budget = nxr_domain_budget(served);
+        struct svc_slot_stats st;
+        svc_server_slot_stats(run->server, i, &st, ran);
+        D->requests = (size_t)st.served;
+        D->split_requests = (size_t)st.split;
+        D->requests_per_s = nxr->wall_s > 0 ? (double)st.served / nxr->wall_s : 0.0;
+        hwloc_bitmap_list_snprintf(D->ran_on, sizeof(D->ran_on), ran);
+        D->ran_inside = hwloc_bitmap_isincluded(ran, nxr_domain_cpuset(d));
+        size_t k = 0;
+        for (size_t j = 0; v != NULL && j < n; j++)
+            if (nxr->slot[j] == (int)i)
+                v[k++] = nxr->latency[j];
+        if (v != NULL)
+            D->latency = svc_latency_summarise(v, k);
+        svc_replica_verify(&run->replicas[i]); /* again, after serving: nothing moved */
+        D->weights_on_node = run->replicas[i].on_node;
+        D->weight_pages = run->replicas[i].pages;
+        D->weight_pages_on_node = run->replicas[i].pages_on_node;
+        nxr_pool_stats(d, &D->pool);
+    }
+    hwloc_bitmap_free(ran);
+    free(v);
+}
+
+int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, bool *bad_input)
+{
+    memset(res, 0, sizeof(*res));
+    *bad_input = false;
+    res->config = *c;
+    if (svc_demo_config_check(c, res->error, sizeof(res->error)) != 0) {
+        *bad_input = true;
+        return -EINVAL;
+    }
+    struct run run = {.c = c, .shape = svc_model_shape_make(c->hidden, c->layers, c->vocab)};
+    struct path paths[PATHS] = {0};
+    int rc = start(&run, res, bad_input);
+    size_t npaths = c->compare ? PATHS : 1;
+    for (size_t p = 0; p < npaths && rc == 0; p++) {
+        paths[p].latency = calloc(c->requests, sizeof(double));
+        paths[p].slot = calloc(c->requests, sizeof(int));
+        if (paths[p].latency == NULL || paths[p].slot == NULL) {
+            rc = -ENOMEM;
+            snprintf(res->error, sizeof(res->error), "out of memory for the latencies");
+        }
+    }
+    if (rc == 0) {
+        paths[PATH_NXR].submit = svc_server_submit;
+        paths[PATH_NXR].service = run.server;
+        if (c->compare) {
+            paths[PATH_FLAT].submit = svc_server_submit;
+            paths[PATH_FLAT].service = run.flat;
+            paths[PATH_OMP].submit = svc_omp_path_submit;
+            paths[PATH_OMP].service = run.omp;
+        }
+        rc = serve(&run, paths, npaths, res);
+    }
+    if (rc == 0) {
+        res->nxr = summarise(&paths[PATH_NXR]);
+        if (c->compare) {
+            res->flat = summarise(&paths[PATH_FLAT]);
+            res->omp = summarise(&paths[PATH_OMP]);
+            res->outputs_match = res->flat_identical && res->omp_max_diff <= SVC_OMP_TOLERANCE;
+        }
+        describe_domains(&run, &paths[PATH_NXR], res);
+    }
+    for (size_t p = 0; p < PATHS; p++) {
+        free(paths[p].latency);
+        free(paths[p].slot);
+    }
+    teardown(&run);
+    return rc;
+}

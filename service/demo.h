@@ -1,0 +1,110 @@
+/*
+ * `nxr demo`: the whole run, as a library (tools/nxr.c parses the flags
+ * and prints; the tests and the VM check read its JSON).
+ *
+ *  1. A runtime with one domain per NUMA node (or --domains), the weights
+ *     replicated into each domain's node-local memory and their pages
+ *     checked (service/weights.h), a serving thread bound to each domain
+ *     (service/server.h); with --executor openmp|pool the domains run on
+ *     attached executors instead of nxr's teams (service/attach.h).
+ *  2. The peers, unless --no-compare: flat (a second runtime with one
+ *     declared domain over every allowed CPU, the same server, weights of
+ *     the first domain only: a NUMA-unaware service) and OpenMP
+ *     (service/omp_path.h).
+ *  3. The same request stream (service/stream.h) served by every path in
+ *     alternating rounds, the path order rotating each round, so machine
+ *     noise hits each alike; a short warm-up per path first (not counted).
+ *  4. After each round the outputs are compared (service/compare.h).
+ *  5. Past config.time_budget_s (default 25 s) the run stops at the next
+ *     round boundary and says so: a peer that collapses on a loaded
+ *     machine cannot make the demo run for minutes.
+ */
+#ifndef NXR_SERVICE_DEMO_H
+#define NXR_SERVICE_DEMO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/nxr.h"
+#include "service/attach.h"
+#include "service/stats.h"
+
+struct svc_demo_config {
+    size_t requests;            /* per path (--requests) */
+    unsigned clients;           /* --clients */
+    size_t batch_min, batch_max; /* --batch MIN-MAX */
+    size_t hidden, layers;      /* --hidden, --layers */
+    size_t vocab;               /* head width (fixed: 512) */
+    const char *domains;        /* --domains (NXR_DOMAINS grammar), NULL: default */
+    enum svc_executor executor; /* --executor */
+    uint64_t seed;              /* --seed */
+    bool compare;               /* false with --no-compare */
+    size_t rounds;              /* rounds the stream is cut into */
+    size_t split_rows;          /* requests with >= this many rows run INNER */
+    /* Seconds of serving after which the run stops at the next round
+     * boundary (every path has then served the same requests); 0: none. */
+    double time_budget_s;
+    /* Called after each path's round (progress bar); may be NULL. */
+    void (*progress)(void *arg, size_t done, size_t total);
+    void *progress_arg;
+};
+
+/* The defaults: about 1 ms per request on one core of the 2-CPU machine
+ * nxr is developed on, the whole run well under 30 s. */
+void svc_demo_config_init(struct svc_demo_config *c);
+
+/* Checks sizes and ranges. 0, or -EINVAL with err naming the flag
+ * ("--hidden: ..."). */
+int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t errsz);
+
+struct svc_path_result {
+    bool ran;
+    size_t requests;
+    double wall_s, requests_per_s;
+    struct svc_latency latency;
+};
+
+struct svc_domain_result {
+    int id, node;             /* the domain served (not an attached executor's id) */
+    char cpus[128];           /* its CPU list */
+    char ran_on[128];         /* CPUs its requests' computations started on */
+    bool ran_inside;          /* ran_on is inside cpus */
+    const char *placement, *admission, *binding;
+    unsigned workers, budget;
+    size_t requests, split_requests;
+    double requests_per_s;
+    struct svc_latency latency;
+    double weights_on_node;   /* -1: the domain has no node */
+    size_t weight_pages, weight_pages_on_node;
+    struct nxr_pool_stats pool;
+};
+
+struct svc_demo_result {
+    struct svc_demo_config config;
+    double weights_mib;       /* one replica */
+    struct svc_path_result nxr, flat, omp;
+    size_t domain_count;
+    struct svc_domain_result domains[64];
+    char flat_cpus[128];
+    int flat_weights_node;
+    unsigned omp_threads;
+    size_t rounds_planned, rounds_run;
+    size_t requests_compared; /* answered by every path: the outputs compared */
+    bool stopped_early;       /* the time budget cut a round short */
+    /* Comparison (when config.compare). */
+    bool flat_identical;
+    double omp_max_diff;
+    bool outputs_match;
+    char error[256];          /* why a run failed */
+};
+
+/*
+ * Runs the demo. Returns 0 and fills *res; on bad input -EINVAL with
+ * *bad_input set and res->error naming the flag; on any other failure a
+ * negative status with res->error saying what failed. Either way nothing
+ * is left running.
+ */
+int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, bool *bad_input);
+
+#endif /* NXR_SERVICE_DEMO_H */

@@ -1,0 +1,233 @@
+/* The demo's report (see report.h). */
+#include "service/report.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/compare.h"
+
+static double ratio(double a, double b)
+{
+    return b > 0 ? a / b : 0.0;
+}
+
+/* A CPU list "0-2,5" as a JSON array [0,1,2,5]. */
+static void json_cpus(FILE *f, const char *list)
+{
+    fputc('[', f);
+    bool first = true;
+    for (const char *p = list; *p != '\0';) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p)
+            break;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long c = lo; c <= hi; c++) {
+            fprintf(f, "%s%ld", first ? "" : ",", c);
+            first = false;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+    fputc(']', f);
+}
+
+static void json_path(FILE *f, const char *name, const struct svc_path_result *p)
+{
+    if (!p->ran) {
+        fprintf(f, "\"%s\":null,", name);
+        return;
+    }
+    fprintf(f,
+            "\"%s\":{\"requests\":%zu,\"requests_per_s\":%.1f,\"p50_ms\":%.4f,\"p95_ms\":%.4f,"
+            "\"p99_ms\":%.4f,\"max_ms\":%.4f,\"wall_s\":%.4f",
+            name, p->requests, p->requests_per_s, p->latency.p50_ms, p->latency.p95_ms,
+            p->latency.p99_ms, p->latency.max_ms, p->wall_s);
+}
+
+static const char *met(bool ok)
+{
+    return ok ? "met" : "missed";
+}
+
+void svc_report_json(FILE *f, const struct svc_demo_result *r)
+{
+    const struct svc_demo_config *c = &r->config;
+    const struct svc_path_result *n = &r->nxr;
+    fprintf(f,
+            "{\"requests\":%zu,\"requests_per_s\":%.1f,\"p50_ms\":%.4f,\"p95_ms\":%.4f,"
+            "\"p99_ms\":%.4f,\"max_ms\":%.4f,\"wall_s\":%.4f,",
+            n->requests, n->requests_per_s, n->latency.p50_ms, n->latency.p95_ms,
+            n->latency.p99_ms, n->latency.max_ms, n->wall_s);
+    fprintf(f, "\"domains\":[");
+    for (size_t i = 0; i < r->domain_count; i++) {
+        const struct svc_domain_result *d = &r->domains[i];
+        fprintf(f, "%s{\"id\":%d,\"node\":%d,\"cpus\":", i ? "," : "", d->id, d->node);
+        json_cpus(f, d->cpus);
+        fprintf(f,
+                ",\"requests\":%zu,\"split_requests\":%zu,\"requests_per_s\":%.1f,"
+                "\"p50_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,",
+                d->requests, d->split_requests, d->requests_per_s, d->latency.p50_ms,
+                d->latency.p95_ms, d->latency.p99_ms);
+        if (d->weights_on_node < 0)
+            fprintf(f, "\"weights_on_node\":null,");
+        else
+            fprintf(f, "\"weights_on_node\":%.4f,", d->weights_on_node);
+        fprintf(f,
+                "\"weight_pages\":%zu,\"weight_pages_on_node\":%zu,\"memory_binding\":\"%s\","
+                "\"placement\":\"%s\",\"admission\":\"%s\",\"workers\":%u,\"budget\":%u,"
+                "\"ran_on\":",
+                d->weight_pages, d->weight_pages_on_node, d->binding, d->placement, d->admission,
+                d->workers, d->budget);
+        json_cpus(f, d->ran_on);
+        fprintf(f,
+                ",\"ran_inside\":%s,\"pool\":{\"cached_bytes\":%zu,\"outstanding\":%zu,"
+                "\"hits\":%llu,\"misses\":%llu,\"drops\":%llu}}",
+                d->ran_inside ? "true" : "false", d->pool.cached_bytes, d->pool.outstanding,
+                (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,
+                (unsigned long long)d->pool.drops);
+    }
+    fprintf(f, "],");
+    json_path(f, "flat", &r->flat);
+    if (r->flat.ran) {
+        fprintf(f, ",\"cpus\":");
+        json_cpus(f, r->flat_cpus);
+        fprintf(f, ",\"weights_node\":%d},", r->flat_weights_node);
+    }
+    json_path(f, "omp", &r->omp);
+    if (r->omp.ran)
+        fprintf(f, ",\"threads\":%u},", r->omp_threads);
+    if (c->compare) {
+        const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
+        const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
+        const double tail = ratio(n->latency.p99_ms, n->latency.p50_ms);
+        fprintf(f,
+                "\"outputs_match\":%s,\"outputs\":{\"flat\":\"%s\",\"omp\":\"%s\","
+                "\"omp_max_abs_diff\":%.3g,\"omp_tolerance\":%g},",
+                r->outputs_match ? "true" : "false",
+                r->flat_identical ? "bit-identical" : "differs",
+                r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within-tolerance" : "differs",
+                r->omp_max_diff, SVC_OMP_TOLERANCE);
+        fprintf(f,
+                "\"ratios\":{\"rps_nxr_over_omp\":%.3f,\"p99_nxr_over_omp\":%.3f,"
+                "\"p99_over_p50\":%.3f,\"rps_nxr_over_flat\":%.3f,\"p99_nxr_over_flat\":%.3f},",
+                rps, p99, tail, ratio(n->requests_per_s, r->flat.requests_per_s),
+                ratio(n->latency.p99_ms, r->flat.latency.p99_ms));
+        fprintf(f,
+                "\"goals\":{\"rps_nxr_over_omp\":{\"goal\":\">= %.1f\",\"status\":\"%s\"},"
+                "\"p99_nxr_over_omp\":{\"goal\":\"<= %.1f\",\"status\":\"%s\"},"
+                "\"p99_over_p50\":{\"goal\":\"<= %.0f\",\"status\":\"%s\"}},",
+                SVC_GOAL_RPS_VS_OMP, met(rps >= SVC_GOAL_RPS_VS_OMP), SVC_GOAL_P99_VS_OMP,
+                met(p99 <= SVC_GOAL_P99_VS_OMP), SVC_GOAL_P99_OVER_P50,
+                met(tail <= SVC_GOAL_P99_OVER_P50));
+    } else {
+        fprintf(f, "\"outputs_match\":null,");
+    }
+    fprintf(f, "\"rounds\":%zu,\"rounds_planned\":%zu,\"stopped_early\":%s,"
+               "\"requests_compared\":%zu,",
+            r->rounds_run, r->rounds_planned, r->stopped_early ? "true" : "false",
+            r->requests_compared);
+    fprintf(f, "\"executor\":\"%s\",", svc_executor_name(c->executor));
+    fprintf(f,
+            "\"config\":{\"requests\":%zu,\"clients\":%u,\"batch_min\":%zu,\"batch_max\":%zu,"
+            "\"batch_distribution\":\"log-uniform\",\"hidden\":%zu,\"ffn\":%zu,\"layers\":%zu,"
+            "\"vocab\":%zu,\"weights_mib\":%.2f,\"domains\":",
+            c->requests, c->clients, c->batch_min, c->batch_max, c->hidden, 4 * c->hidden,
+            c->layers, c->vocab, r->weights_mib);
+    if (c->domains != NULL) {
+        fputc('"', f);
+        for (const char *p = c->domains; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                fputc('\\', f);
+            if ((unsigned char)*p >= 0x20)
+                fputc(*p, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs("null", f);
+    }
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(f, ",\"omp_wait_policy\":\"%s\"", wait != NULL && strlen(wait) < 32 && !strchr(wait, '"')
+                                                 ? wait : "default");
+    fprintf(f,
+            ",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
+            "\"split_rows\":%zu,\"time_budget_s\":%g}}\n",
+            svc_executor_name(c->executor), (unsigned long long)c->seed,
+            c->compare ? "true" : "false", c->rounds, c->split_rows, c->time_budget_s);
+}
+
+static void text_path(FILE *f, const char *name, const struct svc_path_result *p)
+{
+    fprintf(f, "  %-40s %9.0f %8.3f %8.3f %8.3f\n", name, p->requests_per_s, p->latency.p50_ms,
+            p->latency.p95_ms, p->latency.p99_ms);
+}
+
+void svc_report_text(FILE *f, const struct svc_demo_result *r)
+{
+    const struct svc_demo_config *c = &r->config;
+    const struct svc_path_result *n = &r->nxr;
+    fprintf(f,
+            "nxr demo: %zu MLP blocks, hidden %zu (ffn %zu), vocab %zu: %.1f MiB of weights per "
+            "replica\n"
+            "          %zu requests per path, batch %zu-%zu rows (log-uniform), %u clients, seed "
+            "%llu, executor %s\n\n",
+            c->layers, c->hidden, 4 * c->hidden, c->vocab, r->weights_mib, c->requests,
+            c->batch_min, c->batch_max, c->clients, (unsigned long long)c->seed,
+            svc_executor_name(c->executor));
+    fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
+            "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node", "placement");
+    for (size_t i = 0; i < r->domain_count; i++) {
+        const struct svc_domain_result *d = &r->domains[i];
+        char on[32];
+        if (d->weights_on_node < 0)
+            snprintf(on, sizeof(on), "(no node)");
+        else
+            snprintf(on, sizeof(on), "%.1f%% of %zu pg", 100.0 * d->weights_on_node,
+                     d->weight_pages);
+        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f %8.3f  %-15s %s, %u workers, ran on %s%s\n",
+                d->id, d->node, d->cpus, d->requests, d->requests_per_s, d->latency.p50_ms,
+                d->latency.p95_ms, d->latency.p99_ms, on, d->placement, d->workers, d->ran_on[0] ? d->ran_on : "-",
+                d->ran_inside ? "" : " (OUTSIDE the domain)");
+        fprintf(f, "  %-6s pool: %llu hits, %llu misses, %zu outstanding; %zu requests split\n", "",
+                (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,
+                d->pool.outstanding, d->split_requests);
+    }
+    if (r->stopped_early)
+        fprintf(f, "\n  the %.0f s time budget cut rounds short: each path's figures are over the "
+                   "requests it answered; outputs compared over the %zu every path answered\n",
+                c->time_budget_s, r->requests_compared);
+    fprintf(f, "\n  %-40s %9s %8s %8s %8s\n", "path", "req/s", "p50 ms", "p95 ms", "p99 ms");
+    text_path(f, "nxr: one context per domain", n);
+    if (!c->compare) {
+        fprintf(f, "\n(--no-compare: no peers ran)\n");
+        return;
+    }
+    char name[192];
+    snprintf(name, sizeof(name), "flat: one team on %s, weights node %d", r->flat_cpus,
+             r->flat_weights_node);
+    text_path(f, name, &r->flat);
+    snprintf(name, sizeof(name), "OpenMP: omp parallel for, %u threads", r->omp_threads);
+    text_path(f, name, &r->omp);
+    const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
+    const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
+    const double tail = ratio(n->latency.p99_ms, n->latency.p50_ms);
+    fprintf(f, "\noutputs: flat %s nxr; OpenMP %s (max |diff| %.2g, tolerance %g): %s\n",
+            r->flat_identical ? "bit-identical to" : "DIFFERS from",
+            r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance" : "OUT of tolerance",
+            r->omp_max_diff, SVC_OMP_TOLERANCE, r->outputs_match ? "match" : "MISMATCH");
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(f, "OpenMP ran with OMP_WAIT_POLICY=%s%s\n", wait != NULL ? wait : "unset",
+            wait != NULL ? "" : " (libgomp's default: idle threads spin before they sleep; a "
+                                "shared machine punishes that)");
+    fprintf(f, "ratios (same run, paths interleaved):\n");
+    fprintf(f, "  req/s nxr / OpenMP  %6.2f   goal >= %.1f  %s\n", rps, SVC_GOAL_RPS_VS_OMP,
+            met(rps >= SVC_GOAL_RPS_VS_OMP));
+    fprintf(f, "  p99   nxr / OpenMP  %6.2f   goal <= %.1f  %s\n", p99, SVC_GOAL_P99_VS_OMP,
+            met(p99 <= SVC_GOAL_P99_VS_OMP));
+    fprintf(f, "  p99 / p50 (nxr)     %6.2f   goal <= %.0f    %s\n", tail, SVC_GOAL_P99_OVER_P50,
+            met(tail <= SVC_GOAL_P99_OVER_P50));
+    fprintf(f, "  req/s nxr / flat    %6.2f   (one NUMA node: ~1 expected; see docs)\n",
+            ratio(n->requests_per_s, r->flat.requests_per_s));
+}

@@ -1,0 +1,21 @@
+/*
+ * The demo's report: a human table or one JSON object (keys documented in
+ * README "What `nxr demo` shows"), including the benchmark ratios against
+ * the peers measured in the same run and whether each goal was met.
+ */
+#ifndef NXR_SERVICE_REPORT_H
+#define NXR_SERVICE_REPORT_H
+
+#include <stdio.h>
+
+#include "service/demo.h"
+
+/* The goals the demo checks itself against (issue 11). */
+#define SVC_GOAL_RPS_VS_OMP     1.2 /* nxr req/s >= 1.2x OpenMP's */
+#define SVC_GOAL_P99_VS_OMP     0.8 /* nxr p99 <= 0.8x OpenMP's */
+#define SVC_GOAL_P99_OVER_P50   5.0 /* nxr p99 <= 5x its own p50 */
+
+void svc_report_text(FILE *f, const struct svc_demo_result *r);
+void svc_report_json(FILE *f, const struct svc_demo_result *r);
+
+#endif /* NXR_SERVICE_REPORT_H */

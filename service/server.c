@@ -1,0 +1,410 @@
+/* The nxr serving path (see server.h). */
+#include "service/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "service/binding.h"
+#include "service/queue.h"
+
+#define CPU_WORDS 16 /* CPUs 0..1023 recorded */
+
+struct slot {
+    struct svc_server *server;
+    size_t index;
+    nxr_ctx_t *ctx;
+    const nxr_domain_t *domain, *memory;
+    hwloc_bitmap_t bind;
+    const float *weights;
+    struct svc_queue queue;
+    /* Workers free to take a small request: at most `budget` small
+     * requests are handed to the domain at once, so a big one waits for at
+     * most one small request per worker, then has the whole domain.
+     * Under the queue's lock. */
+    unsigned credits, budget;
+    pthread_t thread;
+    bool started;
+    /* Rows routed here and not completed: the router's load signal.
+     * Relaxed everywhere: a heuristic, stale values only skew routing. */
+    _Alignas(64) atomic_size_t outstanding;
+    atomic_ullong served, split, errors;
+    _Atomic uint64_t cpu_bits[CPU_WORDS];
+};
+
+struct svc_server {
+    struct svc_server_opts opts;
+    size_t scratch_rows_max;
+    size_t n;
+    /* Start handshake: each serving thread reports its binding once. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t reported;
+    int start_status;
+    atomic_size_t turn; /* the router's round-robin start */
+    struct slot slots[];
+};
+
+static void record_cpu(struct slot *s, struct svc_request *r)
+{
+    int cpu = sched_getcpu();
+    r->cpu = cpu;
+    if (cpu >= 0 && cpu < CPU_WORDS * 64)
+        atomic_fetch_or_explicit(&s->cpu_bits[cpu / 64], UINT64_C(1) << (cpu % 64),
+                                 memory_order_relaxed);
+}
+
+/* Computes r on slot s from the calling thread: in place inside a task
+ * body, split over the domain from the serving thread. */
+static int compute(struct slot *s, struct svc_request *r)
+{
+    record_cpu(s, r);
+    const struct svc_model_shape *shape = &s->server->opts.shape;
+    nxr_buffer_t *scratch;
+    int rc = nxr_buffer_acquire(s->memory, svc_model_scratch_floats(shape, r->rows) * sizeof(float),
+                                &scratch);
+    if (rc != 0)
+        return rc;
+    rc = svc_model_forward(&svc_ops_nxr, s->ctx, shape, s->weights, r->rows, r->input, r->output,
+                           nxr_buffer_data(scratch));
+    nxr_buffer_release(scratch);
+    return rc;
+}
+
+static void finish(struct slot *s, struct svc_request *r, int rc)
+{
+    atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
+    if (r->split)
+        atomic_fetch_add_explicit(&s->split, 1, memory_order_relaxed);
+    if (rc != 0)
+        atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->outstanding, r->rows, memory_order_relaxed);
+    svc_request_complete(r, rc);
+}
+
+static bool is_big(const struct slot *s, const struct svc_request *r)
+{
+    const size_t split_rows = s->server->opts.split_rows;
+    return split_rows > 0 && r->rows >= split_rows;
+}
+
+/* A big request takes the whole domain only when nothing else could use a
+ * worker: every worker free and no other request waiting. With other work
+ * around, request-level parallelism beats splitting one request (a split
+ * is a fork-join per kernel, and it must wait for every worker). */
+static bool split_now(const struct slot *s, const struct svc_request *r, unsigned free)
+{
+    return is_big(s, r) && free == s->budget && r->next == NULL;
+}
+
+/* Admission (under the queue's lock): the head runs split (see split_now,
+ * marked in r->split, no credit taken: the serving thread runs it), or as a
+ * task on a worker's credit, or waits for a credit. */
+static bool admit(void *arg, const struct svc_request *r)
+{
+    struct slot *s = arg;
+    if (split_now(s, r, s->credits)) {
+        ((struct svc_request *)r)->split = true;
+        return true;
+    }
+    if (s->credits == 0)
+        return false;
+    s->credits--;
+    return true;
+}
+
+/* Further requests for the same batch: any that has a credit. */
+static bool admit_task(void *arg, const struct svc_request *r)
+{
+    struct slot *s = arg;
+    (void)r;
+    if (s->credits == 0)
+        return false;
+    s->credits--;
+    return true;
+}
+
+static bool credit_back(struct svc_queue *q, void *arg)
+{
+    (void)q;
+    struct slot *s = arg;
+    s->credits++;
+    return true; /* the serving thread may admit something now */
+}
+
+/* A worker that finished a request keeps its credit and takes the next
+ * one itself: no hand-off through the serving thread, no worker going to
+ * sleep and waking again. Otherwise (nothing queued, or the next request
+ * should take the whole domain once this worker is free) it gives the
+ * credit back. Under the queue's lock. */
+struct next {
+    struct slot *slot;
+    struct svc_request *r;
+};
+
+static bool next_or_release(struct svc_queue *q, void *arg)
+{
+    struct next *n = arg;
+    if (q->head != NULL && !split_now(n->slot, q->head, n->slot->credits + 1)) {
+        n->r = svc_queue_pop_locked(q);
+        return false;
+    }
+    n->r = NULL;
+    n->slot->credits++;
+    return q->head != NULL; /* the serving thread may split it now */
+}
+
+/* Small requests handed to the domain's workers together: one job, one
+ * task per request. The task that finishes last frees the batch. */
+struct batch {
+    struct slot *slot;
+    atomic_size_t left;
+    size_t n;
+    struct svc_request *reqs[];
+};
+
+/* A small request, as a task on one of the domain's workers. */
+static int small_task(void *arg, size_t index)
+{
+    struct batch *b = arg;
+    struct slot *s = b->slot;
+    struct svc_request *r = b->reqs[index];
+    while (r != NULL) {
+        int rc = compute(s, r);
+        /* The next request (or the credit back) before the answer: once
+         * every client has its answer the server may stop, and nothing may
+         * touch the slot after. */
+        struct next n = {.slot = s};
+        svc_queue_update(&s->queue, next_or_release, &n);
+        finish(s, r, rc);
+        r = n.r;
+    }
+    /* acq_rel: the freeing task sees the others' last reads of b. */
+    if (atomic_fetch_sub_explicit(&b->left, 1, memory_order_acq_rel) == 1)
+        free(b);
+    return 0; /* each request carries its own status; the job has none */
+}
+
+/* Submits b's requests as one job; on failure answers them with the error. */
+static void flush(struct slot *s, struct batch *b)
+{
+    atomic_init(&b->left, b->n);
+    int rc = nxr_submit(s->ctx, b->n, small_task, b, NULL);
+    if (rc != 0) {
+        for (size_t i = 0; i < b->n; i++) {
+            svc_queue_update(&s->queue, credit_back, s);
+            finish(s, b->reqs[i], rc);
+        }
+        free(b);
+    }
+}
+
+static void report_start(struct svc_server *srv, int status)
+{
+    pthread_mutex_lock(&srv->lock);
+    if (status != 0 && srv->start_status == 0)
+        srv->start_status = status;
+    srv->reported++;
+    pthread_cond_signal(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+}
+
+static void *serving_thread(void *p)
+{
+    struct slot *s = p;
+    char name[16];
+    snprintf(name, sizeof(name), "svc-d%d", nxr_domain_id(s->domain));
+    pthread_setname_np(pthread_self(), name);
+    int rc = svc_bind_thread(s->bind);
+    report_start(s->server, rc);
+    if (rc != 0)
+        return NULL;
+    struct svc_request *r;
+    while ((r = svc_queue_take_if(&s->queue, admit, s, true)) != NULL) {
+        if (r->split) {
+            /* Every worker is free and nothing else waits: the request's
+             * kernels split over the whole domain, this thread taking part. */
+            finish(s, r, compute(s, r));
+            continue;
+        }
+        /* A task: with it, every request that can go now, as one job
+         * (an executor that runs a job before submit returns, like the
+         * OpenMP adapter, still runs them side by side). */
+        struct batch *b = malloc(sizeof(*b) + s->budget * sizeof(b->reqs[0]));
+        if (b == NULL) {
+            svc_queue_update(&s->queue, credit_back, s);
+            finish(s, r, -ENOMEM);
+            continue;
+        }
+        b->slot = s;
+        b->n = 0;
+        b->reqs[b->n++] = r;
+        while (b->n < s->budget &&
+               (r = svc_queue_take_if(&s->queue, admit_task, s, false)) != NULL)
+            b->reqs[b->n++] = r;
+        flush(s, b);
+    }
+    return NULL;
+}
+
+static void stop_slots(struct svc_server *srv, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        svc_queue_close(&srv->slots[i].queue);
+    for (size_t i = 0; i < n; i++) {
+        struct slot *s = &srv->slots[i];
+        if (s->started)
+            pthread_join(s->thread, NULL);
+        svc_queue_destroy(&s->queue);
+        nxr_ctx_destroy(s->ctx);
+        if (s->bind != NULL)
+            hwloc_bitmap_free(s->bind);
+    }
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}
+
+int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct svc_slot_decl *slots,
+                     size_t n, const struct svc_server_opts *opts, char *err, size_t errsz)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL || slots == NULL || n == 0 || opts == NULL)
+        return -EINVAL;
+    struct svc_server *srv = calloc(1, sizeof(*srv) + n * sizeof(struct slot));
+    if (srv == NULL)
+        return -ENOMEM;
+    srv->opts = *opts;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->cond, NULL);
+    int rc = 0;
+    size_t made = 0, started = 0;
+    for (; made < n && rc == 0; made++) {
+        struct slot *s = &srv->slots[made];
+        s->server = srv;
+        s->index = made;
+        s->weights = slots[made].weights;
+        svc_queue_init(&s->queue);
+        rc = nxr_ctx_create(&s->ctx, rt, slots[made].domain_id);
+        if (rc != 0) {
+            snprintf(err, errsz, "slot %zu: context on domain %d: %s", made, slots[made].domain_id,
+                     nxr_strerror(rc));
+            made++;
+            break;
+        }
+        s->domain = nxr_ctx_domain(s->ctx);
+        s->memory = slots[made].memory != NULL ? slots[made].memory : s->domain;
+        s->budget = s->credits = nxr_ctx_budget(s->ctx);
+        hwloc_const_bitmap_t bind =
+            slots[made].bind != NULL ? slots[made].bind : nxr_domain_cpuset(s->domain);
+        s->bind = bind != NULL ? hwloc_bitmap_dup(bind) : NULL;
+        if (s->bind == NULL) {
+            rc = bind == NULL ? -EINVAL : -ENOMEM;
+            snprintf(err, errsz, "slot %zu: domain %d has no CPU set to bind to", made,
+                     slots[made].domain_id);
+        }
+    }
+    for (; rc == 0 && started < n; started++) {
+        struct slot *s = &srv->slots[started];
+        rc = -pthread_create(&s->thread, NULL, serving_thread, s);
+        if (rc != 0) {
+            snprintf(err, errsz, "slot %zu: serving thread: %s", started, nxr_strerror(rc));
+            break;
+        }
+        s->started = true;
+    }
+    pthread_mutex_lock(&srv->lock);
+    while (srv->reported < started)
+        pthread_cond_wait(&srv->cond, &srv->lock);
+    if (rc == 0 && srv->start_status != 0) {
+        rc = srv->start_status;
+        snprintf(err, errsz, "a serving thread could not be bound to its domain: %s",
+                 nxr_strerror(rc));
+    }
+    pthread_mutex_unlock(&srv->lock);
+    srv->n = made;
+    if (rc != 0) {
+        stop_slots(srv, made);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
+int svc_server_submit(void *server, struct svc_request *r)
+{
+    struct svc_server *srv = server;
+    /* Ties go round-robin (the scan starts one slot further each time), so
+     * an idle service spreads even one client's requests over its domains. */
+    const size_t start = atomic_fetch_add_explicit(&srv->turn, 1, memory_order_relaxed) % srv->n;
+    struct slot *best = NULL;
+    size_t least = SIZE_MAX;
+    for (size_t k = 0; k < srv->n; k++) {
+        struct slot *s = &srv->slots[(start + k) % srv->n];
+        size_t o = atomic_load_explicit(&s->outstanding, memory_order_relaxed);
+        if (o < least) {
+            least = o;
+            best = s;
+        }
+    }
+    r->slot = (int)best->index;
+    r->path_data = best;
+    atomic_fetch_add_explicit(&best->outstanding, r->rows, memory_order_relaxed);
+    if (!svc_queue_push(&best->queue, r)) {
+        atomic_fetch_sub_explicit(&best->outstanding, r->rows, memory_order_relaxed);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+size_t svc_server_slots(const struct svc_server *s)
+{
+    return s->n;
+}
+
+const nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot)
+{
+    return slot < s->n ? s->slots[slot].domain : NULL;
+}
+
+void svc_server_slot_stats(const struct svc_server *srv, size_t slot, struct svc_slot_stats *out,
+                           hwloc_bitmap_t cpus)
+{
+    const struct slot *s = &srv->slots[slot];
+    out->served = atomic_load_explicit(&s->served, memory_order_relaxed);
+    out->split = atomic_load_explicit(&s->split, memory_order_relaxed);
+    out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
+    if (cpus == NULL)
+        return;
+    hwloc_bitmap_zero(cpus);
+    for (unsigned w = 0; w < CPU_WORDS; w++) {
+        uint64_t bits = atomic_load_explicit(&s->cpu_bits[w], memory_order_relaxed);
+        for (unsigned b = 0; b < 64; b++)
+            if (bits & (UINT64_C(1) << b))
+                hwloc_bitmap_set(cpus, w * 64 + b);
+    }
+}
+
+void svc_server_reset_stats(struct svc_server *srv)
+{
+    for (size_t i = 0; i < srv->n; i++) {
+        struct slot *s = &srv->slots[i];
+        atomic_store_explicit(&s->served, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->split, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->errors, 0, memory_order_relaxed);
+        for (unsigned w = 0; w < CPU_WORDS; w++)
+            atomic_store_explicit(&s->cpu_bits[w], 0, memory_order_relaxed);
+    }
+}
+
+void svc_server_stop(struct svc_server *s)
+{
+    if (s != NULL)
+        stop_slots(s, s->n);
+}

@@ -1,0 +1,88 @@
+/*
+ * The nxr serving path: one serving thread per slot (a slot is one domain:
+ * a context, the thread bound to the domain's CPUs, a request queue and the
+ * weight replica on the domain's node). Clients submit requests; the
+ * server routes each to the slot with the fewest rows outstanding (ties
+ * round-robin); the
+ * slot's serving thread takes requests in arrival order and
+ *   - submits each as one task (nxr_submit): it runs on one of the
+ *     domain's workers, its kernels sequentially in place, so the domain
+ *     serves as many requests at once as it has workers, with no fork-join
+ *     per kernel. At most `budget` are out at once (one credit per
+ *     worker); a worker that finishes one takes the next itself;
+ *   - except a big request (at least split_rows rows) that finds every
+ *     worker free and nobody behind it: that one the serving thread runs
+ *     itself, its kernels split over the whole domain (INNER), the serving
+ *     thread taking part, because no other request could use the idle
+ *     workers.
+ * Nothing spins: serving threads sleep on their queue, clients on their
+ * request, workers park (NXR_SPIN) when idle.
+ *
+ * The same server runs on managed domains (nxr's teams), on a declared
+ * domain covering the allowed set (the flat path) and on attached
+ * executors (--executor openmp|pool).
+ */
+#ifndef NXR_SERVICE_SERVER_H
+#define NXR_SERVICE_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/nxr.h"
+#include "service/model.h"
+#include "service/request.h"
+
+struct svc_server;
+
+struct svc_slot_decl {
+    int domain_id;             /* the domain the slot's context runs on */
+    hwloc_const_bitmap_t bind; /* CPUs the serving thread is bound to; NULL: the domain's */
+    const float *weights;      /* the slot's replica (borrowed) */
+    const nxr_domain_t *memory; /* whose pool request scratch comes from; NULL: the
+                                   context's domain (attach mode: the original one) */
+};
+
+struct svc_server_opts {
+    struct svc_model_shape shape;
+    size_t split_rows; /* requests with at least this many rows run INNER (0: never) */
+};
+
+/* Per-slot counters, read after a run. */
+struct svc_slot_stats {
+    uint64_t served;     /* requests completed */
+    uint64_t split;      /* of which ran INNER */
+    uint64_t errors;     /* of which failed */
+};
+
+/* Opens a context per slot and starts its serving thread, which binds
+ * itself and reports back before this returns. Returns 0 and *out, or the
+ * first error (-EINVAL, NXR_ENODOMAIN, NXR_EPLACEMENT: a serving thread
+ * could not be bound, -EAGAIN, -ENOMEM) with err naming the slot; then
+ * nothing is left running. The runtime must outlive the server. */
+int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct svc_slot_decl *slots,
+                     size_t n, const struct svc_server_opts *opts, char *err, size_t errsz);
+
+/* Routes r to a slot (fewest outstanding rows; ties: round-robin) and
+ * queues it. Returns 0, or -ESHUTDOWN after stop began. Any thread; the
+ * signature of svc_submit_fn (service/load.h). */
+int svc_server_submit(void *server, struct svc_request *r);
+
+size_t svc_server_slots(const struct svc_server *s);
+/* Fills *out with slot's counters and, when cpus is not NULL, sets cpus to
+ * the CPUs its requests' computations started on (read with sched_getcpu
+ * on the thread that computed them). */
+void svc_server_slot_stats(const struct svc_server *s, size_t slot, struct svc_slot_stats *out,
+                           hwloc_bitmap_t cpus);
+const nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot);
+
+/* Clears every slot's counters (between warm-up and measurement). Only
+ * while no request is in flight. */
+void svc_server_reset_stats(struct svc_server *s);
+
+/* Stops the serving threads after they took every queued request, closes
+ * the contexts and frees the server. Requests already handed to workers
+ * complete on their own (the runtime drains them at destroy). NULL is a
+ * no-op. */
+void svc_server_stop(struct svc_server *s);
+
+#endif /* NXR_SERVICE_SERVER_H */

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# `nxr demo` end to end, on tiny sizes (no timing is checked anywhere):
+#  - its JSON has every key the issue lists, the request counts add up, every
+#    domain served from its own CPUs with its placement verified, the weights
+#    are on the domain's node wherever memory could be bound there;
+#  - outputs match: flat bit-identical to nxr, OpenMP within tolerance;
+#  - attach mode (--executor pool, openmp) serves the same requests, same bits;
+#  - on a synthetic 2-node machine (CPUs clipped to the allowed set) both
+#    domains serve requests (skipped, with the reason, on fewer than 2 CPUs);
+#  - bad input exits 2 with one line naming the flag, and prints nothing on
+#    stdout.
+set -euo pipefail
+nxr=$1
+# No time budget: every path serves every request however loaded the machine.
+tiny=(--requests 48 --clients 3 --batch 1-9 --hidden 32 --layers 2 --seed 7 --time-budget 0)
+
+check() { # file [executor]
+    python3 - "$@" <<'PY'
+import json, os, sys
+path, want_exec = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "nxr")
+d = json.load(open(path))
+for k in ("requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "domains", "flat", "omp",
+          "outputs_match", "executor", "config"):
+    assert k in d, ("missing key", k)
+for k in ("requests_per_s", "p50_ms", "p99_ms"):
+    for p in ("flat", "omp"):
+        assert k in d[p], ("missing", p, k)
+        assert d[p][k] > 0, (p, k, d[p][k])
+assert d["executor"] == want_exec, d["executor"]
+c = d["config"]
+assert (c["requests"], c["clients"], c["batch_min"], c["batch_max"], c["hidden"], c["layers"],
+        c["seed"], c["executor"]) == (48, 3, 1, 9, 32, 2, 7, want_exec), c
+assert d["requests"] == 48 and d["flat"]["requests"] == 48 and d["omp"]["requests"] == 48, d
+assert d["stopped_early"] is False and d["rounds"] == d["rounds_planned"] == d["config"]["rounds"], d
+assert d["outputs_match"] is True, d["outputs"]
+assert d["outputs"]["flat"] == "bit-identical", d["outputs"]
+assert d["outputs"]["omp_max_abs_diff"] <= d["outputs"]["omp_tolerance"], d["outputs"]
+assert 0 < d["p50_ms"] <= d["p95_ms"] <= d["p99_ms"], d
+allowed = set(os.sched_getaffinity(0))
+served = 0
+for dom in d["domains"]:
+    for k in ("id", "node", "cpus", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms",
+              "weights_on_node", "placement"):
+        assert k in dom, ("missing domain key", k, dom)
+    assert set(dom["cpus"]) <= allowed, dom
+    assert set(dom["ran_on"]) <= set(dom["cpus"]) and dom["ran_inside"], dom
+    if want_exec == "nxr":
+        assert dom["placement"] == "verified" and dom["admission"] == "managed", dom
+    elif want_exec == "pool":
+        assert dom["placement"] == "declared" and dom["admission"] == "cooperative", dom
+    else:
+        assert dom["placement"] == "none" and dom["admission"] == "caller-managed", dom
+    w = dom["weights_on_node"]
+    assert w is None or 0.0 <= w <= 1.0, dom
+    if dom["memory_binding"] == "bound":
+        assert w == 1.0 and dom["weight_pages_on_node"] == dom["weight_pages"] > 0, dom
+    assert dom["pool"]["outstanding"] == 0, dom
+    served += dom["requests"]
+assert served == 48, ("domains served", served)
+print("%s: %d domain(s), outputs match (omp max diff %g)" %
+      (want_exec, len(d["domains"]), d["outputs"]["omp_max_abs_diff"]))
+PY
+}
+
+"$nxr" demo "${tiny[@]}" --json > demo.json
+check demo.json
+"$nxr" demo "${tiny[@]}" > demo.txt
+grep -q "flat bit-identical to nxr" demo.txt
+grep -q "req/s nxr / OpenMP" demo.txt
+
+for e in pool openmp; do
+    "$nxr" demo "${tiny[@]}" --executor "$e" --json > "demo-$e.json"
+    check "demo-$e.json" "$e"
+done
+
+"$nxr" demo "${tiny[@]}" --no-compare --json > nocompare.json
+python3 -c '
+import json; d = json.load(open("nocompare.json"))
+assert d["flat"] is None and d["omp"] is None and d["outputs_match"] is None, d
+assert d["requests"] == 48 and d["config"]["compare"] is False, d'
+
+# Two synthetic nodes, one CPU each (the first two allowed CPUs).
+ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+if ((ncpu >= 2)); then
+    NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1" \
+        "$nxr" demo "${tiny[@]}" --clients 1 --json > two.json
+    python3 -c '
+import json; d = json.load(open("two.json"))
+doms = d["domains"]
+assert [x["id"] for x in doms] == [0, 3], doms
+for x in doms:
+    assert x["requests"] > 0, ("a domain served nothing", x)
+    assert len(x["cpus"]) == 1 and x["ran_on"] == x["cpus"], x
+assert sum(x["requests"] for x in doms) == 48 and d["outputs_match"] is True, d
+print("synthetic 2 nodes:", [(x["id"], x["requests"]) for x in doms])'
+else
+    echo "SKIP synthetic 2-node demo: needs 2 allowed CPUs, this process has $ncpu"
+fi
+
+# Bad input: exit 2, one line on stderr naming the flag, nothing on stdout.
+bad() { # flag-named-in-message args...
+    local want=$1
+    shift
+    set +e
+    "$nxr" demo "$@" > bad.out 2> bad.err
+    local rc=$?
+    set -e
+    [[ $rc -eq 2 ]] || { echo "demo $*: exit $rc, want 2"; cat bad.err; exit 1; }
+    [[ $(wc -l < bad.err) -eq 1 ]] || { echo "demo $*: not one line:"; cat bad.err; exit 1; }
+    grep -q -- "$want" bad.err || { echo "demo $*: message does not name $want:"; cat bad.err; exit 1; }
+    [[ ! -s bad.out ]] || { echo "demo $*: printed on stdout"; exit 1; }
+}
+bad --requests --requests 0
+bad --requests --requests abc
+bad --requests --requests=-5
+bad --requests --requests
+bad --clients --clients 1000
+bad --batch --batch 5-2
+bad --batch --batch 8
+bad --batch --batch 0-4
+bad --hidden --hidden 4
+bad --hidden --hidden 8192 --layers 256
+bad --layers --layers 0
+bad --seed --seed x
+bad --time-budget --time-budget -1
+bad --executor --executor tbb
+bad --domains --domains "0:0;1:0"
+bad --domains --domains "zz"
+bad --json --json=yes
+bad --bogus --bogus
+echo "bad input: all exit 2"

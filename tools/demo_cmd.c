@@ -1,0 +1,210 @@
+/*
+ * `nxr demo` flags (see usage below): parsed strictly, every value checked
+ * before anything starts; a bad one is a one-line error naming the flag
+ * and exit status 2. The progress bar goes to stderr, only when it is a
+ * terminal.
+ */
+#include "tools/demo_cmd.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "service/demo.h"
+#include "service/report.h"
+
+const char nxr_tool_demo_usage[] =
+    "  demo     run an embedded inference service, one context per domain, against a flat\n"
+    "           team and OpenMP on the same requests; flags:\n"
+    "             --requests N     requests per path (default 4000)\n"
+    "             --clients N      concurrent closed-loop clients (default 4)\n"
+    "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
+    "             --hidden N       model width (default 256; ffn = 4 x hidden)\n"
+    "             --layers N       MLP blocks (default 8)\n"
+    "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
+    "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
+    "             --seed N         weights and requests (default 1)\n"
+    "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
+    "                              0: none, every path serves every request)\n"
+    "             --no-compare     serve with nxr only\n"
+    "             --json           one JSON object instead of the table\n";
+
+static int bad(const char *flag, const char *fmt, const char *value)
+{
+    fprintf(stderr, "nxr demo: %s: ", flag);
+    fprintf(stderr, fmt, value);
+    fputc('\n', stderr);
+    return 2;
+}
+
+/* A decimal integer in [lo, hi], the whole string. */
+static int parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (v[0] < '0' || v[0] > '9')
+        return bad(flag, "'%s' is not a non-negative integer", v);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return bad(flag, "'%s' is not a non-negative integer", v);
+    if (x < lo || x > hi) {
+        fprintf(stderr, "nxr demo: %s: %s is outside %" PRIu64 "..%" PRIu64 "\n", flag, v, lo, hi);
+        return 2;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_batch(const char *v, size_t *lo, size_t *hi)
+{
+    const char *dash = strchr(v, '-');
+    char a[32], b[32];
+    if (dash == NULL || (size_t)(dash - v) >= sizeof(a) || strlen(dash + 1) >= sizeof(b) ||
+        dash == v || dash[1] == '\0')
+        return bad("--batch", "'%s' is not MIN-MAX (e.g. 1-16)", v);
+    memcpy(a, v, (size_t)(dash - v));
+    a[dash - v] = '\0';
+    strcpy(b, dash + 1);
+    uint64_t x, y;
+    if (parse_size("--batch", a, 1, 1024, &x) != 0 || parse_size("--batch", b, 1, 1024, &y) != 0)
+        return 2;
+    if (x > y)
+        return bad("--batch", "'%s': MIN is above MAX", v);
+    *lo = (size_t)x;
+    *hi = (size_t)y;
+    return 0;
+}
+
+static void progress(void *arg, size_t done, size_t total)
+{
+    (void)arg;
+    const int width = 30;
+    int filled = (int)((double)done / (double)total * width);
+    fprintf(stderr, "\r  serving [%.*s%*s] %zu/%zu rounds", filled,
+            "##############################", width - filled, "", done, total);
+    if (done == total)
+        fprintf(stderr, "\r%*s\r", width + 40, "");
+    fflush(stderr);
+}
+
+/* The OpenMP path calls OpenBLAS's GEMM from every OpenMP thread, so
+ * OpenBLAS must run one thread per call. Its process-wide setter is not
+ * enough: a pthreads OpenBLAS starts its own thread pool when it loads,
+ * which then competes with every path for the CPUs. Only
+ * OPENBLAS_NUM_THREADS=1 at load stops that, so the demo sets it and
+ * re-executes itself once (nxr's own kernels are native by default and do
+ * not use OpenBLAS). */
+static void openblas_single_threaded(char **argv_full)
+{
+    const char *v = getenv("OPENBLAS_NUM_THREADS");
+    if (v != NULL && strcmp(v, "1") == 0)
+        return;
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv_full);
+    /* No re-exec (no /proc): run on; the OpenMP path then shares the CPUs
+     * with OpenBLAS's idle pool. */
+}
+
+int nxr_tool_demo(int argc, char **argv)
+{
+    openblas_single_threaded(argv - 2);
+    struct svc_demo_config c;
+    svc_demo_config_init(&c);
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        char *flag = argv[i];
+        const char *value = NULL;
+        char name[32];
+        char *eq = strchr(flag, '=');
+        if (strncmp(flag, "--", 2) == 0 && eq != NULL && (size_t)(eq - flag) < sizeof(name)) {
+            memcpy(name, flag, (size_t)(eq - flag));
+            name[eq - flag] = '\0';
+            flag = name;
+            value = eq + 1;
+        }
+        if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0) {
+            if (value != NULL)
+                return bad(flag, "takes no value (got '%s')", value);
+            if (strcmp(flag, "--json") == 0)
+                json = true;
+            else
+                c.compare = false;
+            continue;
+        }
+        static const char *const with_value[] = {"--requests", "--clients", "--batch",
+                                                 "--hidden",   "--layers",  "--domains",
+                                                 "--executor", "--seed",    "--time-budget"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
+            known |= strcmp(flag, with_value[k]) == 0;
+        if (!known) {
+            fprintf(stderr, "nxr demo: %s: unknown flag (see nxr --help)\n", flag);
+            return 2;
+        }
+        if (value == NULL) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "nxr demo: %s: needs a value\n", flag);
+                return 2;
+            }
+            value = argv[++i];
+        }
+        uint64_t x;
+        int rc = 0;
+        if (strcmp(flag, "--requests") == 0) {
+            if ((rc = parse_size(flag, value, 1, 10000000, &x)) == 0)
+                c.requests = (size_t)x;
+        } else if (strcmp(flag, "--clients") == 0) {
+            if ((rc = parse_size(flag, value, 1, 256, &x)) == 0)
+                c.clients = (unsigned)x;
+        } else if (strcmp(flag, "--batch") == 0) {
+            rc = parse_batch(value, &c.batch_min, &c.batch_max);
+        } else if (strcmp(flag, "--hidden") == 0) {
+            if ((rc = parse_size(flag, value, 8, 8192, &x)) == 0)
+                c.hidden = (size_t)x;
+        } else if (strcmp(flag, "--layers") == 0) {
+            if ((rc = parse_size(flag, value, 1, 256, &x)) == 0)
+                c.layers = (size_t)x;
+        } else if (strcmp(flag, "--seed") == 0) {
+            if ((rc = parse_size(flag, value, 0, UINT64_MAX, &x)) == 0)
+                c.seed = x;
+        } else if (strcmp(flag, "--time-budget") == 0) {
+            if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
+                c.time_budget_s = (double)x;
+        } else if (strcmp(flag, "--domains") == 0) {
+            if (value[0] == '\0')
+                return bad(flag, "%sis empty", "");
+            c.domains = value;
+        } else if (strcmp(flag, "--executor") == 0) {
+            if (svc_executor_parse(value, &c.executor) != 0)
+                return bad(flag, "'%s' is not nxr, openmp or pool", value);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    if (isatty(STDERR_FILENO)) {
+        c.progress = progress;
+        c.progress_arg = NULL;
+    }
+    struct svc_demo_result *res = malloc(sizeof(*res));
+    if (res == NULL) {
+        fprintf(stderr, "nxr demo: out of memory\n");
+        return 1;
+    }
+    bool bad_input;
+    int rc = svc_demo_run(&c, res, &bad_input);
+    if (rc != 0) {
+        fprintf(stderr, "nxr demo: %s\n", res->error);
+        free(res);
+        return bad_input ? 2 : 1;
+    }
+    if (json)
+        svc_report_json(stdout, res);
+    else
+        svc_report_text(stdout, res);
+    free(res);
+    return 0;
+}
