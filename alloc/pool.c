@@ -58,7 +58,8 @@ int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, 
     *out = NULL;
     struct nxr__arena *arena;
     char why[256];
-    int rc = nxr__arena_create(&arena, opts->node, why, sizeof(why));
+    int rc = nxr__arena_create(&arena, opts->node, opts->registry, opts->domain_id, why,
+                               sizeof(why));
     if (rc != 0) {
         snprintf(err, errsz, "domain %d: %s", opts->domain_id, why);
         return rc;
@@ -152,6 +153,7 @@ int nxr__pool_destroy(struct nxr__pool *p)
          * into the arena (see nxr_buffer_release) instead of touching freed
          * memory. Both are leaked on purpose. */
         atomic_store_explicit(&p->closed, true, memory_order_release);
+        nxr__arena_detach(p->arena); /* the registry goes with the runtime */
         fprintf(stderr,
                 "nxr: domain %d: runtime destroyed with %ld buffer(s) outstanding; "
                 "its pool and arena are kept so that their release stays safe (%s)\n",

@@ -122,39 +122,6 @@ static int affinity_list(char *buf, size_t size)
     return rc;
 }
 
-/* The domain this process runs on: the one whose CPU set holds the whole
- * affinity the launcher gave it (a rank bound to a core or a socket lies in
- * exactly one), else the one holding the CPU it runs on now. */
-static int domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out)
-{
-    *out = NULL;
-    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
-    cpu_set_t mask;
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
-        hwloc_bitmap_free(mine);
-        return -errno;
-    }
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-        if (CPU_ISSET(cpu, &mask))
-            hwloc_bitmap_set(mine, (unsigned)cpu);
-    int now = sched_getcpu();
-    const nxr_domain_t *by_cpu = NULL;
-    for (size_t i = 0; i < nxr_runtime_domain_count(rt) && *out == NULL; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
-        hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
-        if (cpus == NULL)
-            continue;
-        if (hwloc_bitmap_isincluded(mine, cpus))
-            *out = d;
-        else if (by_cpu == NULL && now >= 0 && hwloc_bitmap_isset(cpus, (unsigned)now))
-            by_cpu = d;
-    }
-    hwloc_bitmap_free(mine);
-    if (*out == NULL)
-        *out = by_cpu;
-    return *out != NULL ? 0 : NXR_ENODOMAIN;
-}
-
 /* ---- one rank ------------------------------------------------------------------- */
 
 struct rank_report {
@@ -213,12 +180,10 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
      * allowed set is whatever the launcher bound this process to. */
     if ((rc = nxr_runtime_create(&rt, NULL)) != 0)
         fail(rank, "runtime", rc);
-    /* The domain of the CPUs the launcher gave this rank. */
-    const nxr_domain_t *d;
-    if ((rc = domain_here(rt, &d)) != 0)
+    /* A context on the domain of the CPUs the launcher gave this rank. */
+    if ((rc = nxr_ctx_create_here(&ctx, rt)) != 0)
         fail(rank, "no domain holds this rank's CPUs", rc);
-    if ((rc = nxr_ctx_create(&ctx, rt, nxr_domain_id(d))) != 0)
-        fail(rank, "context", rc);
+    const nxr_domain_t *d = nxr_ctx_domain(ctx);
     affinity_list(rep->affinity, sizeof rep->affinity);
     hwloc_bitmap_list_snprintf(rep->allowed, sizeof rep->allowed, nxr_runtime_allowed_cpus(rt));
     hwloc_bitmap_list_snprintf(rep->domain_cpus, sizeof rep->domain_cpus, nxr_domain_cpuset(d));
@@ -265,7 +230,10 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     rep->buffer_data = nxr_buffer_data(outbuf);
     rep->buffer_bytes = nxr_buffer_size(outbuf);
     rep->buffer_node = nxr_mem_node(rep->buffer_data);
-    rep->buffer_domain = nxr_buffer_domain(outbuf);
+    /* Which domain the pointer MPI got belongs to, asked of the runtime's
+     * address registry (not of the buffer handle). */
+    const nxr_domain_t *owner;
+    rep->buffer_domain = nxr_mem_domain(rt, ptr, &owner) == 0 ? nxr_domain_id(owner) : -1;
 
     if (rank == 0) {
         /* The reference: the whole batch on this one rank, plain C ops. */

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/internal/registry.h"
 #include "domains/internal/cpuset.h"
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 
@@ -199,6 +201,12 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
         free(rt);
         return explain(rc, err, errsz);
     }
+    if ((rc = nxr__mutex_init(&rt->ctx_lock)) != 0) {
+        pthread_mutex_destroy(&rt->domains_lock);
+        free(rt);
+        return explain(rc, err, errsz);
+    }
+    atomic_init(&rt->refused_mixed, 0);
     struct nxr__plan plan = {0};
     rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
     if (rc != 0)
@@ -218,10 +226,19 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     rc = make_providers(rt, opts);
     if (rc != 0)
         goto out_arbiter;
+    rc = nxr__registry_create(&rt->registry);
+    if (rc != 0) {
+        nxr__plan_fini(&plan);
+        goto out_destroy;
+    }
     rc = adopt_plan(rt, &plan);
     nxr__plan_fini(&plan); /* what was not adopted */
     if (rc != 0)
         goto out_destroy;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        if (rt->default_domain == NULL || rt->domains[i]->spec.id < rt->default_domain->spec.id)
+            rt->default_domain = rt->domains[i];
+    }
     rc = nxr__runtime_pools_create(rt, err, errsz);
     if (rc != 0)
         goto out_destroy;
@@ -245,6 +262,7 @@ out_topology:
     nxr__topology_fini(&rt->topo);
 out_free:
     pthread_mutex_destroy(&rt->domains_lock);
+    pthread_mutex_destroy(&rt->ctx_lock);
     free(rt);
     return explain(rc, err, errsz);
 }
@@ -263,12 +281,32 @@ static void drain_all(nxr_runtime_t *rt)
     } while (waited);
 }
 
+/* Contexts still open at destroy are a caller bug whose next use would touch
+ * freed memory: checked builds stop here; others say so and orphan them, so
+ * that the late nxr_ctx_destroy this bug usually comes with is harmless. */
+static void report_open_contexts(nxr_runtime_t *rt)
+{
+    char where[256];
+    size_t open = nxr__ctx_orphan_all(rt, where, sizeof(where));
+    if (open == 0)
+        return;
+    fprintf(stderr,
+            "nxr: runtime %p destroyed with %zu context(s) still open (%s); destroy every "
+            "context before its runtime (runtime/nxr.h)%s\n",
+            (void *)rt, open, where,
+            NXR__CHECKED_BUILD ? "" : "; they are orphaned: later calls on them are NXR_EBROKEN");
+    if (NXR__CHECKED_BUILD)
+        abort();
+}
+
 void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
+    /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
+    report_open_contexts(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i]->team);
         rt->domains[i]->team = NULL;
@@ -278,9 +316,11 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     for (size_t i = 0; i < rt->domain_count; i++)
         nxr__domain_free(rt->domains[i]);
     free(rt->domains);
+    nxr__registry_destroy(rt->registry); /* every arena is destroyed or detached */
     nxr_provider_bundle_destroy(rt->providers);
     nxr__arbiter_process_put(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
+    pthread_mutex_destroy(&rt->ctx_lock);
     nxr__handle_retire(&rt->magic, rt);
 }

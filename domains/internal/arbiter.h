@@ -34,7 +34,8 @@
  * becomes a compact word array), so acquire and release do no allocation and
  * no hwloc call. Permits are not re-entrant: a thread that requests a set
  * overlapping one it holds waits for itself forever, so callers must reject
- * nested entry before they get here (DESIGN: execution is non-reentrant).
+ * nested entry before they get here (docs/contracts.md, "Arbitration and
+ * admission": permits are not re-entrant; the nesting rules refuse it).
  *
  * Concurrency: create and destroy need exclusive use of the arbiter; every
  * other function may be called from any thread at any time (request_init

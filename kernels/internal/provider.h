@@ -76,6 +76,14 @@ int nxr__bundle_scale(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c
                       float alpha, const float *x, float *out);
 int nxr__bundle_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
                       enum nxr_unary_op op, size_t n, const float *x, float *out);
+int nxr__bundle_binary_rows(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                            enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
+                            size_t ldx, const float *row, float *out, size_t ldo);
+/* The slot's sgemm_fused, or (when it has none) its sgemm followed by
+ * nxr__epilogue_apply on the same call: on the domain, through the call's
+ * parallel_for. */
+int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                            const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue);
 int nxr__bundle_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
                       float *a, const float *x, const float *y, float s);
 int nxr__bundle_sum(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
@@ -92,6 +100,11 @@ int nxr__bundle_rmsnorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t 
 int nxr__bundle_layernorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
                           size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
                           const float *beta, float eps, float *out, size_t ldo);
+
+/* nxr's own epilogue over C's rows (native kernels, the best ISA), run
+ * through call->parallel_for when the call has one, else on this thread. */
+int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args,
+                        const nxr_sgemm_epilogue_t *epilogue);
 
 /*
  * Process-global thread counts and their gate (kernels/global_count.c: why a
