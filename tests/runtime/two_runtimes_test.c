@@ -448,11 +448,12 @@ static nxr_provider_t *spy_create(struct spy *s)
     return p;
 }
 
+/* Valid arguments (the spy never reads them; C overlaps neither input). */
 static int spy_call(nxr_ctx_t *ctx)
 {
-    static float m[4];
+    float a[4] = {0}, b[4] = {0}, c[4];
     nxr_sgemm_args_t g = {
-        .m = 2, .n = 2, .k = 2, .alpha = 1, .a = m, .lda = 2, .b = m, .ldb = 2, .c = m, .ldc = 2};
+        .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
     return nxr_sgemm(ctx, &g);
 }
 
