@@ -34,6 +34,7 @@ struct nxr__arena {
     enum nxr_mem_binding binding;
     char reason[128];
     atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
+    struct nxr__extent_record record; /* where its extents are recorded */
 };
 
 /*
@@ -53,7 +54,8 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     if (new_addr != NULL)
         return NULL;
     void *p;
-    int rc = nxr__extent_map(&a->release_failures, a->node, size, alignment, &p);
+    int rc = nxr__extent_map_recorded(&a->release_failures, &a->record, a->node, size, alignment,
+                                      &p);
     if (rc != 0) {
         hook_error = rc;
         return NULL;
@@ -70,9 +72,9 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
  * their head flags, not by arena, so an unmapped piece of one arena's
  * extent can be mapped again by another arena's hook and then merged
  * across the two (the soak saw jemalloc's extent heaps corrupted with two
- * domains and pool trims). A retained extent's pages go back through the
- * purge hooks (madvise); its range is unmapped when the arena is destroyed
- * (hook_destroy). */
+ * domains and pool trims). A retained extent stays mapped and recorded in
+ * the registry; its pages go back through the purge hooks (madvise), its
+ * range is unmapped when the arena is destroyed (hook_destroy). */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
@@ -80,7 +82,8 @@ static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool com
     return true;
 }
 
-/* The arena is going away: a refused munmap leaks the range (counted). */
+/* The arena is going away (detached from the registry already): a refused
+ * munmap leaks the range (counted). */
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind)
 {
@@ -126,7 +129,8 @@ static bool hook_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a, void 
     return false;
 }
 
-int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz)
+int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
+                      char *err, size_t errsz)
 {
     *out = NULL;
     struct nxr__arena *a = nxr__calloc(1, sizeof(*a));
@@ -136,6 +140,8 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
     }
     a->domain_node = node;
     atomic_init(&a->release_failures, 0);
+    atomic_init(&a->record.registry, registry);
+    a->record.tag = tag;
     int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
                              &a->release_failures);
     if (rc != 0) {
@@ -164,6 +170,7 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
         rc = hook_error != 0 ? hook_error : -ENOMEM;
         snprintf(err, errsz, "creating a jemalloc arena for node %d failed: %s", node,
                  nxr_strerror(rc));
+        nxr__extent_record_detach(&a->record); /* what a failed create may have mapped */
         goto out_free;
     }
     *out = a;
@@ -194,11 +201,19 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
     return arena_stat(a->index, "small.allocated") + arena_stat(a->index, "large.allocated");
 }
 
+void nxr__arena_detach(struct nxr__arena *a)
+{
+    nxr__extent_record_detach(&a->record);
+}
+
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
 {
     *live = 0;
     if (a == NULL)
         return true;
+    /* Kept or not, the arena leaves its runtime's registry now: the registry
+     * goes with the runtime, and a kept arena's later hooks must not find it. */
+    nxr__arena_detach(a);
     *live = nxr__arena_allocated(a);
     if (*live != 0)
         return false; /* kept on purpose: the hooks must outlive the memory */

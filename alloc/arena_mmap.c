@@ -33,6 +33,7 @@ struct nxr__arena {
     char reason[128];
     atomic_size_t allocated;       /* bytes handed out and not freed */
     atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
+    struct nxr__extent_record record; /* where its extents are recorded */
 };
 
 #define HEADER_MAGIC 0x6e786d61u /* "nxma" */
@@ -49,7 +50,8 @@ struct header {
 /* Indexes only need to differ; relaxed: nothing else is ordered by them. */
 static atomic_uint next_index;
 
-int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz)
+int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
+                      char *err, size_t errsz)
 {
     *out = NULL;
     struct nxr__arena *a = nxr__calloc(1, sizeof(*a));
@@ -60,6 +62,8 @@ int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz
     a->domain_node = node;
     atomic_init(&a->allocated, 0);
     atomic_init(&a->release_failures, 0);
+    atomic_init(&a->record.registry, registry);
+    a->record.tag = tag;
     int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
                              &a->release_failures);
     if (rc != 0) {
@@ -86,11 +90,17 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
     return atomic_load_explicit(&a->allocated, memory_order_relaxed);
 }
 
+void nxr__arena_detach(struct nxr__arena *a)
+{
+    nxr__extent_record_detach(&a->record);
+}
+
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
 {
     *live = 0;
     if (a == NULL)
         return true;
+    nxr__arena_detach(a); /* the registry goes with the runtime */
     *live = nxr__arena_allocated(a);
     if (*live != 0)
         return false; /* kept on purpose: its memory's headers point here */
@@ -108,7 +118,8 @@ int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out
         return -ENOMEM;
     size_t length = lead + (size + NXR__EXTENT_PAGE - 1) / NXR__EXTENT_PAGE * NXR__EXTENT_PAGE;
     void *base;
-    int rc = nxr__extent_map(&a->release_failures, a->node, length, lead, &base);
+    int rc = nxr__extent_map_recorded(&a->release_failures, &a->record, a->node, length, lead,
+                                      &base);
     if (rc != 0)
         return rc;
     char *data = (char *)base + lead;
@@ -137,8 +148,9 @@ void nxr__arena_free(void *ptr)
     }
     struct nxr__arena *a = h->arena;
     size_t size = h->size;
-    /* A refused munmap leaves the range mapped (counted); it is not reused. */
-    nxr__extent_unmap(&a->release_failures, h->base, h->length);
+    /* A refused munmap leaves the range mapped (counted, still recorded); it
+     * is not reused. */
+    nxr__extent_unmap_recorded(&a->release_failures, &a->record, h->base, h->length);
     atomic_fetch_sub_explicit(&a->allocated, size, memory_order_relaxed);
 }
 

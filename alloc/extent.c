@@ -1,10 +1,13 @@
 /*
- * The extent source (see internal/extent.h): mmap, trim, mbind.
+ * The extent source (see internal/extent.h): mmap, trim, mbind; and the
+ * recorded variants that keep the memory registry exact.
  */
 #include "alloc/internal/extent.h"
 
 #include <errno.h>
 #include <stdint.h>
+
+#include "alloc/internal/registry.h"
 
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
@@ -56,4 +59,48 @@ int nxr__extent_map(atomic_ulong *release_failures, int node, size_t size, size_
     }
     *out = (void *)start;
     return 0;
+}
+
+int nxr__extent_map_recorded(atomic_ulong *release_failures, struct nxr__extent_record *rec,
+                             int node, size_t size, size_t alignment, void **out)
+{
+    int rc = nxr__extent_map(release_failures, node, size, alignment, out);
+    /* Acquire pairs with nothing racing (see the struct); it documents that
+     * the pointer is read after the arena published it. */
+    struct nxr__registry *reg = atomic_load_explicit(&rec->registry, memory_order_acquire);
+    if (rc != 0 || reg == NULL)
+        return rc;
+    uintptr_t b = (uintptr_t)*out;
+    if (nxr__registry_add(reg, b, b + size, rec->tag) != 0) {
+        /* Never hand out memory whose domain a lookup could not tell. */
+        nxr__extent_unmap(release_failures, *out, size);
+        *out = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+bool nxr__extent_unmap_recorded(atomic_ulong *release_failures, struct nxr__extent_record *rec,
+                                void *addr, size_t size)
+{
+    struct nxr__registry *reg = atomic_load_explicit(&rec->registry, memory_order_acquire);
+    uintptr_t b = (uintptr_t)addr;
+    if (reg != NULL && nxr__registry_remove(reg, b, b + size) != 0)
+        return false; /* still mapped and still recorded */
+    if (nxr__extent_unmap(release_failures, addr, size))
+        return true;
+    /* Still mapped: record it again (best effort; the only failure is no
+     * memory, and then lookups miss a range that nxr still owns). */
+    if (reg != NULL)
+        (void)nxr__registry_add(reg, b, b + size, rec->tag);
+    return false;
+}
+
+void nxr__extent_record_detach(struct nxr__extent_record *rec)
+{
+    struct nxr__registry *reg = atomic_load_explicit(&rec->registry, memory_order_acquire);
+    if (reg == NULL)
+        return;
+    nxr__registry_remove_tag(reg, rec->tag);
+    atomic_store_explicit(&rec->registry, NULL, memory_order_release);
 }

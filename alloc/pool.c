@@ -33,6 +33,16 @@
 
 enum { BUF_OUT = 1, BUF_CACHED = 2 };
 
+/* A call on a released buffer (checked builds): the caller keeps using
+ * memory it gave back, which the pool may already have handed to someone
+ * else. */
+static void __attribute__((noreturn)) buffer_dead(const char *what, const nxr_buffer_t *b)
+{
+    fprintf(stderr, "nxr: buffer %p %s after its release (it belongs to its pool again)\n",
+            (const void *)b, what);
+    abort();
+}
+
 static int class_init(struct nxr__pool_class *c)
 {
     c->top = NULL;
@@ -48,7 +58,8 @@ int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, 
     *out = NULL;
     struct nxr__arena *arena;
     char why[256];
-    int rc = nxr__arena_create(&arena, opts->node, why, sizeof(why));
+    int rc = nxr__arena_create(&arena, opts->node, opts->registry, opts->domain_id, why,
+                               sizeof(why));
     if (rc != 0) {
         snprintf(err, errsz, "domain %d: %s", opts->domain_id, why);
         return rc;
@@ -142,6 +153,7 @@ int nxr__pool_destroy(struct nxr__pool *p)
          * into the arena (see nxr_buffer_release) instead of touching freed
          * memory. Both are leaked on purpose. */
         atomic_store_explicit(&p->closed, true, memory_order_release);
+        nxr__arena_detach(p->arena); /* the registry goes with the runtime */
         fprintf(stderr,
                 "nxr: domain %d: runtime destroyed with %ld buffer(s) outstanding; "
                 "its pool and arena are kept so that their release stays safe (%s)\n",
@@ -245,6 +257,23 @@ void *nxr_buffer_data(const nxr_buffer_t *b)
 size_t nxr_buffer_size(const nxr_buffer_t *b)
 {
     return b->size;
+}
+
+int nxr_buffer_export(const nxr_buffer_t *b, void **ptr, size_t *len)
+{
+    if (ptr != NULL)
+        *ptr = NULL;
+    if (len != NULL)
+        *len = 0;
+    if (b == NULL || ptr == NULL || len == NULL)
+        return -EINVAL;
+    /* Relaxed: only the owner may export, and it is the thread that acquired
+     * (or was handed) the buffer, so it sees its own store of BUF_OUT. */
+    if (NXR__BUFFER_CHECKED && atomic_load_explicit(&b->state, memory_order_relaxed) != BUF_OUT)
+        buffer_dead("exported", b);
+    *ptr = b->data;
+    *len = b->size;
+    return 0;
 }
 
 int nxr_buffer_domain(const nxr_buffer_t *b)

@@ -61,7 +61,10 @@ enum nxr_status {
     /* A provider's classification is an impossible combination, or its
      * function table is incomplete for its family (a configuration error). */
     NXR_EPROVIDER = -1017,
-    NXR_ERANGE_LAST = -1017,
+    /* A call's inputs lie on several domains and the runtime's placement
+     * policy requires one (NXR_AFFINITY_SINGLE_DOMAIN). */
+    NXR_EMIXED = -1018,
+    NXR_ERANGE_LAST = -1018,
 };
 
 /*

@@ -31,6 +31,8 @@ static const char *const nxr_messages[] = {
     [NXR_ERANGE_FIRST - NXR_EEXECUTOR] = "NXR_EEXECUTOR: executor table incomplete or inconsistent",
     [NXR_ERANGE_FIRST - NXR_EPROVIDER] =
         "NXR_EPROVIDER: impossible provider classification or incomplete table",
+    [NXR_ERANGE_FIRST - NXR_EMIXED] =
+        "NXR_EMIXED: inputs on several domains under the single-domain policy",
 };
 
 bool nxr_status_is_nxr(int status)

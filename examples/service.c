@@ -9,21 +9,18 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "runtime/nxr.h"
-#include "service/binding.h"
 #include "service/queue.h"
 
-#define IN 64
-#define OUT 32
+#define IN       64
+#define OUT      32
 #define BIG_ROWS 8 /* requests with this many rows use the whole domain */
 
 struct domain_service {
-    nxr_runtime_t *rt;
     const nxr_domain_t *domain;
-    nxr_ctx_t *ctx;  /* driven by this domain's serving thread only */
-    float *weights;  /* IN x OUT, on the domain's node */
+    nxr_ctx_t *ctx; /* driven by this domain's serving thread only */
+    float *weights; /* IN x OUT, on the domain's node */
     struct svc_queue queue;
     pthread_t thread;
 };
@@ -36,9 +33,19 @@ static int compute(struct domain_service *s, struct svc_request *r)
     int rc = nxr_buffer_acquire(s->domain, r->rows * OUT * sizeof(float), &logits);
     if (rc != 0)
         return rc;
-    nxr_sgemm_args_t g = {.m = r->rows, .n = OUT, .k = IN, .alpha = 1, .a = r->input, .lda = IN,
-                          .b = s->weights, .ldb = OUT, .beta = 0, .c = nxr_buffer_data(logits),
-                          .ldc = OUT};
+    nxr_sgemm_args_t g = {
+        .m = r->rows,
+        .n = OUT,
+        .k = IN,
+        .alpha = 1,
+        .a = r->input,
+        .lda = IN,
+        .b = s->weights,
+        .ldb = OUT,
+        .beta = 0,
+        .c = nxr_buffer_data(logits),
+        .ldc = OUT,
+    };
     rc = nxr_sgemm(s->ctx, &g);
     if (rc == 0)
         rc = nxr_softmax(s->ctx, r->rows, OUT, g.c, OUT, r->output, OUT);
@@ -46,53 +53,50 @@ static int compute(struct domain_service *s, struct svc_request *r)
     return rc;
 }
 
-struct small { struct domain_service *s; struct svc_request *r; };
-
+/* A small request as a task: one worker computes it, kernels in place. */
 static int small_task(void *arg, size_t index)
 {
-    struct small *t = arg;
+    struct svc_request *r = arg;
     (void)index;
-    svc_request_complete(t->r, compute(t->s, t->r));
-    free(t);
+    svc_request_complete(r, compute(r->path_data, r));
     return 0;
 }
 
 static void *serve(void *arg)
 {
     struct domain_service *s = arg;
-    /* Bound to the domain: the work it runs itself (big requests, as
-     * participant 0) stays on the domain's CPUs. */
-    if (svc_bind_thread(nxr_domain_cpuset(s->domain)) != 0)
+    /* Bound to the domain (verified): the work it runs itself (big
+     * requests, as participant 0) stays on the domain's CPUs. */
+    nxr_thread_binding_t *previous = NULL;
+    if (nxr_ctx_bind(s->ctx, &previous) != 0)
         fprintf(stderr, "domain %d: serving thread not bound\n", nxr_domain_id(s->domain));
     for (struct svc_request *r; (r = svc_queue_take_all(&s->queue)) != NULL;) {
         for (struct svc_request *next; r != NULL; r = next) {
             next = r->next;
-            struct small *t = r->rows < BIG_ROWS ? malloc(sizeof(*t)) : NULL;
-            if (t == NULL) {
+            if (r->rows >= BIG_ROWS) {
                 svc_request_complete(r, compute(s, r)); /* big: INNER */
                 continue;
             }
-            *t = (struct small){s, r};
-            int rc = nxr_submit(s->ctx, 1, small_task, t, NULL); /* small: one worker */
-            if (rc != 0) {
-                free(t);
+            r->path_data = s;
+            int rc = nxr_submit(s->ctx, 1, small_task, r, NULL); /* small: one worker */
+            if (rc != 0)
                 svc_request_complete(r, rc);
-            }
         }
     }
+    nxr_thread_binding_restore(previous);
     return NULL;
 }
 
-static int domain_start(struct domain_service *s, nxr_runtime_t *rt, size_t i, const float *w)
+static int domain_start(struct domain_service *s, nxr_runtime_t *rt, size_t i)
 {
-    s->rt = rt;
     s->domain = nxr_runtime_domain_at(rt, i);
     svc_queue_init(&s->queue);
-    void *mem;
-    int rc = nxr_domain_malloc(s->domain, IN * OUT * sizeof(float), 0, &mem);
+    /* The domain's replica of the weights: memory bound to its node. */
+    int rc = nxr_domain_malloc(s->domain, IN * OUT * sizeof(float), 0, (void **)&s->weights);
     if (rc != 0)
         return rc;
-    s->weights = memcpy(mem, w, IN * OUT * sizeof(float)); /* first touch: on the node */
+    for (size_t k = 0; k < IN * OUT; k++)
+        s->weights[k] = (float)((k * 7919) % 101) / 1000.0f - 0.05f;
     if ((rc = nxr_ctx_create(&s->ctx, rt, nxr_domain_id(s->domain))) == 0 &&
         (rc = -pthread_create(&s->thread, NULL, serve, s)) != 0) {
         nxr_ctx_destroy(s->ctx); /* a failed start leaves nothing behind */
@@ -121,15 +125,13 @@ int main(void)
         return 1;
     }
     size_t n = nxr_runtime_domain_count(rt);
-    static float w[IN * OUT], in[16 * IN], out[16 * OUT];
-    for (size_t i = 0; i < IN * OUT; i++)
-        w[i] = (float)((i * 7919) % 101) / 1000.0f - 0.05f;
+    static float in[16 * IN], out[16 * OUT];
     for (size_t i = 0; i < 16 * IN; i++)
         in[i] = (float)(i % 13) / 13.0f;
     struct domain_service *ds = calloc(n, sizeof(*ds));
     rc = ds == NULL ? -ENOMEM : 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = domain_start(&ds[i], rt, i, w);
+        rc = domain_start(&ds[i], rt, i);
     /* A client: requests of 1..16 rows, round-robin over the domains. */
     struct svc_request r;
     svc_request_init(&r);

@@ -108,6 +108,15 @@ int nxr__bundle_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c
     DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm, call, args);
 }
 
+int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                            const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (b != NULL && b->gemm->sgemm_fused != NULL)
+        DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm_fused, call, args, epilogue);
+    int rc = nxr__bundle_sgemm(b, call, args);
+    return rc != 0 ? rc : nxr__epilogue_apply(call, args, epilogue);
+}
+
 int nxr__bundle_sgemm_batch(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
                             const nxr_sgemm_batch_args_t *args)
 {
@@ -130,6 +139,14 @@ int nxr__bundle_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c
                       enum nxr_unary_op op, size_t n, const float *x, float *out)
 {
     DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, unary, call, op, n, x, out);
+}
+
+int nxr__bundle_binary_rows(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
+                            enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
+                            size_t ldx, const float *row, float *out, size_t ldo)
+{
+    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, binary_rows, call, op, rows, cols, x, ldx,
+             row, out, ldo);
 }
 
 int nxr__bundle_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,

@@ -88,6 +88,7 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     plan->nc = isa->nc;
     plan->kc = isa->kc;
     plan->scratch_bytes = nxr__sgemm_scratch_bytes(isa);
+    plan->epilogue = NULL;
     if (args->m == 0 || args->n == 0) {
         plan->tiles_m = plan->tiles_n = 0;
         return 0;
@@ -327,6 +328,26 @@ void nxr__rows_chunk(void *arg, size_t begin, size_t end, unsigned worker)
         case NXR_ROWS_LAYERNORM:
             job->isa->layernorm_row(job->cols, x, job->gamma, job->beta, job->eps, out);
             break;
+        case NXR_ROWS_ADD:
+            job->isa->add(job->cols, x, job->gamma, out);
+            break;
+        case NXR_ROWS_MUL:
+            job->isa->mul(job->cols, x, job->gamma, out);
+            break;
+        case NXR_ROWS_EPILOGUE:
+            nxr__epilogue_row(job->isa, job->cols, out, job->gamma, job->act);
+            break;
         }
     }
+}
+
+void nxr__epilogue_row(const struct nxr__native_isa *isa, size_t n, float *row, const float *bias,
+                       enum nxr_activation act)
+{
+    if (bias != NULL)
+        isa->add(n, row, bias, row);
+    if (act == NXR_ACTIVATION_SILU)
+        isa->silu(n, row, row);
+    else if (act == NXR_ACTIVATION_GELU_TANH)
+        isa->gelu_tanh(n, row, row);
 }

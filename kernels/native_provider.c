@@ -130,10 +130,61 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     return 0;
 }
 
+/* The epilogue over C's rows, after a product that did not apply it. */
+static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                        const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep)
+{
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    struct nxr__rows_job job = {.isa = isa,
+                                .kind = NXR_ROWS_EPILOGUE,
+                                .cols = g->n,
+                                .x = g->c,
+                                .ldx = g->ldc,
+                                .gamma = ep->bias,
+                                .out = g->c,
+                                .ldo = g->ldc,
+                                .act = ep->activation};
+    size_t grain = g->n >= ROW_ELEMS ? 1 : ROW_ELEMS / g->n;
+    return run_range(call, g->m, grain, nxr__rows_chunk, &job);
+}
+
+int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args,
+                        const nxr_sgemm_epilogue_t *epilogue)
+{
+    return run_epilogue(nxr__native_isa_best(), call, args, epilogue);
+}
+
+/* The epilogue rides in the plan and is applied per micro-tile as the last
+ * kc slice is written back (native_gemm.inc). When A and B are not read
+ * (alpha == 0, k == 0) there is no such write-back: C is scaled, then the
+ * epilogue runs over its rows. */
+static int native_sgemm_fused(void *self, const nxr_kernel_call_t *call,
+                              const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (call == NULL || args == NULL || epilogue == NULL)
+        return -EINVAL;
+    if (!reads_operands(args)) {
+        int rc = native_sgemm(self, call, args);
+        return rc != 0 ? rc : run_epilogue(isa_of(self), call, args, epilogue);
+    }
+    struct nxr__sgemm_job job;
+    unsigned parts = splits(call) ? call->threads : 1;
+    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, parts);
+    if (rc != 0)
+        return rc;
+    if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+        return rc;
+    job.plan.epilogue = epilogue;
+    job.scratch = call->scratch;
+    return run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
+}
+
 static const nxr_gemm_ops_t native_gemm_ops = {
     .sgemm_scratch = native_sgemm_scratch,
     .sgemm = native_sgemm,
     .sgemm_batch = native_sgemm_batch,
+    .sgemm_fused = native_sgemm_fused,
 };
 
 /* ---- elementwise ------------------------------------------------------------- */
@@ -187,11 +238,45 @@ static int native_triad(void *self, const nxr_kernel_call_t *call, size_t n, flo
     return run_ew(self, call, NXR_EW_TRIAD, n, b, c, a, s);
 }
 
+static int native_binary_rows(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op,
+                              size_t rows, size_t cols, const float *x, size_t ldx,
+                              const float *row, float *out, size_t ldo)
+{
+    enum nxr__rows_kind kind;
+    switch (op) {
+    case NXR_BINARY_ADD:
+        kind = NXR_ROWS_ADD;
+        break;
+    case NXR_BINARY_MUL:
+        kind = NXR_ROWS_MUL;
+        break;
+    default:
+        return NXR_EUNSUPPORTED;
+    }
+    if (call == NULL || ldx < cols || ldo < cols)
+        return -EINVAL;
+    if (rows == 0 || cols == 0)
+        return 0;
+    if (x == NULL || row == NULL || out == NULL)
+        return -EINVAL;
+    struct nxr__rows_job job = {.isa = isa_of(self),
+                                .kind = kind,
+                                .cols = cols,
+                                .x = x,
+                                .ldx = ldx,
+                                .gamma = row,
+                                .out = out,
+                                .ldo = ldo};
+    size_t grain = cols >= ROW_ELEMS ? 1 : ROW_ELEMS / cols;
+    return run_range(call, rows, grain, nxr__rows_chunk, &job);
+}
+
 static const nxr_elementwise_ops_t native_elementwise_ops = {
     .binary = native_binary,
     .scale = native_scale,
     .unary = native_unary,
     .triad = native_triad,
+    .binary_rows = native_binary_rows,
 };
 
 /* ---- reductions ---------------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * A provider implements one kernel family (GEMM, elementwise, reductions,
  * norms/softmax): nxr's own native kernels, OpenBLAS, or a host-supplied
  * table. Each provider is classified once, when it is created, on two
- * independent axes (DESIGN.md "Providers"):
+ * independent axes (docs/contracts.md, "Providers"):
  *   - thread-count control: can it keep one call within a thread budget,
  *     without touching any other domain (PER_CALL_BOUND), is it always one
  *     thread (SEQUENTIAL), does its adapter force one thread on every call
@@ -132,7 +132,8 @@ struct nxr_kernel_call {
  * op(A) is m x k, op(B) is k x n, C is m x n. lda >= (trans_a ? m : k),
  * ldb >= (trans_b ? k : n), ldc >= n (each at least 1). When beta == 0, C is
  * not read (NaN in C does not propagate); when alpha == 0 or k == 0, A and B
- * are not read. C must not overlap A or B.
+ * are not read. C must not overlap A or B: C's extent (its first element to
+ * its last, ldc included) must not meet A's or B's when they are read.
  */
 typedef struct nxr_sgemm_args {
     bool trans_a, trans_b;
@@ -147,7 +148,10 @@ typedef struct nxr_sgemm_args {
     size_t ldc;
 } nxr_sgemm_args_t;
 
-/* batch GEMMs; item i uses a + i*stride_a, b + i*stride_b, c + i*stride_c. */
+/* batch GEMMs; item i uses a + i*stride_a, b + i*stride_b, c + i*stride_c
+ * (strides in floats). Every item obeys nxr_sgemm_args_t's rules; no two
+ * items' C share an element (so stride_c == 0 needs batch <= 1), and the C
+ * items' whole span must not meet the A or B items' spans. */
 typedef struct nxr_sgemm_batch_args {
     nxr_sgemm_args_t gemm;
     size_t batch;
@@ -164,6 +168,24 @@ enum nxr_unary_op {
     NXR_UNARY_GELU_TANH = 1, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 };
 
+/* The activation of a fused GEMM epilogue. */
+enum nxr_activation {
+    NXR_ACTIVATION_NONE = 0,
+    NXR_ACTIVATION_SILU = 1,      /* as NXR_UNARY_SILU */
+    NXR_ACTIVATION_GELU_TANH = 2, /* as NXR_UNARY_GELU_TANH */
+};
+
+/*
+ * What a fused GEMM does to C after the product: C[i][j] = act(C[i][j] +
+ * bias[j]), bias being n floats (NULL: no bias) that must not overlap C.
+ * The result equals nxr_sgemm, then nxr_binary_rows(ADD, bias), then
+ * nxr_unary(act) over C, bit for bit with nxr's native kernels.
+ */
+typedef struct nxr_sgemm_epilogue {
+    const float *bias;
+    enum nxr_activation activation;
+} nxr_sgemm_epilogue_t;
+
 /* Each op returns 0, -EINVAL (bad arguments), NXR_EUNSUPPORTED (an op enum
  * value it does not implement) or the provider's own error. A NULL op in a
  * table means the request is NXR_EUNSUPPORTED. */
@@ -173,9 +195,16 @@ typedef struct nxr_gemm_ops {
     int (*sgemm)(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args);
     int (*sgemm_batch)(void *self, const nxr_kernel_call_t *call,
                        const nxr_sgemm_batch_args_t *args);
+    /* Optional: sgemm with the epilogue applied while C is written back.
+     * When NULL, nxr calls sgemm and then applies the epilogue itself, on
+     * the domain, through call->parallel_for like the provider's own work.
+     * epilogue is never NULL here. */
+    int (*sgemm_fused)(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args,
+                       const nxr_sgemm_epilogue_t *epilogue);
 } nxr_gemm_ops_t;
 
-/* Vectors of n floats; out may alias an input exactly, not partially. */
+/* Vectors of n floats; out may alias an input exactly, not partially (a
+ * partial overlap is -EINVAL). */
 typedef struct nxr_elementwise_ops {
     int (*binary)(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op, size_t n,
                   const float *x, const float *y, float *out);
@@ -187,6 +216,13 @@ typedef struct nxr_elementwise_ops {
     /* STREAM triad: a = b + s * c */
     int (*triad)(void *self, const nxr_kernel_call_t *call, size_t n, float *a, const float *b,
                  const float *c, float s);
+    /* Optional: a row broadcast over a rows x cols matrix,
+     * out[r][c] = x[r][c] op row[c] (a bias over a batch), row strides
+     * ldx, ldo >= cols; out may be x (then ldo == ldx), row must not overlap
+     * out. NULL: the request is NXR_EUNSUPPORTED. */
+    int (*binary_rows)(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op,
+                       size_t rows, size_t cols, const float *x, size_t ldx, const float *row,
+                       float *out, size_t ldo);
 } nxr_elementwise_ops_t;
 
 /* n >= 1 for max and argmax (-EINVAL otherwise); the sum of 0 floats is 0.
@@ -198,8 +234,9 @@ typedef struct nxr_reduction_ops {
 } nxr_reduction_ops_t;
 
 /* rows x cols matrices with row strides ldx, ldo >= cols; every op works on
- * each row independently. gamma, beta: cols floats, or NULL for 1 and 0.
- * eps >= 0. out may be x (ldo == ldx). */
+ * each row independently. gamma, beta: cols floats, or NULL for 1 and 0,
+ * not overlapping out. eps >= 0. out may be x (with ldo == ldx); any other
+ * overlap of out and x is -EINVAL. */
 typedef struct nxr_norm_ops {
     /* out = exp(x - max) / sum(exp(x - max)); a row of all -inf is NaN. */
     int (*softmax)(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,

@@ -149,7 +149,11 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     d->admission_ready = true;
     /* Memory on behalf of the domain: bound to its node when it has one. */
     struct nxr__pool_opts popts = {
-        .domain_id = d->spec.id, .node = d->spec.node, .cap_bytes = rt->settings.pool_cap};
+        .domain_id = d->spec.id,
+        .node = d->spec.node,
+        .cap_bytes = rt->settings.pool_cap,
+        .registry = rt->registry,
+    };
     rc = nxr__pool_create(&d->pool, &popts, err, errsz);
     if (rc != 0)
         goto out_free;

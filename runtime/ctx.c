@@ -1,14 +1,91 @@
 /*
- * Contexts: a runtime plus one domain, the handle work is run through, and
- * the one-driving-thread rule (checked builds).
+ * Contexts: a runtime plus one domain (or a placing context), the handle
+ * work is run through; the runtime's list of open contexts (so that
+ * destroying a runtime first is reported and orphans them instead of
+ * leaving dangling pointers), the one-driving-thread rule (checked builds),
+ * the last error's detail and the context's step memory.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
+
+/* ---- the runtime's list of open contexts ------------------------------------ */
+
+static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
+{
+    pthread_mutex_lock(&rt->ctx_lock);
+    ctx->prev = NULL;
+    ctx->next = rt->contexts;
+    if (rt->contexts != NULL)
+        rt->contexts->prev = ctx;
+    rt->contexts = ctx;
+    if (!ctx->placing)
+        ctx->domain->open_contexts++;
+    pthread_mutex_unlock(&rt->ctx_lock);
+}
+
+/* Caller holds rt->ctx_lock. */
+static void unlink_locked(nxr_runtime_t *rt, nxr_ctx_t *ctx)
+{
+    if (ctx->prev != NULL)
+        ctx->prev->next = ctx->next;
+    else
+        rt->contexts = ctx->next;
+    if (ctx->next != NULL)
+        ctx->next->prev = ctx->prev;
+    ctx->prev = ctx->next = NULL;
+    if (!ctx->placing)
+        ctx->domain->open_contexts--;
+}
+
+static void free_scopes(nxr_ctx_t *ctx)
+{
+    for (size_t i = 0; i < ctx->nscopes; i++)
+        nxr_scope_destroy(ctx->scopes[i].scope);
+    free(ctx->scopes);
+    ctx->scopes = NULL;
+    ctx->nscopes = 0;
+}
+
+size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
+{
+    size_t open = 0, len = 0;
+    report[0] = '\0';
+    pthread_mutex_lock(&rt->ctx_lock);
+    /* Per domain, in table order (domains_lock is not needed: destroy owns
+     * the runtime, nothing attaches meanwhile). */
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        const struct nxr_domain *d = rt->domains[i];
+        if (d->open_contexts > 0 && len < size)
+            len += (size_t)snprintf(report + len, size - len, "%sdomain %d: %u", len ? ", " : "",
+                                    d->spec.id, d->open_contexts);
+    }
+    size_t placing = 0;
+    for (nxr_ctx_t *c = rt->contexts; c != NULL; c = c->next)
+        placing += c->placing;
+    if (placing > 0 && len < size)
+        len += (size_t)snprintf(report + len, size - len, "%splacing: %zu", len ? ", " : "",
+                                placing);
+    while (rt->contexts != NULL) {
+        nxr_ctx_t *c = rt->contexts;
+        unlink_locked(rt, c);
+        free_scopes(c); /* their chunks go back before the pools do */
+        c->rt = NULL;
+        c->domain = NULL;
+        c->exec = NULL;
+        open++;
+    }
+    pthread_mutex_unlock(&rt->ctx_lock);
+    return open;
+}
+
+/* ---- creation ---------------------------------------------------------------- */
 
 int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
 {
@@ -18,10 +95,13 @@ int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
     if (rt == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
-    const nxr_domain_t *d;
-    int rc = nxr_runtime_domain(rt, domain_id, &d);
-    if (rc != 0)
-        return rc;
+    bool placing = domain_id == NXR_DOMAIN_AUTO;
+    const nxr_domain_t *d = rt->default_domain;
+    if (!placing) {
+        int rc = nxr_runtime_domain(rt, domain_id, &d);
+        if (rc != 0)
+            return rc;
+    }
     nxr_ctx_t *ctx = nxr__calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return -ENOMEM;
@@ -29,9 +109,21 @@ int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
     ctx->rt = rt;
     ctx->domain = (struct nxr_domain *)d; /* the runtime's; immutable once published */
     ctx->exec = &ctx->domain->exec;
+    ctx->placing = placing;
     atomic_init(&ctx->driver, 0);
+    link_ctx(rt, ctx);
     *out = ctx;
     return 0;
+}
+
+int nxr_ctx_create_here(nxr_ctx_t **out, nxr_runtime_t *rt)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    const nxr_domain_t *d;
+    int rc = nxr_runtime_domain_here(rt, &d);
+    return rc != 0 ? rc : nxr_ctx_create(out, rt, nxr_domain_id(d));
 }
 
 void nxr_ctx_destroy(nxr_ctx_t *ctx)
@@ -39,6 +131,12 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
     if (ctx == NULL)
         return;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (ctx->rt != NULL) { /* else orphaned: its runtime already unlinked it */
+        pthread_mutex_lock(&ctx->rt->ctx_lock);
+        unlink_locked(ctx->rt, ctx);
+        pthread_mutex_unlock(&ctx->rt->ctx_lock);
+        free_scopes(ctx);
+    }
     nxr__handle_retire(&ctx->magic, ctx);
 }
 
@@ -51,8 +149,145 @@ const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx)
 unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
 {
     NXR__HANDLE_CHECK(ctx, "context");
-    return ctx->exec->budget;
+    return ctx->exec != NULL ? ctx->exec->budget : 0;
 }
+
+/* ---- the last error ------------------------------------------------------------ */
+
+/* A failed call made inside a body records here, not in the context: the
+ * participants of one operation may all call on one context at once. */
+static _Thread_local struct {
+    const nxr_ctx_t *ctx;
+    char text[NXR__CTX_ERROR_BYTES];
+} body_error;
+
+static char *error_slot(nxr_ctx_t *ctx)
+{
+    if (nxr__tls.depth == 0)
+        return ctx->error;
+    if (body_error.ctx != ctx) {
+        body_error.ctx = ctx;
+        body_error.text[0] = '\0';
+    }
+    return body_error.text;
+}
+
+const char *nxr_ctx_last_error(const nxr_ctx_t *ctx)
+{
+    if (ctx == NULL)
+        return "";
+    NXR__HANDLE_CHECK(ctx, "context");
+    if (nxr__tls.depth > 0)
+        return body_error.ctx == ctx ? body_error.text : "";
+    return ctx->error;
+}
+
+/* What a status means for a call on domain d, when the call gave no reason. */
+static void default_reason(const nxr_ctx_t *ctx, const struct nxr_domain *d, int rc, char *buf,
+                           size_t size)
+{
+    int id = d != NULL ? d->spec.id : -1;
+    switch (rc) {
+    case NXR_EREENTRANT:
+        if (nxr__tls.depth > 0 && nxr__tls.exec != NULL && nxr__tls.exec->domain_id != id)
+            snprintf(buf, size,
+                     "called inside a body of domain %d on domain %d: another domain's work "
+                     "cannot run here (nesting table, executor/nxr_executor.h)",
+                     nxr__tls.exec->domain_id, id);
+        else
+            snprintf(buf, size,
+                     "called inside a body of domain %d: this call would enter the executor "
+                     "again (nesting table, executor/nxr_executor.h)",
+                     id);
+        return;
+    case NXR_EADMISSION:
+        snprintf(buf, size, "caller-managed domain %d is already running an operation", id);
+        return;
+    case -EBUSY:
+        snprintf(buf, size, "inside a body, domain %d's permit is not free (a body never waits)",
+                 id);
+        return;
+    case NXR_EBROKEN:
+        snprintf(buf, size, "the context's runtime was destroyed before the context");
+        return;
+    default:
+        snprintf(buf, size, "%s (domain %d%s)", nxr_strerror(rc), id,
+                 ctx->placing ? ", placed" : "");
+        return;
+    }
+}
+
+int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
+                  const char *why)
+{
+    if (rc == 0 || ctx == NULL)
+        return rc;
+    char reason[NXR__CTX_ERROR_BYTES];
+    if (why == NULL) {
+        default_reason(ctx, d, rc, reason, sizeof(reason));
+        why = reason;
+    }
+    /* "<call>: <why>", cut to the slot (a long reason loses its end). */
+    char *slot = error_slot(ctx);
+    const char *parts[3] = {call, ": ", why};
+    size_t len = 0;
+    for (int i = 0; i < 3; i++) {
+        for (const char *c = parts[i]; *c != '\0' && len + 1 < NXR__CTX_ERROR_BYTES; c++)
+            slot[len++] = *c;
+    }
+    slot[len] = '\0';
+    return rc;
+}
+
+int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
+                   const char *fmt, ...)
+{
+    char why[NXR__CTX_ERROR_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    return nxr__ctx_fail(ctx, d, call, rc, why);
+}
+
+/* ---- step memory --------------------------------------------------------------- */
+
+int nxr__ctx_scope(nxr_ctx_t *ctx, const struct nxr_domain *d, nxr_scope_t **out)
+{
+    for (size_t i = 0; i < ctx->nscopes; i++) {
+        if (ctx->scopes[i].domain == d) {
+            *out = ctx->scopes[i].scope;
+            return 0;
+        }
+    }
+    struct nxr__ctx_scope *grown = nxr__malloc((ctx->nscopes + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    nxr_scope_t *s;
+    int rc = nxr_scope_create(d, NULL, &s);
+    if (rc != 0) {
+        free(grown);
+        return rc;
+    }
+    if (ctx->nscopes > 0)
+        memcpy(grown, ctx->scopes, ctx->nscopes * sizeof(*grown));
+    grown[ctx->nscopes++] = (struct nxr__ctx_scope){.domain = d, .scope = s};
+    free(ctx->scopes);
+    ctx->scopes = grown;
+    *out = s;
+    return 0;
+}
+
+void nxr_ctx_reset(nxr_ctx_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    NXR__HANDLE_CHECK(ctx, "context");
+    for (size_t i = 0; i < ctx->nscopes; i++)
+        nxr_scope_reset(ctx->scopes[i].scope);
+}
+
+/* ---- the driving thread ---------------------------------------------------------- */
 
 #if defined(NXR_CHECKED) && NXR_CHECKED
 /* Its address is the calling thread's token: unique among live threads. */
@@ -67,13 +302,16 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
     abort();
 }
 
-bool nxr__ctx_enter(nxr_ctx_t *ctx)
+int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
+    *entered = false;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (ctx->rt == NULL)
+        return NXR_EBROKEN;
     /* A call from inside a body belongs to the enclosing operation: it runs
      * in place or is refused (the nesting table), never as a second driver. */
     if (nxr__tls.depth > 0)
-        return false;
+        return 0;
     uintptr_t me = (uintptr_t)&driver_token, none = 0;
     /* Acquire: pairs with the release in leave, so the previous driver's
      * depth write is visible before this thread counts its own. */
@@ -82,7 +320,8 @@ bool nxr__ctx_enter(nxr_ctx_t *ctx)
         none != me)
         two_drivers(ctx);
     ctx->driver_depth++;
-    return true;
+    *entered = true;
+    return 0;
 }
 
 void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
@@ -91,10 +330,10 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
         atomic_store_explicit(&ctx->driver, 0, memory_order_release);
 }
 #else
-bool nxr__ctx_enter(nxr_ctx_t *ctx)
+int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
-    (void)ctx;
-    return false;
+    *entered = false;
+    return ctx->rt == NULL ? NXR_EBROKEN : 0;
 }
 
 void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)

@@ -1,20 +1,41 @@
 /*
  * Loops and tasks through a context: the public calls of runtime/nxr_ctx.h.
- * Each checks the context and keeps the thread rule (nxr__ctx_enter), then
- * hands the work to the domain's executor (executor/), which applies the
- * placement and nesting rules.
+ * Each checks the context and keeps the thread rule (nxr__ctx_enter), hands
+ * the work to the domain's executor (executor/), which applies the
+ * placement and nesting rules, and records why a call failed
+ * (nxr_ctx_last_error).
  */
 #include <errno.h>
 
 #include "runtime/internal/ctx.h"
 
+/* Why a loop's arguments are bad, or NULL when they are fine. */
+static const char *loop_args(size_t begin, size_t end, const struct nxr_for_opts *opts,
+                             const void *fn)
+{
+    if (fn == NULL)
+        return "fn is NULL";
+    if (begin > end)
+        return "begin > end";
+    if (opts != NULL && opts->schedule != NXR_SCHEDULE_STATIC &&
+        opts->schedule != NXR_SCHEDULE_DYNAMIC)
+        return "opts->schedule is not a schedule";
+    return NULL;
+}
+
 int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
                           nxr_for_fn fn, void *arg)
 {
+    static const char call[] = "nxr_parallel_for";
     if (ctx == NULL)
         return -EINVAL;
-    bool entered = nxr__ctx_enter(ctx);
-    int rc = nxr__exec_parallel_for(ctx->exec, begin, end, opts, fn, arg);
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc != 0)
+        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    const char *why = loop_args(begin, end, opts, (const void *)fn);
+    rc = why != NULL ? -EINVAL : nxr__exec_parallel_for(ctx->exec, begin, end, opts, fn, arg);
+    nxr__ctx_fail(ctx, ctx->domain, call, rc, why);
     nxr__ctx_leave(ctx, entered);
     return rc;
 }
@@ -34,33 +55,64 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
                         void (*combine)(void *arg, void *result, const void *partial), void *arg,
                         void *result)
 {
+    static const char call[] = "nxr_parallel_reduce";
     if (ctx == NULL)
         return -EINVAL;
-    bool entered = nxr__ctx_enter(ctx);
-    int rc = nxr__exec_parallel_reduce(ctx->exec, begin, end, grain, elem_size, identity, map,
-                                       combine, arg, result);
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc != 0)
+        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    const char *why = map == NULL         ? "map is NULL"
+                      : combine == NULL   ? "combine is NULL"
+                      : identity == NULL  ? "identity is NULL"
+                      : result == NULL    ? "result is NULL"
+                      : elem_size == 0    ? "elem_size is 0"
+                      : begin > end       ? "begin > end"
+                                          : NULL;
+    rc = why != NULL ? -EINVAL
+                     : nxr__exec_parallel_reduce(ctx->exec, begin, end, grain, elem_size, identity,
+                                                 map, combine, arg, result);
+    nxr__ctx_fail(ctx, ctx->domain, call, rc, why);
     nxr__ctx_leave(ctx, entered);
     return rc;
 }
 
 int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg)
 {
+    static const char call[] = "nxr_run";
     if (ctx == NULL)
         return -EINVAL;
-    bool entered = nxr__ctx_enter(ctx);
-    int rc = nxr__exec_run(ctx->exec, mode, count, fn, arg);
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc != 0)
+        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    if (fn == NULL) {
+        rc = nxr__ctx_fail(ctx, ctx->domain, call, -EINVAL, "fn is NULL");
+    } else if (mode != NXR_MODE_SEQUENTIAL && mode != NXR_MODE_INNER && mode != NXR_MODE_OUTER) {
+        rc = nxr__ctx_failf(ctx, ctx->domain, call, -EINVAL, "mode %d is not a mode", (int)mode);
+    } else {
+        rc = nxr__exec_run(ctx->exec, mode, count, fn, arg);
+        /* A task's own error is not nxr's to explain; anything else is. */
+        if (rc == NXR_EREENTRANT || rc == NXR_EADMISSION || rc == -EBUSY)
+            nxr__ctx_fail(ctx, ctx->domain, call, rc, NULL);
+    }
     nxr__ctx_leave(ctx, entered);
     return rc;
 }
 
 int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out)
 {
+    static const char call[] = "nxr_submit";
     if (out != NULL)
         *out = NULL;
     if (ctx == NULL)
         return -EINVAL;
-    bool entered = nxr__ctx_enter(ctx);
-    int rc = nxr__exec_submit(ctx->exec, count, fn, arg, out);
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc != 0)
+        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    rc = fn == NULL ? -EINVAL : nxr__exec_submit(ctx->exec, count, fn, arg, out);
+    nxr__ctx_fail(ctx, ctx->domain, call, rc, fn == NULL ? "fn is NULL" : NULL);
     nxr__ctx_leave(ctx, entered);
     return rc;
 }

@@ -1,9 +1,11 @@
 /*
- * nxr_runtime_describe: the diagnostics of DESIGN.md, as text for people and
- * as one JSON object for tools. Both are produced from the same walk so they
+ * nxr_runtime_describe: the diagnostics docs/contracts.md promises ("Errors,
+ * ownership, diagnostics"), as text for people and as one JSON object for
+ * tools. Both are produced from the same walk so they
  * cannot disagree.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "domains/internal/cpuset.h"
@@ -33,6 +35,30 @@ static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
         hwloc_bitmap_foreach_end();
     }
     nxr__strbuf_printf(sb, "]");
+}
+
+static uint64_t placed(const struct nxr_domain *d, enum nxr_place_reason r)
+{
+    return atomic_load_explicit(&d->placed[r], memory_order_relaxed);
+}
+
+/* Open contexts of d; ctx_lock nests inside domains_lock (it is a leaf). */
+static unsigned open_contexts(const nxr_runtime_t *rt, const struct nxr_domain *d)
+{
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->ctx_lock);
+    unsigned n = d->open_contexts;
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->ctx_lock);
+    return n;
+}
+
+static void placement_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    nxr__strbuf_printf(sb,
+                       ",\"placement\":{\"policy\":\"%s\",\"default_domain\":%d,"
+                       "\"refused_mixed\":%" PRIu64 "}",
+                       nxr_affinity_policy_name(rt->settings.affinity),
+                       rt->default_domain->spec.id,
+                       (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
 }
 
 static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise", "reduction",
@@ -143,10 +169,16 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            "\"budget\":%u,\"executor_owner\":\"%s\"",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+        nxr__strbuf_printf(sb, ",\"contexts\":%u", open_contexts(rt, d));
         nxr__pool_describe(d->pool, sb, true);
-        nxr__strbuf_printf(sb, "}");
+        nxr__strbuf_printf(sb,
+                           ",\"placed\":{\"most_bytes\":%" PRIu64 ",\"tie\":%" PRIu64
+                           ",\"default\":%" PRIu64 "}}",
+                           placed(d, NXR_PLACE_MOST_BYTES), placed(d, NXR_PLACE_TIE),
+                           placed(d, NXR_PLACE_DEFAULT));
     }
     nxr__strbuf_printf(sb, "]");
+    placement_json(rt, sb);
     providers_json(rt, sb);
     nxr__strbuf_printf(sb, "}\n");
 }
@@ -173,7 +205,16 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
         nxr__pool_describe(d->pool, sb, false);
+        nxr__strbuf_printf(sb,
+                           "    placed calls: most-bytes %" PRIu64 ", tie %" PRIu64
+                           ", default %" PRIu64 "; open contexts %u\n",
+                           placed(d, NXR_PLACE_MOST_BYTES), placed(d, NXR_PLACE_TIE),
+                           placed(d, NXR_PLACE_DEFAULT), open_contexts(rt, d));
     }
+    nxr__strbuf_printf(sb,
+                       "placement: policy %s, default domain %d, refused as mixed %" PRIu64 "\n",
+                       nxr_affinity_policy_name(rt->settings.affinity), rt->default_domain->spec.id,
+                       (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
     providers_text(rt, sb);
 }
 

@@ -2,9 +2,11 @@
  * Domain lookup and accessors: read-only views of what the runtime built.
  */
 #include <errno.h>
+#include <sched.h>
 
-#include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
+#include "domains/internal/cpuset.h"
+#include "runtime/internal/runtime.h"
 
 /* The table may grow under an attach: every read takes the lock. The cast
  * drops const only to lock; the runtime's observable state is unchanged. */
@@ -54,6 +56,92 @@ int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out
     }
     unlock(rt);
     return rc;
+}
+
+/* Of the domains that match, a managed one before an external one, then the
+ * lowest id: one answer whatever the table order. Caller holds the lock. */
+static bool better(const struct nxr_domain *cand, const struct nxr_domain *best)
+{
+    if (best == NULL)
+        return true;
+    bool cm = cand->spec.admission == NXR_ADMISSION_MANAGED;
+    bool bm = best->spec.admission == NXR_ADMISSION_MANAGED;
+    if (cm != bm)
+        return cm;
+    return cand->spec.id < best->spec.id;
+}
+
+int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL || cpu < 0)
+        return -EINVAL;
+    const struct nxr_domain *best = NULL;
+    lock(rt);
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        const struct nxr_domain *d = rt->domains[i];
+        hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
+        if (cpus != NULL && hwloc_bitmap_isset(cpus, (unsigned)cpu) && better(d, best))
+            best = d;
+    }
+    unlock(rt);
+    *out = best;
+    return best != NULL ? 0 : NXR_ENODOMAIN;
+}
+
+int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, const nxr_domain_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL || node < 0)
+        return -EINVAL;
+    const struct nxr_domain *best = NULL;
+    lock(rt);
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        const struct nxr_domain *d = rt->domains[i];
+        if (d->spec.node == node && better(d, best))
+            best = d;
+    }
+    unlock(rt);
+    *out = best;
+    return best != NULL ? 0 : NXR_ENODOMAIN;
+}
+
+int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL)
+        return -EINVAL;
+    hwloc_bitmap_t mine = nxr__cpuset_alloc();
+    if (mine == NULL)
+        return -ENOMEM;
+    int rc = nxr__affinity_self(mine);
+    const struct nxr_domain *best = NULL;
+    if (rc == 0 && !hwloc_bitmap_iszero(mine)) {
+        lock(rt);
+        for (size_t i = 0; i < rt->domain_count; i++) {
+            const struct nxr_domain *d = rt->domains[i];
+            hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
+            if (cpus != NULL && hwloc_bitmap_isincluded(mine, cpus) && better(d, best))
+                best = d;
+        }
+        unlock(rt);
+    }
+    hwloc_bitmap_free(mine);
+    if (best != NULL) {
+        *out = best;
+        return 0;
+    }
+    /* Not confined to one domain: where it runs now. */
+    int cpu = sched_getcpu();
+    if (cpu < 0)
+        return -errno;
+    return nxr_runtime_domain_of_cpu(rt, cpu, out);
 }
 
 const nxr_provider_bundle_t *nxr_runtime_providers(const nxr_runtime_t *rt)

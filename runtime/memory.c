@@ -5,9 +5,12 @@
  * of struct nxr_domain).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "alloc/internal/arena.h"
 #include "alloc/internal/pool.h"
+#include "alloc/internal/registry.h"
+#include "base/internal/sys.h"
 #include "runtime/internal/runtime.h"
 
 int nxr__runtime_pools_create(nxr_runtime_t *rt, char *err, size_t errsz)
@@ -18,6 +21,7 @@ int nxr__runtime_pools_create(nxr_runtime_t *rt, char *err, size_t errsz)
             .domain_id = d->spec.id,
             .node = d->spec.node,
             .cap_bytes = rt->settings.pool_cap,
+            .registry = rt->registry,
         };
         int rc = nxr__pool_create(&d->pool, &opts, err, errsz);
         if (rc != 0)
@@ -100,4 +104,35 @@ int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts, n
     if (d == NULL)
         return -EINVAL;
     return nxr__scope_create(d->pool, opts, out);
+}
+
+int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (rt == NULL)
+        return -EINVAL;
+    NXR__HANDLE_CHECK(rt, "runtime");
+    int id;
+    if (ptr == NULL || !nxr__registry_find(rt->registry, ptr, &id))
+        return NXR_ENODOMAIN;
+    return nxr_runtime_domain(rt, id, out);
+}
+
+int nxr_mem_rehome(const nxr_domain_t *d, const void *src, size_t size, size_t alignment,
+                   void **out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (src == NULL)
+        return -EINVAL;
+    void *dst;
+    int rc = nxr_domain_malloc(d, size, alignment, &dst);
+    if (rc != 0)
+        return rc;
+    memcpy(dst, src, size);
+    *out = dst;
+    return 0;
 }

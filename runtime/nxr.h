@@ -17,12 +17,13 @@
  * abort with a message; other builds do not check.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY (see README "Knobs").
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY (see README "Knobs").
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
  * (runtime/nxr_ctx_kernels.h), memory on a domain (runtime/nxr_memory.h),
- * and the lower packages' types and calls (status codes, domain
+ * placement by domain (runtime/nxr_place.h), and the lower packages' types
+ * and calls (status codes, domain
  * declarations, the executor contract, buffers and scopes, providers).
  */
 #ifndef NXR_H
@@ -41,6 +42,7 @@
 #include "runtime/nxr_ctx.h"
 #include "runtime/nxr_ctx_kernels.h"
 #include "runtime/nxr_memory.h"
+#include "runtime/nxr_place.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +80,10 @@ struct nxr_runtime_opts {
      * NXR_POOL_CAP (bytes, or with a K/M/G suffix), else
      * NXR_POOL_DEFAULT_CAP (1 GiB); 0 caches nothing. */
     size_t pool_cap;
+    /* How calls without an explicit domain (placing contexts) choose one
+     * (-1: NXR_AFFINITY=most-bytes|single-domain, else most-bytes; see
+     * runtime/nxr_place.h). */
+    int affinity_policy;
     /* Ignore every NXR_* environment variable (tests, embedders that
      * configure nxr only through this struct). */
     bool ignore_env;
@@ -86,8 +92,8 @@ struct nxr_runtime_opts {
     size_t errbuf_size;
 };
 
-/* Fills opts with defaults: everything unset (spin and provider_policy -1,
- * pool_cap NXR_POOL_CAP_UNSET), env honoured. */
+/* Fills opts with defaults: everything unset (spin, provider_policy and
+ * affinity_policy -1, pool_cap NXR_POOL_CAP_UNSET), env honoured. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*
@@ -102,10 +108,18 @@ NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
  */
 NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts);
 
-/* Drains submitted work (jobs' side effects are visible when it returns),
+/*
+ * Drains submitted work (jobs' side effects are visible when it returns),
  * stops and joins every worker and frees the runtime. NULL is a no-op. Must
- * not be called from an nxr worker, while other threads use the runtime, or
- * with contexts still open (destroy them first). */
+ * not be called from an nxr worker or while other threads use the runtime.
+ * Destroy every context first: contexts still open are a caller bug that is
+ * reported, never ignored. Checked builds (-DNXR_CHECKED=1) abort with a
+ * message naming how many are open on which domains; other builds print
+ * that message on stderr, free the contexts' step memory and orphan them
+ * (every later call on one is NXR_EBROKEN; nxr_ctx_destroy only frees it).
+ * Buffers or domain memory still out are reported the same way (their pool
+ * is kept so that a late release stays safe).
+ */
 NXR_API void nxr_runtime_destroy(nxr_runtime_t *rt);
 
 /* The runtime's provider bundle (one provider per family, resolved at
@@ -120,6 +134,42 @@ NXR_API const nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_
 
 /* Looks a domain up by id: 0, NXR_ENODOMAIN or -EINVAL (NULL argument). */
 NXR_API int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out);
+
+/*
+ * The domain whose CPU set holds OS CPU `cpu`. Managed domains are preferred
+ * over cooperative ones (which may overlap them), then the lowest id wins;
+ * caller-managed domains have no CPUs and never match. Returns 0 and *out,
+ * NXR_ENODOMAIN (the CPU is in no domain: outside the allowed set, or not
+ * covered by any declared domain) or -EINVAL (NULL argument, cpu < 0). Any
+ * thread.
+ */
+NXR_API int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain_t **out);
+
+/*
+ * The domain on OS NUMA node `node` (nxr_domain_node): managed first, then
+ * the lowest id (declared domains may share a node). 0 and *out,
+ * NXR_ENODOMAIN or -EINVAL (NULL argument, node < 0). Any thread.
+ */
+NXR_API int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node,
+                                       const nxr_domain_t **out);
+
+/*
+ * The calling thread's domain: when the thread's whole affinity lies inside
+ * one domain's CPU set, that domain (managed first, then the lowest id: the
+ * answer does not change while the thread migrates); otherwise the domain
+ * of the CPU it is running on now (sched_getcpu), which may change at its
+ * next migration. This is how a thread placed by taskset, numactl or MPI
+ * finds its domain. 0 and *out, NXR_ENODOMAIN (its CPU is in no domain),
+ * -EINVAL or a negative errno from the kernel. Any thread; two system calls.
+ */
+NXR_API int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out);
+
+/* The domain calls with no explicit domain fall back to (runtime/nxr_place.h):
+ * the lowest id among the domains the runtime was created with. */
+NXR_API const nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt);
+
+/* The policy placing contexts use (opts.affinity_policy / NXR_AFFINITY). */
+NXR_API enum nxr_affinity_policy nxr_runtime_affinity_policy(const nxr_runtime_t *rt);
 
 /* "hwloc", "synthetic" or "xml". */
 NXR_API const char *nxr_runtime_topology_source(const nxr_runtime_t *rt);
@@ -204,9 +254,13 @@ enum nxr_describe_format {
 /*
  * Describes the runtime: topology (source, nodes, CPUs, allowed set) and per
  * domain id, node, CPUs, admission, placement, workers, budget, executor
- * owner, and the domain's memory ("pool": binding, arena, cap, cached bytes
- * and buffers, outstanding, hits, misses, drops; see alloc/nxr_alloc.h).
- * JSON is one object: {"topology": {...}, "domains": [...]}.
+ * owner, open contexts, the domain's memory ("pool": binding, arena, cap,
+ * cached bytes and buffers, outstanding, hits, misses, drops; see
+ * alloc/nxr_alloc.h) and the calls placed on it by reason ("placed":
+ * most_bytes, tie, default; runtime/nxr_place.h); then the placement policy,
+ * default domain and calls refused as mixed ("placement"), and providers.
+ * JSON is one object: {"topology": {...}, "domains": [...], "placement":
+ * {...}, "providers": {...}, "fpenv": {...}}.
  * Returns 0 and a NUL-terminated string in *out that the caller releases
  * with free(); -EINVAL or -ENOMEM (then *out is NULL).
  */

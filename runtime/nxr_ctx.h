@@ -19,14 +19,37 @@
  * threads. Their loops and tasks share the domain's team: regions on one
  * domain run one after another (each uses the whole team), and submitted
  * batches queue on the same workers. To serve many small requests on one
- * domain at once, submit them as tasks (nxr_submit, or nxr_run OUTER): each
- * task runs on one worker, and the loops and kernels it calls run
- * sequentially inside it. Keep nxr_parallel_for and INNER kernels for
- * requests big enough to use the whole domain.
+ * domain at once, run each as a task: each task runs on one worker, and the
+ * loops and kernels it calls run sequentially inside it, with its memory in
+ * a scope of its own. Client threads that each hold one request submit it
+ * (nxr_submit, then nxr_job_wait): the requests queue on the workers and run
+ * side by side. A thread holding many requests at once runs them as one
+ * batch (nxr_run OUTER with count = the requests); one nxr_run per request
+ * from several threads does not overlap them, since a call for one task
+ * from outside the domain is a one-worker region and regions take turns.
+ * Keep nxr_parallel_for and INNER kernels for requests big enough to use
+ * the whole domain: with several clients those take turns too.
+ * bench/service measures the two shapes against each other.
  *
  * Tasks, loops and jobs started through a context stay valid after the
  * context is destroyed (they belong to the domain); the runtime must outlive
  * every context (nxr_runtime_destroy reports contexts still open).
+ *
+ * State a context keeps for its driver (the thread rule makes it safe):
+ * step memory (nxr_ctx_alloc, until nxr_ctx_reset), the last failed call's
+ * detail (nxr_ctx_last_error) and, for a placing context, the last kernel
+ * call's placement (nxr_ctx_last_place).
+ *
+ * A placing context (nxr_ctx_create with NXR_DOMAIN_AUTO) is the runtime-
+ * level form: each kernel call on it runs on the domain its inputs choose
+ * (runtime/nxr_place.h); its loops, tasks and nxr_ctx_alloc, which have no
+ * inputs, use the runtime's default domain.
+ *
+ * Service threads. nxr_ctx_bind confines the calling thread to the
+ * context's domain (then its small work runs on it, without a hand-off);
+ * a thread placed by its launcher (taskset, numactl, MPI) finds its domain
+ * with nxr_runtime_domain_here and opens a context there with
+ * nxr_ctx_create_here.
  */
 #ifndef NXR_CTX_H
 #define NXR_CTX_H
@@ -35,6 +58,7 @@
 
 #include "base/nxr_status.h"
 #include "executor/nxr_executor.h"
+#include "runtime/nxr_place.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,21 +68,117 @@ typedef struct nxr_runtime nxr_runtime_t;
 typedef struct nxr_domain nxr_domain_t;
 typedef struct nxr_ctx nxr_ctx_t;
 
+/* nxr_ctx_create's domain id for a placing context (see above). */
+#define NXR_DOMAIN_AUTO (-1)
+
 /*
- * Opens a context on domain `domain_id` (an id from nxr_domain_id). Any
- * number of contexts may share a domain. Returns 0 and *out, -EINVAL,
- * NXR_ENODOMAIN or -ENOMEM. Any thread; never blocks.
+ * Opens a context on domain `domain_id` (an id from nxr_domain_id), or a
+ * placing context (NXR_DOMAIN_AUTO). Any number of contexts may share a
+ * domain. Returns 0 and *out, -EINVAL, NXR_ENODOMAIN or -ENOMEM. Any
+ * thread; takes the runtime's context-list lock, never blocks otherwise.
  */
 NXR_API int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id);
 
-/* Closes a context; its submitted jobs keep running. NULL is a no-op. Not
- * while a call on it is in progress. */
+/*
+ * Opens a context on the calling thread's domain (nxr_runtime_domain_here in
+ * runtime/nxr.h): for a thread placed by taskset, numactl or MPI. Returns 0
+ * and *out, or nxr_runtime_domain_here's and nxr_ctx_create's errors.
+ */
+NXR_API int nxr_ctx_create_here(nxr_ctx_t **out, nxr_runtime_t *rt);
+
+/* Closes a context: frees its step memory; its submitted jobs keep
+ * running. NULL is a no-op. Not while a call on it is in progress. After
+ * its runtime was destroyed (a caller bug, reported then) it only frees
+ * the context. */
 NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
 
+/* The context's domain (a placing context: the runtime's default domain). */
 NXR_API const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
 
 /* The most participants one operation of this context may use. */
 NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
+
+/*
+ * The detail of the last call on ctx that failed: which call, which
+ * argument and why ("nxr_sgemm: lda (3) < k (4) with A not transposed"), or
+ * "" when none failed. It stays until the next failure. The string is the
+ * context's and is valid until the next call on ctx.
+ * It is per context because a context has one driver. A call made from
+ * inside a body (a task calling kernels on a worker) records its detail for
+ * the calling thread only, since several participants may fail at once:
+ * asked from inside a body, this returns the last failure of that thread's
+ * calls on ctx; asked outside, the driver's. Never NULL.
+ */
+NXR_API const char *nxr_ctx_last_error(const nxr_ctx_t *ctx);
+
+/* ---- memory for a context's work ---------------------------------------- */
+
+/*
+ * Step memory: `size` bytes (64-byte aligned) on the context's domain (a
+ * placing context: the default domain), valid until nxr_ctx_reset or
+ * nxr_ctx_destroy. It comes from a scope the context creates on first use
+ * (alloc/nxr_alloc.h: bump allocation from pool chunks, nothing allocated
+ * in a steady state of same-shaped steps; checked builds catch a use after
+ * reset). Outputs of a request go here; long-lived data belongs in
+ * nxr_domain_malloc or pool buffers (runtime/nxr_memory.h). Driver only
+ * (the thread rule); from inside a body, allocate from a scope of your own.
+ * Returns 0 and *out, -EINVAL (NULL argument, size 0), NXR_EREENTRANT
+ * (inside a body), NXR_EBROKEN, -ENOMEM, NXR_EPLACEMENT.
+ */
+NXR_API int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out);
+
+/*
+ * Step memory for the outputs of a call with these inputs: on the domain a
+ * kernel call on ctx with them runs on (the context's own domain, or for a
+ * placing context the domain runtime/nxr_place.h chooses). Returns what
+ * nxr_ctx_alloc does, and NXR_EMIXED under the single-domain policy.
+ */
+NXR_API int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n,
+                              size_t size, void **out);
+
+/* Ends a step: every allocation of nxr_ctx_alloc* dies; the memory is kept
+ * for the next step. NULL is a no-op. Driver only. */
+NXR_API void nxr_ctx_reset(nxr_ctx_t *ctx);
+
+/*
+ * The placement of the last kernel call on ctx: for a placing context the
+ * domain and reason its inputs gave (-ENOENT before its first call; calls
+ * made inside a body are not recorded, as several may run at once); for a
+ * context on a domain, that domain with NXR_PLACE_EXPLICIT. 0, -EINVAL,
+ * -ENOENT or NXR_EBROKEN. Driver only.
+ */
+NXR_API int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out);
+
+/* ---- service threads on their domain -------------------------------------- */
+
+/* The calling thread's previous affinity, kept by nxr_ctx_bind. */
+typedef struct nxr_thread_binding nxr_thread_binding_t;
+
+/*
+ * Confines the calling thread to the context's domain CPU set, like a
+ * worker: the mask is set, read back and compared (sched_getaffinity); on a
+ * mismatch the old mask is put back and the call fails. From then on the
+ * thread is inside the domain, so small work on the domain runs on it (no
+ * permit, no hand-off) and it takes part in the domain's regions. Returns 0
+ * and *previous, a handle holding the mask the thread had, for
+ * nxr_thread_binding_restore. Errors: -EINVAL (NULL argument, a placing
+ * context), NXR_EPLACEMENT (a caller-managed domain, which declares no CPU
+ * set; or the mask could not be set or did not read back as the domain's,
+ * e.g. a cgroup cpuset narrower than the domain), NXR_EREENTRANT (inside a
+ * body: that thread belongs to an executor), NXR_EBROKEN, -ENOMEM; on
+ * failure *previous is NULL and the mask is unchanged. Any thread may bind
+ * itself; it changes only the calling thread.
+ */
+NXR_API int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous);
+
+/*
+ * Puts back the mask `previous` holds and frees the handle. NULL is a no-op
+ * (returns 0). Must be called by the thread that bound: from another thread
+ * it is -EINVAL and the handle is kept. When the old mask cannot be set
+ * again (the process's allowed set shrank meanwhile) it returns that error
+ * (a negative errno) and keeps the handle.
+ */
+NXR_API int nxr_thread_binding_restore(nxr_thread_binding_t *previous);
 
 /*
  * Runs fn over [begin, end) in chunks of `grain` (0: NXR_GRAIN_DEFAULT),

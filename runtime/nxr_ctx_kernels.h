@@ -26,8 +26,23 @@
  * check: a change is restored and reported as NXR_EFPENV. No error falls back
  * to another provider. The context's thread rule applies (runtime/nxr_ctx.h):
  * one driving thread at a time.
+ *
+ * Arguments are checked here, before any provider sees them, against the
+ * rules of kernels/nxr_kernels.h (NULL operands, short leading dimensions,
+ * C overlapping A or B, partial aliasing of an output and an input, items
+ * of a batch sharing C, ...): a violation is -EINVAL and
+ * nxr_ctx_last_error(ctx) names the argument and the rule. Every other
+ * failure also leaves its detail there.
+ *
+ * On a placing context (NXR_DOMAIN_AUTO) each call first chooses its domain
+ * from its inputs (runtime/nxr_place.h: A, B and C when beta != 0 for GEMM;
+ * the read vectors, matrices, rows and gamma/beta elsewhere; outputs never
+ * count), then runs there as on a context of that domain; NXR_EMIXED under
+ * the single-domain policy. Inputs are read where they lie, never copied.
+ *
  * Returns 0, -EINVAL, -ENOMEM, NXR_EUNSUPPORTED, NXR_EPLACEMENT, NXR_EFPENV,
- * NXR_EREENTRANT, NXR_EADMISSION or the provider's own error.
+ * NXR_EREENTRANT, NXR_EADMISSION, NXR_EMIXED, NXR_EBROKEN or the provider's
+ * own error.
  */
 #ifndef NXR_CTX_KERNELS_H
 #define NXR_CTX_KERNELS_H
@@ -43,8 +58,33 @@ extern "C" {
 
 NXR_API int nxr_sgemm(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args);
 NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args);
+
+/*
+ * nxr_sgemm, then C = act(C + bias) (nxr_sgemm_epilogue_t in
+ * kernels/nxr_kernels.h): for a hidden layer, y = act(x W + b), in one call.
+ * nxr's native GEMM applies the epilogue to each micro-tile of C as it is
+ * written back (C is read once more only while it is still in L1); a
+ * provider without sgemm_fused gets it applied by nxr after its sgemm, on
+ * the same domain and through the same fan-out (the provider's threads as
+ * granted, or the calling domain thread). The result equals the three calls
+ * made one after another, bit for bit with the native kernels. epilogue
+ * NULL, or with no bias and NXR_ACTIVATION_NONE, is nxr_sgemm. Errors as
+ * nxr_sgemm, and -EINVAL for an activation out of range or a bias that
+ * overlaps C.
+ */
+NXR_API int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
+                            const nxr_sgemm_epilogue_t *epilogue);
 NXR_API int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x,
                        const float *y, float *out);
+/*
+ * A row broadcast over a rows x cols matrix: out[r][c] = x[r][c] op row[c]
+ * (a bias over a batch, without repeating the bias per row). Row strides
+ * ldx, ldo >= cols; out may be x with ldo == ldx (in place), any other
+ * overlap of out with x or row is -EINVAL. rows or cols 0 touches nothing.
+ * NXR_EUNSUPPORTED when the elementwise provider has no binary_rows.
+ */
+NXR_API int nxr_binary_rows(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t rows, size_t cols,
+                            const float *x, size_t ldx, const float *row, float *out, size_t ldo);
 NXR_API int nxr_scale(nxr_ctx_t *ctx, size_t n, float alpha, const float *x, float *out);
 NXR_API int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out);
 /* STREAM triad: a = b + s * c. */

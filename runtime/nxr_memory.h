@@ -16,7 +16,39 @@
 extern "C" {
 #endif
 
+typedef struct nxr_runtime nxr_runtime_t;
 typedef struct nxr_domain nxr_domain_t;
+
+/* ------------------------------------------------- which domain owns memory */
+
+/*
+ * The domain whose memory holds ptr: any byte of a pool buffer (its data),
+ * of nxr_domain_malloc memory or of scope memory of rt. One lookup serves
+ * all three: every domain's arena records the address ranges it maps (and
+ * forgets them before it unmaps them), so the answer is the arena's, never a
+ * guess from where pages happen to sit (nxr_mem_node asks that). For a pool
+ * buffer it equals nxr_buffer_domain. Returns 0 and *out, NXR_ENODOMAIN
+ * (ptr is not in memory of rt: the host's heap, a stack, another runtime's
+ * memory, freed memory whose range was returned to the kernel) or -EINVAL
+ * (NULL rt or out). Freed memory that nxr still keeps mapped is reported as
+ * its domain's: the answer is about addresses, not about liveness. Any
+ * thread; takes one short lock (a binary search in a small table).
+ */
+NXR_API int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t **out);
+
+/*
+ * The explicit rehome: copies `size` bytes from src (any readable memory, on
+ * any domain or none) into new memory from domain d's arena, aligned to
+ * `alignment` (0: 16; else a power of two), and returns it in *out; free it
+ * with nxr_domain_free. nxr never does this on its own: a kernel reads its
+ * inputs where they are (remote NUMA reads), whatever domain it runs on.
+ * The copy is made by the calling thread; the new pages are bound to d's
+ * node whoever writes them (when d's binding is BOUND). src is unchanged.
+ * Returns 0 and *out, or nxr_domain_malloc's errors (-EINVAL also for a
+ * NULL src); on failure *out is NULL. Any thread.
+ */
+NXR_API int nxr_mem_rehome(const nxr_domain_t *d, const void *src, size_t size, size_t alignment,
+                           void **out);
 
 /* ------------------------------------------------------------------ buffers */
 

@@ -18,6 +18,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
     opts->spin = -1;
     opts->provider_policy = -1;
     opts->pool_cap = NXR_POOL_CAP_UNSET;
+    opts->affinity_policy = -1;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -123,6 +124,21 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     else if ((v = env(opts, "NXR_POOL_CAP")) != NULL &&
              (rc = env_bytes("NXR_POOL_CAP", v, &s->pool_cap, err, errsz)) != 0)
         return rc;
+    s->affinity = NXR_AFFINITY_MOST_BYTES;
+    if (opts->affinity_policy >= 0) {
+        if (opts->affinity_policy > NXR_AFFINITY_SINGLE_DOMAIN) {
+            snprintf(err, errsz, "opts.affinity_policy %d is not a policy", opts->affinity_policy);
+            return -EINVAL;
+        }
+        s->affinity = (enum nxr_affinity_policy)opts->affinity_policy;
+    } else if ((v = env(opts, "NXR_AFFINITY")) != NULL) {
+        if (strcmp(v, "single-domain") == 0)
+            s->affinity = NXR_AFFINITY_SINGLE_DOMAIN;
+        else if (strcmp(v, "most-bytes") != 0) {
+            snprintf(err, errsz, "NXR_AFFINITY='%s': expected 'most-bytes' or 'single-domain'", v);
+            return NXR_ESYNTAX;
+        }
+    }
     v = env(opts, "NXR_DISPLAY_ENV");
     s->display_env = v != NULL && strcmp(v, "0") != 0;
     return 0;

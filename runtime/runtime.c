@@ -2,16 +2,18 @@
  * Runtime creation and destruction.
  *
  * Creation is staged so that a failure at any step unwinds everything before
- * it: settings -> topology -> domain plan (all validation) -> arbiter ->
- * providers -> domains (admission state) -> pools -> teams. No thread starts
- * before the plan is complete and valid.
+ * it: settings -> topology -> domain plan (all validation) -> a reference
+ * to the process's arbiter -> providers -> domains (admission state) ->
+ * pools -> teams. No thread starts before the plan is complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/internal/registry.h"
 #include "domains/internal/cpuset.h"
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 
@@ -199,6 +201,12 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
         free(rt);
         return explain(rc, err, errsz);
     }
+    if ((rc = nxr__mutex_init(&rt->ctx_lock)) != 0) {
+        pthread_mutex_destroy(&rt->domains_lock);
+        free(rt);
+        return explain(rc, err, errsz);
+    }
+    atomic_init(&rt->refused_mixed, 0);
     struct nxr__plan plan = {0};
     rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
     if (rc != 0)
@@ -210,17 +218,27 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rc != 0)
         goto out_topology;
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
-    rc = nxr__fault_hit(NXR_FAULT_ALLOC) ? -ENOMEM
-                                         : nxr__arbiter_create(&rt->arbiter, rt->topo.allowed);
+    /* The process's arbiter, shared with every other runtime of the process:
+     * permits (the exclusive one included) exclude across runtimes. */
+    rc = nxr__arbiter_process_get(&rt->arbiter);
     if (rc != 0)
         goto out_plan;
     rc = make_providers(rt, opts);
     if (rc != 0)
-        goto out_plan;
+        goto out_arbiter;
+    rc = nxr__registry_create(&rt->registry);
+    if (rc != 0) {
+        nxr__plan_fini(&plan);
+        goto out_destroy;
+    }
     rc = adopt_plan(rt, &plan);
     nxr__plan_fini(&plan); /* what was not adopted */
     if (rc != 0)
         goto out_destroy;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        if (rt->default_domain == NULL || rt->domains[i]->spec.id < rt->default_domain->spec.id)
+            rt->default_domain = rt->domains[i];
+    }
     rc = nxr__runtime_pools_create(rt, err, errsz);
     if (rc != 0)
         goto out_destroy;
@@ -235,12 +253,16 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
 out_destroy:
     nxr_runtime_destroy(rt); /* joins the teams that did start */
     return explain(rc, err, errsz);
+out_arbiter:
+    nxr_provider_bundle_destroy(rt->providers);
+    nxr__arbiter_process_put(rt->arbiter);
 out_plan:
     nxr__plan_fini(&plan);
 out_topology:
     nxr__topology_fini(&rt->topo);
 out_free:
     pthread_mutex_destroy(&rt->domains_lock);
+    pthread_mutex_destroy(&rt->ctx_lock);
     free(rt);
     return explain(rc, err, errsz);
 }
@@ -259,12 +281,32 @@ static void drain_all(nxr_runtime_t *rt)
     } while (waited);
 }
 
+/* Contexts still open at destroy are a caller bug whose next use would touch
+ * freed memory: checked builds stop here; others say so and orphan them, so
+ * that the late nxr_ctx_destroy this bug usually comes with is harmless. */
+static void report_open_contexts(nxr_runtime_t *rt)
+{
+    char where[256];
+    size_t open = nxr__ctx_orphan_all(rt, where, sizeof(where));
+    if (open == 0)
+        return;
+    fprintf(stderr,
+            "nxr: runtime %p destroyed with %zu context(s) still open (%s); destroy every "
+            "context before its runtime (runtime/nxr.h)%s\n",
+            (void *)rt, open, where,
+            NXR__CHECKED_BUILD ? "" : "; they are orphaned: later calls on them are NXR_EBROKEN");
+    if (NXR__CHECKED_BUILD)
+        abort();
+}
+
 void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
+    /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
+    report_open_contexts(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
         nxr__team_destroy(rt->domains[i]->team);
         rt->domains[i]->team = NULL;
@@ -274,9 +316,11 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     for (size_t i = 0; i < rt->domain_count; i++)
         nxr__domain_free(rt->domains[i]);
     free(rt->domains);
+    nxr__registry_destroy(rt->registry); /* every arena is destroyed or detached */
     nxr_provider_bundle_destroy(rt->providers);
-    nxr__arbiter_destroy(rt->arbiter);
+    nxr__arbiter_process_put(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
+    pthread_mutex_destroy(&rt->ctx_lock);
     nxr__handle_retire(&rt->magic, rt);
 }

@@ -154,7 +154,6 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
         const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
         slots[i] = (struct svc_slot_decl){
             .domain_id = c->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : run->attached.ids[i],
-            .bind = nxr_domain_cpuset(d),
             .weights = run->replicas[i].w,
             .memory = d,
         };
@@ -180,7 +179,7 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     o.errbuf = why;
     o.errbuf_size = sizeof(why);
     rc = nxr_runtime_create(&run->flat_rt, &o);
-    struct svc_slot_decl flat = {.domain_id = 0, .bind = NULL, .weights = run->replicas[0].w};
+    struct svc_slot_decl flat = {.domain_id = 0, .weights = run->replicas[0].w};
     if (rc == 0)
         rc = svc_server_start(&run->flat, run->flat_rt, &flat, 1, &so, why, sizeof(why));
     if (rc != 0) {

@@ -8,7 +8,6 @@
  * depend on how the work was split: a request computed in place on one
  * worker and the same request split over a domain give the same bits.
  */
-#include <string.h>
 
 #include "service/ops.h"
 
@@ -22,25 +21,19 @@ static int nxr_ops_linear(void *self, size_t rows, size_t in, size_t out, const 
                           const float *w, const float *b, enum svc_act act, bool accumulate,
                           float *y)
 {
-    nxr_ctx_t *ctx = self;
-    int rc = 0;
-    for (size_t r = 0; r < rows && rc == 0; r++) {
-        if (accumulate)
-            rc = nxr_binary(ctx, NXR_BINARY_ADD, out, y + r * out, b, y + r * out);
-        else
-            memcpy(y + r * out, b, out * sizeof(float));
-    }
-    if (rc != 0)
-        return rc;
+    /* One call: y = act(x W + b), or for the residual y = act(y + x W + b),
+     * the bias and activation applied as each tile of y is written. */
     nxr_sgemm_args_t g = {
         .m = rows, .n = out, .k = in, .alpha = 1.0f, .a = x, .lda = in,
-        .b = w, .ldb = out, .beta = 1.0f, .c = y, .ldc = out,
+        .b = w, .ldb = out, .beta = accumulate ? 1.0f : 0.0f, .c = y, .ldc = out,
     };
-    rc = nxr_sgemm(ctx, &g);
-    if (rc != 0 || act == SVC_ACT_NONE)
-        return rc;
-    return nxr_unary(ctx, act == SVC_ACT_SILU ? NXR_UNARY_SILU : NXR_UNARY_GELU_TANH, rows * out,
-                     y, y);
+    nxr_sgemm_epilogue_t ep = {
+        .bias = b,
+        .activation = act == SVC_ACT_SILU   ? NXR_ACTIVATION_SILU
+                      : act == SVC_ACT_GELU ? NXR_ACTIVATION_GELU_TANH
+                                            : NXR_ACTIVATION_NONE,
+    };
+    return nxr_sgemm_fused(self, &g, &ep);
 }
 
 static int nxr_ops_softmax(void *self, size_t rows, size_t cols, const float *x, float *out)

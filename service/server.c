@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "service/binding.h"
 #include "service/queue.h"
 
 #define CPU_WORDS 16 /* CPUs 0..1023 recorded */
@@ -19,7 +18,7 @@ struct slot {
     size_t index;
     nxr_ctx_t *ctx;
     const nxr_domain_t *domain, *memory;
-    hwloc_bitmap_t bind;
+    nxr_ctx_t *home; /* a context on `memory`, for binding the serving thread */
     const float *weights;
     struct svc_queue queue;
     /* Workers free to take a small request: at most `budget` small
@@ -228,7 +227,8 @@ static void *serving_thread(void *p)
     char name[16];
     snprintf(name, sizeof(name), "svc-d%d", nxr_domain_id(s->domain));
     pthread_setname_np(pthread_self(), name);
-    int rc = svc_bind_thread(s->bind);
+    nxr_thread_binding_t *previous;
+    int rc = nxr_ctx_bind(s->home, &previous);
     report_start(s->server, rc);
     if (rc != 0)
         return NULL;
@@ -258,6 +258,7 @@ static void *serving_thread(void *p)
             b->reqs[b->n++] = r;
         flush(s, b);
     }
+    nxr_thread_binding_restore(previous);
     return NULL;
 }
 
@@ -271,8 +272,7 @@ static void stop_slots(struct svc_server *srv, size_t n)
             pthread_join(s->thread, NULL);
         svc_queue_destroy(&s->queue);
         nxr_ctx_destroy(s->ctx);
-        if (s->bind != NULL)
-            hwloc_bitmap_free(s->bind);
+        nxr_ctx_destroy(s->home);
     }
     pthread_cond_destroy(&srv->cond);
     pthread_mutex_destroy(&srv->lock);
@@ -311,14 +311,10 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
         s->domain = nxr_ctx_domain(s->ctx);
         s->memory = slots[made].memory != NULL ? slots[made].memory : s->domain;
         s->budget = s->credits = nxr_ctx_budget(s->ctx);
-        hwloc_const_bitmap_t bind =
-            slots[made].bind != NULL ? slots[made].bind : nxr_domain_cpuset(s->domain);
-        s->bind = bind != NULL ? hwloc_bitmap_dup(bind) : NULL;
-        if (s->bind == NULL) {
-            rc = bind == NULL ? -EINVAL : -ENOMEM;
-            snprintf(err, errsz, "slot %zu: domain %d has no CPU set to bind to", made,
-                     slots[made].domain_id);
-        }
+        rc = nxr_ctx_create(&s->home, rt, nxr_domain_id(s->memory));
+        if (rc != 0)
+            snprintf(err, errsz, "slot %zu: context on home domain %d: %s", made,
+                     nxr_domain_id(s->memory), nxr_strerror(rc));
     }
     for (; rc == 0 && started < n; started++) {
         struct slot *s = &srv->slots[started];

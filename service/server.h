@@ -35,11 +35,13 @@
 struct svc_server;
 
 struct svc_slot_decl {
-    int domain_id;             /* the domain the slot's context runs on */
-    hwloc_const_bitmap_t bind; /* CPUs the serving thread is bound to; NULL: the domain's */
-    const float *weights;      /* the slot's replica (borrowed) */
-    const nxr_domain_t *memory; /* whose pool request scratch comes from; NULL: the
-                                   context's domain (attach mode: the original one) */
+    int domain_id;        /* the domain the slot's context runs on */
+    const float *weights; /* the slot's replica (borrowed) */
+    /* The slot's home: whose pool request scratch comes from, and whose CPUs
+     * the serving thread is bound to (nxr_ctx_bind). NULL: the context's
+     * domain. In attach mode the context's domain is the attached executor
+     * (caller-managed: no CPU set) and the home is the original domain. */
+    const nxr_domain_t *memory;
 };
 
 struct svc_server_opts {

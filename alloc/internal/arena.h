@@ -29,18 +29,27 @@
 #include "alloc/nxr_alloc.h"
 
 struct nxr__arena;
+struct nxr__registry;
 
 /*
  * Probes whether `node` can be bound (node < 0: the domain has none), then
  * creates the arena; its binding is what the probe found (see nxr_alloc.h).
+ * Every extent the arena maps is recorded in `registry` (NULL: none) under
+ * `tag` (internal/extent.h) until it is unmapped or the arena is detached.
  * Returns 0 and *out, or -ENOMEM (mapping the probe page, the arena or its
  * bookkeeping failed; err says which). On failure nothing is left behind.
  */
-int nxr__arena_create(struct nxr__arena **out, int node, char *err, size_t errsz);
+int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
+                      char *err, size_t errsz);
+
+/* Removes the arena's ranges from its registry and stops recording: before
+ * the registry goes away while the arena is kept (memory still live). No
+ * other thread may use the arena meanwhile. Idempotent. */
+void nxr__arena_detach(struct nxr__arena *a);
 
 /*
- * Destroys the arena, returning all of its memory to the kernel, when no
- * allocation from it is live; returns true. Otherwise keeps it (so that the
+ * Detaches the arena (above), then destroys it, returning all of its memory
+ * to the kernel, when no allocation from it is live; returns true. Otherwise keeps it (so that the
  * live memory stays valid and can still be freed), stores the live bytes in
  * *live and returns false. NULL is a no-op that returns true.
  */

@@ -40,4 +40,36 @@ bool nxr__extent_unmap(atomic_ulong *release_failures, void *addr, size_t size);
  * under the range's policy); false (and counted) when the kernel refused. */
 bool nxr__extent_purge(atomic_ulong *release_failures, void *addr, size_t size, int advice);
 
+/* ---- recorded extents ------------------------------------------------------
+ * An arena's extents are also recorded in its runtime's memory registry
+ * (internal/registry.h), so that any allocation's domain can be looked up
+ * (nxr_mem_domain). Both back ends map and unmap their extents through the
+ * two calls below, which is what keeps the registry exact: a range enters
+ * it before the memory is handed out and leaves it before the addresses go
+ * back to the kernel (after which anyone may map them again). */
+
+struct nxr__registry;
+
+struct nxr__extent_record {
+    /* NULL: record nothing (detached, or no runtime). Set before the first
+     * map; cleared by detach while no other thread uses the arena. */
+    _Atomic(struct nxr__registry *) registry;
+    int tag; /* the owning domain's id */
+};
+
+/* nxr__extent_map, then the range recorded under rec's tag; a range that
+ * cannot be recorded (-ENOMEM) is unmapped again, never handed out. */
+int nxr__extent_map_recorded(atomic_ulong *release_failures, struct nxr__extent_record *rec,
+                             int node, size_t size, size_t alignment, void **out);
+
+/* Forgets [addr, addr + size), then unmaps it. false when it is still
+ * mapped: there was no memory to cut the range out of the registry
+ * (nothing changed), or the kernel refused the munmap (counted, and the
+ * range recorded again). */
+bool nxr__extent_unmap_recorded(atomic_ulong *release_failures, struct nxr__extent_record *rec,
+                                void *addr, size_t size);
+
+/* Forgets every range of rec's tag and records nothing more. Idempotent. */
+void nxr__extent_record_detach(struct nxr__extent_record *rec);
+
 #endif /* NXR_INTERNAL_EXTENT_H */

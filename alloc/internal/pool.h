@@ -21,11 +21,15 @@
 
 struct nxr__pool;
 struct nxr__arena;
+struct nxr__registry;
 
 struct nxr__pool_opts {
     int domain_id;
     int node;         /* OS node id, or NXR_NODE_NONE */
     size_t cap_bytes; /* cap on cached bytes */
+    /* Where the pool's arena records its extents under domain_id (the
+     * runtime's registry; NULL: nowhere). */
+    struct nxr__registry *registry;
 };
 
 /*
@@ -38,8 +42,9 @@ int nxr__pool_create(struct nxr__pool **out, const struct nxr__pool_opts *opts, 
 /*
  * Frees the cached buffers, then the pool and its arena. When buffers are
  * still outstanding, or nxr_domain_malloc memory is still live, it prints a
- * diagnostic on stderr, keeps what they need (the pool, the arena) so that a
- * later release or free is still safe, and returns NXR_EOUTSTANDING;
+ * diagnostic on stderr, keeps what they need (the pool, the arena, detached
+ * from the registry) so that a later release or free is still safe, and
+ * returns NXR_EOUTSTANDING;
  * otherwise 0. NULL is a no-op returning 0. No other thread may use the pool
  * meanwhile.
  */

@@ -84,7 +84,7 @@ static inline void nxr__body_end(struct nxr__exec_tls saved)
 
 /*
  * The nesting rule for an operation on exec requested by the calling thread
- * (see the table in runtime/nxr_ctx.h):
+ * (see the table in executor/nxr_executor.h):
  *   NXR__NEST_NONE   not inside any body: the operation runs normally;
  *   NXR__NEST_INLINE inside a body of exec's own domain: loops and kernels
  *                    run in place on this thread (one fan-out level);

@@ -95,6 +95,9 @@ struct nxr__sgemm_plan {
     size_t mc, nc, kc;
     size_t tiles_m, tiles_n;
     size_t scratch_bytes; /* per worker, for any plan of this ISA */
+    /* Applied to each micro-tile of C as it is written back after the last
+     * kc slice (NULL: none); set by the fused op, never by plan_init. */
+    const nxr_sgemm_epilogue_t *epilogue;
 };
 
 /* 0 when args describe a valid GEMM (see nxr_sgemm_args_t), else -EINVAL. */
@@ -190,7 +193,17 @@ size_t nxr__native_argmax(const struct nxr__native_isa *isa, size_t n, const flo
 
 /* ---- rows: softmax and norms ----------------------------------------------- */
 
-enum nxr__rows_kind { NXR_ROWS_SOFTMAX, NXR_ROWS_RMSNORM, NXR_ROWS_LAYERNORM };
+/* Row kernels; the row broadcasts (ADD, MUL: out = x op gamma) and the GEMM
+ * epilogue (out = act(x + gamma), gamma may be NULL) read gamma as the
+ * broadcast row. */
+enum nxr__rows_kind {
+    NXR_ROWS_SOFTMAX,
+    NXR_ROWS_RMSNORM,
+    NXR_ROWS_LAYERNORM,
+    NXR_ROWS_ADD,
+    NXR_ROWS_MUL,
+    NXR_ROWS_EPILOGUE,
+};
 
 struct nxr__rows_job {
     const struct nxr__native_isa *isa;
@@ -202,7 +215,13 @@ struct nxr__rows_job {
     float eps;
     float *out;
     size_t ldo;
+    enum nxr_activation act; /* NXR_ROWS_EPILOGUE */
 };
+
+/* The epilogue on one row of n floats in place: bias (NULL: none), then act.
+ * The same code the fused GEMM applies per micro-tile (bit-identical). */
+void nxr__epilogue_row(const struct nxr__native_isa *isa, size_t n, float *row, const float *bias,
+                       enum nxr_activation act);
 
 /* Rows [begin, end). */
 void nxr__rows_chunk(void *job, size_t begin, size_t end, unsigned worker);

@@ -7,7 +7,8 @@
  * providers; the runtime evaluates it per call, reading the global count
  * just before.
  *
- * The rules (DESIGN.md "Arbitration and admission", "Providers"):
+ * The rules (docs/contracts.md, "Arbitration and admission" and
+ * "Providers"):
  *  - PER_CALL_BOUND x ENGINE_WORKERS (native): budget 1 runs inline; more
  *    runs on the domain's workers under the domain's permit.
  *  - SEQUENTIAL or CLAMP_TO_ONE x CALLING_THREAD: inline, one thread,

@@ -1,7 +1,9 @@
 /*
- * The context object: a runtime plus one of its domains, and the one-
- * driving-thread rule (runtime/nxr_ctx.h). Owned by the runtime package;
- * the executor below sees only the domain's struct nxr__exec.
+ * The context object: a runtime plus one of its domains (or, for a placing
+ * context, a runtime whose kernel calls each choose their domain), the
+ * one-driving-thread rule (runtime/nxr_ctx.h), the context's step memory
+ * and its last error. Owned by the runtime package; the executor below sees
+ * only the domain's struct nxr__exec.
  */
 #ifndef NXR_INTERNAL_CTX_H
 #define NXR_INTERNAL_CTX_H
@@ -13,29 +15,74 @@
 #include "executor/internal/exec.h"
 #include "runtime/nxr.h"
 
+#define NXR__CTX_ERROR_BYTES 256
+
+/* Step memory on one domain (nxr_ctx_alloc*): a scope created at first use. */
+struct nxr__ctx_scope {
+    const struct nxr_domain *domain;
+    nxr_scope_t *scope;
+};
+
 struct nxr_ctx {
     unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
+    /* NULL once orphaned: the runtime was destroyed while the context was
+     * open (reported then); every later call is NXR_EBROKEN, destroy frees. */
     nxr_runtime_t *rt;
-    struct nxr_domain *domain; /* the runtime's; the context only borrows it */
-    struct nxr__exec *exec;    /* &domain->exec */
+    /* The context's domain (the runtime's; borrowed). A placing context has
+     * the runtime's default domain here, for its loops, tasks and memory. */
+    struct nxr_domain *domain;
+    struct nxr__exec *exec; /* &domain->exec */
+    bool placing;           /* NXR_DOMAIN_AUTO: kernel calls place themselves */
+    /* The runtime's list of open contexts (under rt->ctx_lock). */
+    struct nxr_ctx *prev, *next;
     /* The driving thread (checked builds): a token of the thread inside a
      * call on this context (0: none) and how deeply it is inside (a kernel
      * that fans out through the context's loops enters twice). depth is
      * written by the driver only. */
     atomic_uintptr_t driver;
     unsigned driver_depth;
+    /* Driver-only state (the thread rule makes it single-threaded). */
+    struct nxr__ctx_scope *scopes; /* step memory, one scope per domain used */
+    size_t nscopes;
+    struct nxr_place last_place; /* placing contexts: the last kernel call's */
+    bool placed;                 /* last_place is set */
+    char error[NXR__CTX_ERROR_BYTES]; /* the last failed call's detail ("" none) */
 };
 
 /*
  * Every public call on a context brackets its work with these: the handle
- * check, and in checked builds the one-driving-thread rule. A call from
- * inside a body (a worker or a participant running some operation) is not a
- * second driver: it runs in place or is refused by the nesting rules. enter
- * returns
- * whether leave has something to undo. A violation aborts with a message
- * naming the context.
+ * check, the orphan check (NXR_EBROKEN once the runtime is gone), and in
+ * checked builds the one-driving-thread rule. A call from inside a body (a
+ * worker or a participant running some operation) is not a second driver:
+ * it runs in place or is refused by the nesting rules. enter returns 0 or
+ * NXR_EBROKEN and sets *entered to whether leave has something to undo. A
+ * violation aborts with a message naming the context.
  */
-bool nxr__ctx_enter(nxr_ctx_t *ctx);
+int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered);
 void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered);
+
+/*
+ * Records the detail of a failed call: "<call>: <why>" when why is not
+ * NULL, else "<call>: " and what the status means in this context (the
+ * domain, the nesting, the admission). Returns rc. The detail goes to the
+ * context when the call was made outside any body (its driver), else to the
+ * calling thread's own slot for that context, since several participants of
+ * one operation may fail at once (see nxr_ctx_last_error).
+ */
+int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
+                  const char *why);
+
+/* nxr__ctx_fail with a formatted reason. */
+int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The context's step memory on domain d, created at first use: 0 and *out,
+ * -ENOMEM. Driver only. */
+int nxr__ctx_scope(nxr_ctx_t *ctx, const struct nxr_domain *d, nxr_scope_t **out);
+
+/* Unlinks and orphans every open context of rt (runtime destroy), freeing
+ * their step memory first (its buffers belong to pools about to go).
+ * Returns how many there were and writes per-domain counts into `report`. */
+size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size);
 
 #endif /* NXR_INTERNAL_CTX_H */

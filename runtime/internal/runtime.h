@@ -1,9 +1,12 @@
 /*
  * The runtime's internal layout, shared by the runtime package's files and
- * the internal tests. Nothing outside runtime/ and tests/ includes it.
+ * the internal tests. Nothing outside runtime/, tests/ and white-box
+ * benchmarks (bench/) includes it.
  */
 #ifndef NXR_INTERNAL_RUNTIME_H
 #define NXR_INTERNAL_RUNTIME_H
+
+#include <stdatomic.h>
 
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
@@ -19,6 +22,14 @@
  * ~100 us of serial work on the fast path. */
 #define NXR_SPIN_DEFAULT 4096u
 
+/* 1 in checked builds (-DNXR_CHECKED=1): misuse that other builds report
+ * aborts instead. A constant, so .c files test it without an #if. */
+#if defined(NXR_CHECKED) && NXR_CHECKED
+#define NXR__CHECKED_BUILD 1
+#else
+#define NXR__CHECKED_BUILD 0
+#endif
+
 struct nxr_domain {
     struct nxr__domain_spec spec; /* id, node, cpus (NULL: caller-managed), budget, admission */
     enum nxr_placement placement;
@@ -27,6 +38,10 @@ struct nxr_domain {
     bool admission_ready;   /* exec's admission state is initialised */
     struct nxr__pool *pool; /* node-local pool and arena (alloc/) */
     nxr_runtime_t *rt;
+    /* Calls placed on this domain by a placing context, per reason
+     * (runtime/place.c). Relaxed counters: read for diagnostics only. */
+    atomic_uint_fast64_t placed[NXR_PLACE_DEFAULT + 1];
+    unsigned open_contexts; /* under rt->ctx_lock */
 };
 
 /* Settings resolved from options and environment (see options.c). */
@@ -39,6 +54,7 @@ struct nxr__settings {
     enum nxr_provider_policy policy;
     bool gemm_openblas; /* NXR_GEMM=openblas */
     size_t pool_cap;    /* each pool's cap on cached bytes */
+    enum nxr_affinity_policy affinity; /* placing contexts (runtime/nxr_place.h) */
 };
 
 struct nxr_runtime {
@@ -47,6 +63,9 @@ struct nxr_runtime {
     struct nxr__settings settings;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
     nxr_provider_bundle_t *providers;
+    /* Which domain each address of nxr's memory belongs to: every domain's
+     * arena records its extents here (alloc/internal/registry.h). */
+    struct nxr__registry *registry;
     nxr_fpenv_t fpenv;            /* the creating thread's, at creation */
     nxr_openblas_info_t openblas; /* the linked OpenBLAS, probed at creation */
     /* Domains are allocated one by one so that their addresses (held by
@@ -56,6 +75,15 @@ struct nxr_runtime {
     struct nxr_domain **domains;
     size_t domain_count;
     size_t domain_cap;
+    /* The fallback of placement (runtime/nxr_place.h): the lowest id at
+     * creation. Immutable after creation. */
+    struct nxr_domain *default_domain;
+    /* Calls a placing context refused (NXR_EMIXED); relaxed, diagnostics. */
+    atomic_uint_fast64_t refused_mixed;
+    /* Open contexts, linked through ctx->prev/next; ctx_lock guards the
+     * list and every domain's open_contexts. A leaf lock. */
+    pthread_mutex_t ctx_lock;
+    struct nxr_ctx *contexts;
 };
 
 /* Appends d to the runtime's table (growing it); 0 or -ENOMEM. Caller holds

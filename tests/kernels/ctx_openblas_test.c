@@ -121,9 +121,18 @@ static void strict_whole_set_case(nxr_provider_t *p, int count, int want)
                  nxr_strerror(rc));
     if (want == 0) {
         expect_product(&pr);
-        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2};
+        /* Two items sharing A and B, each with its own C (items may not
+         * share C: stride_c 0 with batch 2 is -EINVAL). */
+        float *cs = ref_fill(2 * M * N, 9, -1, 1);
+        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2, .stride_c = M * N};
+        batch.gemm.c = cs;
         cr_assert_eq(nxr_sgemm_batch(r.ctx[0], &batch), 0);
-        expect_product(&pr);
+        for (int it = 0; it < 2; it++) {
+            struct problem item = pr;
+            item.c = cs + it * M * N;
+            expect_product(&item);
+        }
+        free(cs);
     } else {
         cr_assert_eq(memcmp(c0, pr.c, sizeof(float) * M * N), 0, "C untouched");
     }

@@ -876,6 +876,208 @@ Test(reliability_bad_input, norms_short_strides_zero_cols_or_negative_eps_are_ei
     cr_assert_eq(nxr_rmsnorm(ctx, 2, 4, NULL, 4, NULL, 0, outs, 4), -EINVAL);
 }
 
+/* ---- kernel preconditions (overlap and aliasing) ---------------------- */
+
+/* A kernel that refused its arguments changed nothing: buf is as filled. */
+static float pre[4096];
+
+static void fill_pre(void)
+{
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+        pre[i] = (float)(i % 13) - 6.0f;
+}
+
+static void expect_pre_untouched(void)
+{
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+        cr_assert_eq(pre[i], (float)(i % 13) - 6.0f, "pre[%zu] was written", i);
+}
+
+static nxr_sgemm_args_t pre_gemm(void)
+{
+    return (nxr_sgemm_args_t){.m = 8, .n = 8, .k = 8, .alpha = 1, .a = pre, .lda = 8,
+                              .b = pre + 1024, .ldb = 8, .c = pre + 2048, .ldc = 8};
+}
+
+Test(reliability_bad_input, sgemm_c_equal_to_or_overlapping_a_or_b_is_einval)
+{
+    open_runtime();
+    fill_pre();
+    nxr_sgemm_args_t g = pre_gemm();
+    g.c = pre; /* C == A */
+    cr_assert_eq(nxr_sgemm(ctx, &g), -EINVAL);
+    g.c = pre + 8; /* C starts inside A */
+    cr_assert_eq(nxr_sgemm(ctx, &g), -EINVAL);
+    g = pre_gemm();
+    g.c = pre + 1024 - 8; /* C's last rows run into B */
+    cr_assert_eq(nxr_sgemm(ctx, &g), -EINVAL);
+    g.c = pre + 1024; /* C == B */
+    cr_assert_eq(nxr_sgemm(ctx, &g), -EINVAL);
+    expect_pre_untouched();
+}
+
+Test(reliability_bad_input, elementwise_partial_aliasing_is_einval)
+{
+    open_runtime();
+    fill_pre();
+    cr_assert_eq(nxr_binary(ctx, NXR_BINARY_ADD, 64, pre, pre + 512, pre + 1), -EINVAL, "out in x");
+    cr_assert_eq(nxr_binary(ctx, NXR_BINARY_MUL, 64, pre, pre + 512, pre + 500), -EINVAL,
+                 "out runs into y");
+    cr_assert_eq(nxr_scale(ctx, 64, 2, pre, pre + 63), -EINVAL);
+    cr_assert_eq(nxr_unary(ctx, NXR_UNARY_GELU_TANH, 64, pre + 3, pre), -EINVAL);
+    cr_assert_eq(nxr_triad(ctx, 64, pre + 1000, pre + 990, pre + 2000, 2), -EINVAL);
+    expect_pre_untouched();
+}
+
+Test(reliability_bad_input, row_kernels_in_place_with_another_stride_or_partial_overlap_are_einval)
+{
+    open_runtime();
+    fill_pre();
+    cr_assert_eq(nxr_rmsnorm(ctx, 4, 8, pre, 8, NULL, 0, pre, 16), -EINVAL, "out == x, ldo != ldx");
+    cr_assert_eq(nxr_layernorm(ctx, 4, 8, pre, 16, NULL, NULL, 0, pre, 8), -EINVAL);
+    cr_assert_eq(nxr_softmax(ctx, 4, 8, pre, 8, pre + 8, 8), -EINVAL, "out one row into x");
+    cr_assert_eq(nxr_rmsnorm(ctx, 4, 8, pre, 8, pre + 1000, 0, pre + 1000, 8), -EINVAL,
+                 "gamma inside out");
+    expect_pre_untouched();
+}
+
+Test(reliability_bad_input, sgemm_batch_with_shared_or_overlapping_c_items_is_einval)
+{
+    open_runtime();
+    fill_pre();
+    nxr_sgemm_batch_args_t b = {.gemm = pre_gemm(), .batch = 2, .stride_a = 64, .stride_b = 64};
+    cr_assert_eq(nxr_sgemm_batch(ctx, &b), -EINVAL, "stride_c 0 with batch 2");
+    b.stride_c = 63; /* item 1 starts on item 0's last element */
+    cr_assert_eq(nxr_sgemm_batch(ctx, &b), -EINVAL);
+    b.stride_c = 1; /* every element shared with a neighbour */
+    cr_assert_eq(nxr_sgemm_batch(ctx, &b), -EINVAL);
+    b.stride_c = 64;
+    b.gemm.c = pre + 64; /* C items run over the A items */
+    cr_assert_eq(nxr_sgemm_batch(ctx, &b), -EINVAL);
+    expect_pre_untouched();
+    b.batch = 1;
+    b.stride_c = 0;
+    b.gemm.c = pre + 2048;
+    cr_assert_eq(nxr_sgemm_batch(ctx, &b), 0, "stride_c 0 is fine for one item");
+}
+
+Test(reliability_bad_input, binary_rows_bad_strides_null_operands_or_aliasing_are_einval)
+{
+    open_runtime();
+    fill_pre();
+    cr_assert_eq(nxr_binary_rows(NULL, NXR_BINARY_ADD, 2, 2, pre, 2, pre, pre, 2), -EINVAL);
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 7, pre + 100, pre + 200, 8),
+                 -EINVAL, "ldx < cols");
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 8, pre + 100, pre + 200, 7),
+                 -EINVAL, "ldo < cols");
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, NULL, 8, pre + 100, pre + 200, 8),
+                 -EINVAL);
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 8, NULL, pre + 200, 8), -EINVAL);
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 8, pre + 100, NULL, 8), -EINVAL);
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 8, pre + 203, pre + 200, 8),
+                 -EINVAL, "row inside out");
+    cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, 2, 8, pre, 8, pre + 100, pre + 4, 8),
+                 -EINVAL, "out partly over x");
+    cr_assert_eq(nxr_binary_rows(ctx, (enum nxr_binary_op)9, 2, 8, pre, 8, pre + 100, pre + 200,
+                                 8),
+                 NXR_EUNSUPPORTED);
+    expect_pre_untouched();
+}
+
+Test(reliability_bad_input, sgemm_fused_bad_activation_or_bias_over_c_is_einval)
+{
+    open_runtime();
+    fill_pre();
+    nxr_sgemm_args_t g = pre_gemm();
+    nxr_sgemm_epilogue_t ep = {.bias = pre + 2048 + 60, .activation = NXR_ACTIVATION_SILU};
+    cr_assert_eq(nxr_sgemm_fused(ctx, &g, &ep), -EINVAL, "bias inside C");
+    ep = (nxr_sgemm_epilogue_t){.bias = pre + 3000, .activation = (enum nxr_activation)3};
+    cr_assert_eq(nxr_sgemm_fused(ctx, &g, &ep), -EINVAL, "not an activation");
+    g.lda = 2;
+    ep.activation = NXR_ACTIVATION_GELU_TANH;
+    cr_assert_eq(nxr_sgemm_fused(ctx, &g, &ep), -EINVAL, "the GEMM's own rules too");
+    cr_assert_eq(nxr_sgemm_fused(NULL, &g, &ep), -EINVAL);
+    cr_assert_eq(nxr_sgemm_fused(ctx, NULL, &ep), -EINVAL);
+    expect_pre_untouched();
+}
+
+/* ---- placement, memory ownership, binding ------------------------------ */
+
+Test(reliability_bad_input, mem_domain_and_rehome_null_arguments)
+{
+    open_runtime();
+    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    cr_assert_eq(nxr_mem_domain(NULL, xs, &d), -EINVAL);
+    cr_assert_null(d);
+    cr_assert_eq(nxr_mem_domain(rt, xs, NULL), -EINVAL);
+    cr_assert_eq(nxr_mem_domain(rt, xs, &d), NXR_ENODOMAIN, "static data is not nxr's");
+    cr_assert_eq(nxr_mem_domain(rt, NULL, &d), NXR_ENODOMAIN);
+    const nxr_domain_t *d0;
+    cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0);
+    void *out = (void *)0x1;
+    cr_assert_eq(nxr_mem_rehome(d0, xs, sizeof(xs), 0, NULL), -EINVAL);
+    cr_assert_eq(nxr_mem_rehome(NULL, xs, sizeof(xs), 0, &out), -EINVAL);
+    cr_assert_null(out);
+    cr_assert_eq(nxr_mem_rehome(d0, NULL, 8, 0, &out), -EINVAL);
+    cr_assert_eq(nxr_mem_rehome(d0, xs, 8, 3, &out), -EINVAL, "alignment not a power of two");
+    cr_assert_null(out);
+}
+
+Test(reliability_bad_input, place_and_lookups_bad_arguments)
+{
+    open_runtime();
+    struct nxr_place p;
+    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    cr_assert_eq(nxr_runtime_place(NULL, NULL, 0, &p), -EINVAL);
+    cr_assert_eq(nxr_runtime_place(rt, NULL, 2, &p), -EINVAL);
+    cr_assert_eq(nxr_runtime_place(rt, NULL, 0, NULL), -EINVAL);
+    cr_assert_eq(nxr_runtime_domain_of_cpu(rt, -3, &d), -EINVAL);
+    cr_assert_null(d);
+    cr_assert_eq(nxr_runtime_domain_of_cpu(rt, NXR_CPU_ID_MAX + 1, &d), NXR_ENODOMAIN);
+    cr_assert_eq(nxr_runtime_domain_of_node(rt, -1, &d), -EINVAL);
+    cr_assert_eq(nxr_runtime_domain_of_node(rt, 9999, &d), NXR_ENODOMAIN);
+    cr_assert_null(d);
+    cr_assert_eq(nxr_runtime_domain_here(NULL, &d), -EINVAL);
+    cr_assert_eq(nxr_runtime_domain_here(rt, NULL), -EINVAL);
+    nxr_ctx_t *c = (nxr_ctx_t *)0x1;
+    cr_assert_eq(nxr_ctx_create_here(NULL, rt), -EINVAL);
+    cr_assert_eq(nxr_ctx_create_here(&c, NULL), -EINVAL);
+    cr_assert_null(c);
+    cr_assert_eq(nxr_ctx_create(&c, rt, -2), NXR_ENODOMAIN, "only -1 means a placing context");
+    cr_assert_str_eq(nxr_place_reason_name((enum nxr_place_reason)9), "unknown");
+    cr_assert_str_eq(nxr_affinity_policy_name((enum nxr_affinity_policy)9), "unknown");
+    struct nxr_runtime_opts o;
+    opts_of(&o);
+    o.affinity_policy = NXR_AFFINITY_SINGLE_DOMAIN + 1;
+    expect_create(&o, -EINVAL);
+}
+
+Test(reliability_bad_input, context_memory_binding_and_detail_bad_arguments)
+{
+    open_runtime();
+    void *p = (void *)0x1;
+    cr_assert_eq(nxr_ctx_alloc(NULL, 8, &p), -EINVAL);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_ctx_alloc(ctx, 8, NULL), -EINVAL);
+    cr_assert_eq(nxr_ctx_alloc(ctx, 0, &p), -EINVAL);
+    cr_assert_eq(nxr_ctx_alloc(ctx, NXR_POOL_MAX_SIZE + 1, &p), -ENOMEM);
+    cr_assert_null(p);
+    cr_assert_eq(nxr_ctx_alloc_for(ctx, NULL, 1, 8, &p), -EINVAL);
+    cr_assert_eq(nxr_ctx_alloc_for(ctx, NULL, 0, 0, &p), -EINVAL);
+    cr_assert_eq(nxr_ctx_alloc_for(NULL, NULL, 0, 8, &p), -EINVAL);
+    cr_assert_null(p);
+    nxr_ctx_reset(NULL); /* a no-op */
+    struct nxr_place pl;
+    cr_assert_eq(nxr_ctx_last_place(NULL, &pl), -EINVAL);
+    cr_assert_eq(nxr_ctx_last_place(ctx, NULL), -EINVAL);
+    nxr_thread_binding_t *b = (nxr_thread_binding_t *)0x1;
+    cr_assert_eq(nxr_ctx_bind(NULL, &b), -EINVAL);
+    cr_assert_null(b);
+    cr_assert_eq(nxr_ctx_bind(ctx, NULL), -EINVAL);
+    cr_assert_eq(nxr_thread_binding_restore(NULL), 0, "NULL is a no-op");
+    cr_assert_str_eq(nxr_ctx_last_error(NULL), "");
+}
+
 /* ---- status and names --------------------------------------------------- */
 
 Test(reliability_bad_input, strerror_of_unknown_codes)
@@ -954,5 +1156,46 @@ Test(reliability_bad_input, runtime_destroyed_twice_aborts, .signal = SIGABRT)
     nxr_runtime_destroy(r);
     rt = NULL;
     nxr_runtime_destroy(r);
+}
+#endif
+
+/* ---- host export (alloc/nxr_alloc.h) ------------------------------------ */
+
+Test(reliability_bad_input, buffer_export_null_arguments_are_einval_and_hand_out_nothing)
+{
+    open_runtime();
+    nxr_buffer_t *b;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), 256, &b), 0);
+    void *ptr = (void *)0x1;
+    size_t len = 7;
+    cr_assert_eq(nxr_buffer_export(NULL, &ptr, &len), -EINVAL);
+    cr_assert_null(ptr, "a failed export hands out no pointer");
+    cr_assert_eq(len, 0u);
+    ptr = (void *)0x1;
+    cr_assert_eq(nxr_buffer_export(b, &ptr, NULL), -EINVAL);
+    cr_assert_null(ptr);
+    len = 7;
+    cr_assert_eq(nxr_buffer_export(b, NULL, &len), -EINVAL);
+    cr_assert_eq(len, 0u);
+    cr_assert_eq(nxr_buffer_export(NULL, NULL, NULL), -EINVAL);
+    /* The buffer is untouched by the failed calls: still out, still whole. */
+    struct nxr_pool_stats st;
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &st), 0);
+    cr_assert_eq(st.outstanding, 1u);
+    cr_assert_eq(nxr_buffer_export(b, &ptr, &len), 0);
+    cr_assert_geq(len, 256u);
+    nxr_buffer_release(b);
+}
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+Test(reliability_bad_input, buffer_export_after_release_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_buffer_t *b;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), 256, &b), 0);
+    nxr_buffer_release(b);
+    void *ptr;
+    size_t len;
+    nxr_buffer_export(b, &ptr, &len);
 }
 #endif

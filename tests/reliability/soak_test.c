@@ -670,7 +670,6 @@ static int start_service(struct epoch *E)
         const nxr_domain_t *d = nxr_runtime_domain_at(E->rt, i);
         slots[i] = (struct svc_slot_decl){
             .domain_id = E->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : E->attached.ids[i],
-            .bind = nxr_domain_cpuset(d),
             .weights = E->replicas[i].w,
             .memory = d,
         };

@@ -1,0 +1,95 @@
+/*
+ * A context's step memory (nxr_ctx_alloc, nxr_ctx_alloc_for) and its last
+ * placement: the memory side of "outputs of a context's operations are
+ * allocated on its domain".
+ */
+#include <errno.h>
+
+#include "base/internal/sys.h"
+#include "runtime/internal/ctx.h"
+#include "runtime/internal/place.h"
+#include "runtime/internal/runtime.h"
+
+/* Allocates on d for the driver; the thread rule is kept by the caller. */
+static int alloc_on(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, size_t size,
+                    void **out)
+{
+    if (nxr__tls.depth > 0)
+        return nxr__ctx_fail(ctx, d, call, NXR_EREENTRANT,
+                             "step memory is the driver's; inside a body use a scope of its own");
+    nxr_scope_t *s;
+    int rc = nxr__ctx_scope(ctx, d, &s);
+    if (rc == 0)
+        rc = nxr_scope_alloc(s, size, out);
+    return nxr__ctx_fail(ctx, d, call, rc, NULL);
+}
+
+int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out)
+{
+    static const char call[] = "nxr_ctx_alloc";
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (ctx == NULL)
+        return -EINVAL;
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc == 0)
+        rc = size == 0 ? nxr__ctx_fail(ctx, ctx->domain, call, -EINVAL, "size is 0")
+                       : alloc_on(ctx, ctx->domain, call, size, out);
+    else
+        nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    nxr__ctx_leave(ctx, entered);
+    return rc;
+}
+
+int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n, size_t size,
+                      void **out)
+{
+    static const char call[] = "nxr_ctx_alloc_for";
+    if (out == NULL)
+        return -EINVAL;
+    *out = NULL;
+    if (ctx == NULL)
+        return -EINVAL;
+    bool entered;
+    int rc = nxr__ctx_enter(ctx, &entered);
+    if (rc != 0) {
+        nxr__ctx_fail(ctx, NULL, call, rc, NULL);
+    } else if (size == 0 || (inputs == NULL && n > 0)) {
+        rc = nxr__ctx_fail(ctx, ctx->domain, call, -EINVAL,
+                           size == 0 ? "size is 0" : "inputs is NULL with n > 0");
+    } else {
+        struct nxr_domain *d = ctx->domain;
+        struct nxr_place p;
+        if (ctx->placing)
+            rc = nxr__place(ctx->rt, inputs, n, &p, &d);
+        if (rc == 0)
+            rc = alloc_on(ctx, d, call, size, out);
+        else if (rc == NXR_EMIXED)
+            nxr__ctx_failf(ctx, d, call, rc, "the inputs lie on %u domains (single-domain policy)",
+                           p.domains);
+        else
+            nxr__ctx_fail(ctx, d, call, rc, NULL);
+    }
+    nxr__ctx_leave(ctx, entered);
+    return rc;
+}
+
+int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out)
+{
+    if (ctx == NULL || out == NULL)
+        return -EINVAL;
+    NXR__HANDLE_CHECK(ctx, "context");
+    if (ctx->rt == NULL)
+        return NXR_EBROKEN;
+    if (!ctx->placing) {
+        *out = (struct nxr_place){.domain_id = ctx->domain->spec.id,
+                                  .reason = NXR_PLACE_EXPLICIT};
+        return 0;
+    }
+    if (!ctx->placed)
+        return -ENOENT;
+    *out = ctx->last_place;
+    return 0;
+}

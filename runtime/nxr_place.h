@@ -1,0 +1,98 @@
+/*
+ * nxr placement by domain: which domain a call runs on when the caller did
+ * not name one. The resolver below is the one rule, shared by placing
+ * contexts (nxr_ctx_create with NXR_DOMAIN_AUTO, runtime/nxr_ctx.h), whose
+ * kernel calls place themselves, and by callers that want to know the
+ * answer first (to allocate a call's outputs where it will run).
+ *
+ * The rule. Each input is attributed to the domain whose memory holds its
+ * first byte (nxr_mem_domain, runtime/nxr_memory.h); an input nxr did not
+ * allocate (the host's heap, a stack, a mapped file) has no domain and does
+ * not count. Under the default policy, NXR_AFFINITY_MOST_BYTES, the call
+ * runs on the domain holding the most input bytes; a tie goes to the lowest
+ * domain id; when no input counts, the runtime's default domain (the lowest
+ * id among the domains the runtime was created with) is used. The opt-in
+ * policy NXR_AFFINITY_SINGLE_DOMAIN refuses a call whose counted inputs lie
+ * on more than one domain (NXR_EMIXED) instead of reading remote memory.
+ *
+ * Inputs are never copied or moved: a call placed on one domain reads the
+ * others' memory where it lies (remote NUMA reads). Rehoming is explicit
+ * (nxr_mem_rehome). The choice depends only on the inputs and the policy,
+ * so memory allocated for a call's outputs with the same inputs
+ * (nxr_ctx_alloc_for) lands on the domain the call then runs on; counting
+ * those outputs as inputs later (C of a GEMM with beta != 0) only adds to
+ * that domain.
+ *
+ * Observability: every placed call is counted per domain and reason, and
+ * every refusal per runtime, in nxr_runtime_describe ("placement") and
+ * `nxr info`; a placing context remembers its last call's placement
+ * (nxr_ctx_last_place).
+ */
+#ifndef NXR_PLACE_H
+#define NXR_PLACE_H
+
+#include <stddef.h>
+
+#include "base/nxr_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nxr_runtime nxr_runtime_t;
+
+/* How calls without an explicit domain are placed (opts.affinity_policy,
+ * NXR_AFFINITY=most-bytes|single-domain). */
+enum nxr_affinity_policy {
+    NXR_AFFINITY_MOST_BYTES = 0,    /* the domain with the most input bytes */
+    NXR_AFFINITY_SINGLE_DOMAIN = 1, /* the same, but inputs on two domains: NXR_EMIXED */
+};
+
+/* One input of a call: its first byte and how many bytes it spans. */
+struct nxr_mem_ref {
+    const void *ptr;
+    size_t bytes;
+};
+
+enum nxr_place_reason {
+    /* The context names its domain (not a placing context). */
+    NXR_PLACE_EXPLICIT = 0,
+    /* One domain held strictly the most counted input bytes. */
+    NXR_PLACE_MOST_BYTES = 1,
+    /* Several domains held the most; the lowest id won. */
+    NXR_PLACE_TIE = 2,
+    /* No input had a domain: the runtime's default domain. */
+    NXR_PLACE_DEFAULT = 3,
+};
+
+/* "explicit", "most-bytes", "tie", "default" ("unknown" otherwise). */
+NXR_API const char *nxr_place_reason_name(enum nxr_place_reason reason);
+
+/* "most-bytes", "single-domain" ("unknown" otherwise). */
+NXR_API const char *nxr_affinity_policy_name(enum nxr_affinity_policy policy);
+
+/* Where a call runs and why. */
+struct nxr_place {
+    int domain_id;
+    enum nxr_place_reason reason;
+    size_t domain_bytes;  /* input bytes on the chosen domain */
+    size_t counted_bytes; /* input bytes on any domain (unknown ones excluded) */
+    unsigned domains;     /* distinct domains among the counted inputs */
+};
+
+/*
+ * Applies the rule above to n inputs (n may be 0; a NULL ptr or 0 bytes does
+ * not count) under rt's policy. Returns 0 and *out, NXR_EMIXED (single-domain
+ * policy, inputs on several domains: *out still describes what the
+ * most-bytes rule would have chosen) or -EINVAL (NULL rt or out, NULL inputs
+ * with n > 0). Counts nothing (only calls that run are counted). Any thread;
+ * one registry lookup per input.
+ */
+NXR_API int nxr_runtime_place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
+                              struct nxr_place *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_PLACE_H */

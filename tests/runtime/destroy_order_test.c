@@ -1,0 +1,113 @@
+/*
+ * Destroy order: a runtime destroyed while contexts are still open is a
+ * caller bug that nxr reports. Default builds print how many contexts are
+ * open on which domains and orphan them: every later call on one is
+ * NXR_EBROKEN (not a use of freed memory), their step memory went back
+ * before the pools did, and nxr_ctx_destroy only frees the context. Checked
+ * builds (--config=checked, --config=asan) abort with the message instead.
+ */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/nxr.h"
+#include "tests/support/cpus.h"
+
+static nxr_runtime_t *runtime_with_two_domains(void)
+{
+    const char *spec = nxr_test_expand("0:%0;1:%0 shared");
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = spec;
+    o.spin = 0;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    return rt;
+}
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+Test(runtime_destroy_order, open_contexts_at_destroy_abort_in_checked_builds,
+     .signal = SIGABRT, .timeout = 60)
+{
+    nxr_runtime_t *rt = runtime_with_two_domains();
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    nxr_runtime_destroy(rt); /* aborts: ctx is still open */
+}
+#else
+static void body(void *arg, size_t b, size_t e, unsigned worker)
+{
+    (void)b, (void)e, (void)worker;
+    ++*(int *)arg;
+}
+
+/* Everything the process wrote to stderr so far. */
+static void read_stderr(char *buf, size_t size)
+{
+    fflush(stderr);
+    FILE *f = cr_get_redirected_stderr();
+    cr_assert_not_null(f);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+}
+
+Test(runtime_destroy_order, open_contexts_at_destroy_are_reported_and_orphaned,
+     .init = cr_redirect_stderr, .timeout = 60)
+{
+    nxr_runtime_t *rt = runtime_with_two_domains();
+    nxr_ctx_t *a, *b, *c, *placing, *closed;
+    cr_assert_eq(nxr_ctx_create(&a, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&b, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(&c, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(&placing, rt, NXR_DOMAIN_AUTO), 0);
+    cr_assert_eq(nxr_ctx_create(&closed, rt, 0), 0);
+    nxr_ctx_destroy(closed); /* closed in time: not reported */
+    void *step;
+    cr_assert_eq(nxr_ctx_alloc(b, 4096, &step), 0, "step memory in a pool chunk");
+
+    nxr_runtime_destroy(rt);
+
+    char out[2048];
+    read_stderr(out, sizeof(out));
+    cr_assert(strstr(out, "destroyed with 4 context(s) still open (domain 0: 1, domain 1: 2, "
+                          "placing: 1)") != NULL,
+              "stderr: %s", out);
+    cr_assert(strstr(out, "outstanding") == NULL,
+              "the step memory was returned before the pools: %s", out);
+
+    int calls = 0;
+    cr_assert_eq(nxr_parallel_for(b, 0, 10, 0, body, &calls), NXR_EBROKEN);
+    cr_assert_eq(calls, 0, "nothing ran");
+    cr_assert(strstr(nxr_ctx_last_error(b), "destroyed") != NULL, "%s", nxr_ctx_last_error(b));
+    float x[4] = {1, 2, 3, 4}, s;
+    cr_assert_eq(nxr_sum(placing, 4, x, &s), NXR_EBROKEN);
+    cr_assert_eq(nxr_ctx_alloc(a, 64, &step), NXR_EBROKEN);
+    nxr_thread_binding_t *prev;
+    cr_assert_eq(nxr_ctx_bind(a, &prev), NXR_EBROKEN);
+    cr_assert_null(prev);
+    struct nxr_place p;
+    cr_assert_eq(nxr_ctx_last_place(a, &p), NXR_EBROKEN);
+    nxr_ctx_destroy(a); /* only frees them */
+    nxr_ctx_destroy(b);
+    nxr_ctx_destroy(c);
+    nxr_ctx_destroy(placing);
+}
+
+Test(runtime_destroy_order, contexts_closed_in_time_leave_stderr_quiet,
+     .init = cr_redirect_stderr, .timeout = 60)
+{
+    nxr_runtime_t *rt = runtime_with_two_domains();
+    nxr_ctx_t *a;
+    cr_assert_eq(nxr_ctx_create(&a, rt, 0), 0);
+    void *step;
+    cr_assert_eq(nxr_ctx_alloc(a, 4096, &step), 0);
+    nxr_ctx_destroy(a);
+    nxr_runtime_destroy(rt);
+    char out[256];
+    read_stderr(out, sizeof(out));
+    cr_assert_str_eq(out, "");
+}
+#endif
