@@ -57,6 +57,15 @@ static void record_cpu(struct slot *s, struct svc_request *r)
                                  memory_order_relaxed);
 }
 
+/* What the last failed call on s's context said (nxr_ctx_last_error: the
+ * call, the argument or the domain; from inside a task, this thread's
+ * call), or the status's name when it said nothing. */
+static const char *failed_call(const struct slot *s, int rc)
+{
+    const char *why = nxr_ctx_last_error(s->ctx);
+    return why[0] != '\0' ? why : nxr_strerror(rc);
+}
+
 /* Computes r on slot s from the calling thread: in place inside a task
  * body, split over the domain from the serving thread. */
 static int compute(struct slot *s, struct svc_request *r)
@@ -76,7 +85,7 @@ static int compute(struct slot *s, struct svc_request *r)
     nxr_buffer_release(scratch);
     if (rc != 0)
         svc_request_set_error(r, "model on domain %d: %s", nxr_domain_id(s->domain),
-                              nxr_strerror(rc));
+                              failed_call(s, rc));
     return rc;
 }
 
@@ -204,7 +213,7 @@ static void flush(struct slot *s, struct batch *b)
         for (size_t i = 0; i < b->n; i++) {
             svc_queue_update(&s->queue, credit_back, s);
             svc_request_set_error(b->reqs[i], "handing %zu request(s) to domain %d: %s", b->n,
-                                  nxr_domain_id(s->domain), nxr_strerror(rc));
+                                  nxr_domain_id(s->domain), failed_call(s, rc));
             finish(s, b->reqs[i], rc);
         }
         free(b);

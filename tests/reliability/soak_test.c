@@ -44,7 +44,8 @@
  *     beforehand on a clean runtime: nxr's kernels give the same bits
  *     whatever the split), or with a typed error that an injected fault
  *     explains (-ENOMEM, NXR_EPLACEMENT, the provider's -EIO, the
- *     executor's -EAGAIN) and a line saying what failed;
+ *     executor's -EAGAIN) and a line saying what failed (for the
+ *     injectors' errors, the nxr call that returned them: nxr_ctx_last_error);
  *   - injected failures reach exactly the requests they should: requests
  *     answered -EIO = GEMM calls the provider failed; -EAGAIN = items of
  *     failed submissions + failed installs; -ENOMEM and NXR_EPLACEMENT
@@ -186,6 +187,7 @@ struct tally {
     size_t untyped, unexplained, undetailed, tail_errors;
     int codes[MAX_CODES];
     size_t code_n[MAX_CODES];
+    char example[MAX_CODES][160]; /* the first line a client got for each code */
     size_t ncodes;
     /* Injected while serving, and failed starts. */
     long alloc, mmap, mbind, provider, executor, restarts;
@@ -193,7 +195,7 @@ struct tally {
     long threads, permits, guards, active, buffers, refs;
 };
 
-static void tally_code(struct tally *t, int code, size_t n)
+static void tally_code(struct tally *t, int code, size_t n, const char *example)
 {
     for (size_t k = 0; k < t->ncodes; k++) {
         if (t->codes[k] == code) {
@@ -203,6 +205,7 @@ static void tally_code(struct tally *t, int code, size_t n)
     }
     if (t->ncodes < MAX_CODES) {
         t->codes[t->ncodes] = code;
+        snprintf(t->example[t->ncodes], sizeof(t->example[0]), "%s", example);
         t->code_n[t->ncodes++] = n;
     } else {
         t->untyped += n; /* more distinct codes than any fault explains */
@@ -224,7 +227,7 @@ static void tally_add(struct tally *to, const struct tally *t)
     to->wrong += t->wrong, to->untyped += t->untyped, to->unexplained += t->unexplained;
     to->undetailed += t->undetailed, to->tail_errors += t->tail_errors;
     for (size_t k = 0; k < t->ncodes; k++)
-        tally_code(to, t->codes[k], t->code_n[k]);
+        tally_code(to, t->codes[k], t->code_n[k], t->example[k]);
     to->alloc += t->alloc, to->mmap += t->mmap, to->mbind += t->mbind;
     to->provider += t->provider, to->executor += t->executor, to->restarts += t->restarts;
     to->threads += t->threads, to->permits += t->permits, to->guards += t->guards;
@@ -463,11 +466,26 @@ static bool explained(int code)
            code == EXECUTOR_ERROR;
 }
 
+/* The line the client got says what failed: something, and for the
+ * injectors' errors the nxr call that returned it (the service passes
+ * nxr_ctx_last_error on): the provider's through nxr_sgemm, the executor's
+ * through nxr_submit or the kernel whose install failed. */
+static bool detailed(int rc, const char *error)
+{
+    if (error[0] == '\0')
+        return false;
+    if (rc == PROVIDER_ERROR)
+        return strstr(error, "nxr_sgemm") != NULL;
+    if (rc == EXECUTOR_ERROR)
+        return strstr(error, "nxr_") != NULL;
+    return true;
+}
+
 static void client_error(struct client *c, size_t i, int rc, const struct svc_request *r)
 {
     struct tally *t = &c->t;
     t->errors++;
-    tally_code(t, rc, 1);
+    tally_code(t, rc, 1, r->error);
     if (!typed(rc)) {
         if (t->untyped++ == 0)
             fprintf(stderr, "soak: %s request %zu: untyped error %d\n", c->E->name, i, rc);
@@ -476,9 +494,9 @@ static void client_error(struct client *c, size_t i, int rc, const struct svc_re
             fprintf(stderr, "soak: %s request %zu: %s, which no injected fault explains: %s\n",
                     c->E->name, i, nxr_strerror(rc), r->error);
     }
-    if (r->error[0] == '\0' && t->undetailed++ == 0)
-        fprintf(stderr, "soak: %s request %zu: %s without a word of what failed\n", c->E->name,
-                i, nxr_strerror(rc));
+    if (!detailed(rc, r->error) && t->undetailed++ == 0)
+        fprintf(stderr, "soak: %s request %zu: %s, and the client was told \"%s\"\n", c->E->name,
+                i, nxr_strerror(rc), r->error);
     if (i >= at_pm(c->E, 900) && t->tail_errors++ == 0)
         fprintf(stderr, "soak: %s request %zu: %s after every fault was off: %s\n", c->E->name, i,
                 nxr_strerror(rc), r->error);
@@ -917,7 +935,8 @@ int main(void)
     printf("soak:   %-34s %zu\n", "answered ok (reference bits)", all.ok);
     printf("soak:   %-34s %zu\n", "answered with a typed error", all.errors - all.untyped);
     for (size_t k = 0; k < all.ncodes; k++)
-        printf("soak:     %-32s %zu\n", code_name(all.codes[k], name, sizeof(name)), all.code_n[k]);
+        printf("soak:     %-32s %-8zu e.g. \"%s\"\n", code_name(all.codes[k], name, sizeof(name)),
+               all.code_n[k], all.example[k]);
     printf("soak:   %-34s %zu\n", "untyped or unexplained errors", all.untyped + all.unexplained);
     printf("soak:   %-34s %zu\n", "errors after the faults stopped", all.tail_errors);
     printf("soak:   %-34s %zu\n", "lost", all.lost);
