@@ -364,9 +364,11 @@ int svc_server_submit(void *server, struct svc_request *r)
     /* Ties go round-robin (the scan starts one slot further each time), so
      * an idle service spreads even one client's requests over its domains. */
     const size_t start = atomic_fetch_add_explicit(&srv->turn, 1, memory_order_relaxed) % srv->n;
-    struct slot *best = NULL;
-    size_t least = SIZE_MAX;
-    for (size_t k = 0; k < srv->n; k++) {
+    /* The first candidate is taken whatever its load reads, so that a
+     * request always has a slot. */
+    struct slot *best = &srv->slots[start];
+    size_t least = atomic_load_explicit(&best->outstanding, memory_order_relaxed);
+    for (size_t k = 1; k < srv->n; k++) {
         struct slot *s = &srv->slots[(start + k) % srv->n];
         size_t o = atomic_load_explicit(&s->outstanding, memory_order_relaxed);
         if (o < least) {
