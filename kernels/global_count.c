@@ -23,32 +23,54 @@
  * Lock order: any permit (the exclusive one included) before the gate.
  * The writer holds the exclusive permit when it takes the gate; readers hold
  * the gate only around a read or a provider call and never wait for a permit
- * meanwhile. glibc's default rwlock prefers readers, so a provider that calls
- * back into nxr (a nested read) does not deadlock against a waiting writer;
- * the price is that a steady stream of readers can hold a writer back.
+ * meanwhile.
+ *
+ * Fairness: the gate prefers writers, so a steady stream of strict calls
+ * cannot hold an exclusive call back (at most one writer is ever waiting:
+ * writers are serialised by the exclusive permit before they ask, and the
+ * readers waiting when one leaves go in before the next can ask). A thread
+ * already holding the gate (a provider calling back into nxr from inside its
+ * call) does not take it again: `held` counts this thread's hold, so a
+ * nested read neither re-locks nor queues behind a waiting writer (which
+ * would deadlock on its own hold), and a nested write is refused.
  */
 #include <errno.h>
 #include <pthread.h>
 
 #include "kernels/internal/provider.h"
 
-static pthread_rwlock_t gate = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+/* How deeply the calling thread is inside the gate (shared or exclusive). */
+static _Thread_local unsigned held;
+
+static void gate_enter_shared(void)
+{
+    if (held++ == 0)
+        pthread_rwlock_rdlock(&gate);
+}
+
+static void gate_leave(void)
+{
+    if (--held == 0)
+        pthread_rwlock_unlock(&gate);
+}
 
 int nxr__global_threads_get(const nxr_provider_t *p)
 {
     if (p == NULL || p->global_threads == NULL)
         return 0;
-    pthread_rwlock_rdlock(&gate);
+    gate_enter_shared();
     int count = p->global_threads->get(p->self);
-    pthread_rwlock_unlock(&gate);
+    gate_leave();
     return count;
 }
 
 int nxr__global_count_read(int (*get)(void))
 {
-    pthread_rwlock_rdlock(&gate);
+    gate_enter_shared();
     int count = get();
-    pthread_rwlock_unlock(&gate);
+    gate_leave();
     return count;
 }
 
@@ -58,9 +80,9 @@ int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void
         return -EINVAL;
     if (p->global_threads == NULL)
         return fn(arg);
-    pthread_rwlock_rdlock(&gate);
+    gate_enter_shared();
     int rc = fn(arg);
-    pthread_rwlock_unlock(&gate);
+    gate_leave();
     return rc;
 }
 
@@ -69,7 +91,10 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
     if (p == NULL || p->global_threads == NULL || count < 1 || fn == NULL)
         return -EINVAL;
     const nxr_global_threads_ops_t *g = p->global_threads;
+    if (held > 0)
+        return NXR_EREENTRANT; /* inside this thread's own hold: it cannot wait for itself */
     pthread_rwlock_wrlock(&gate);
+    held = 1;
     const int previous = g->get(p->self);
     if (previous != count)
         g->set(p->self, count);
@@ -78,6 +103,7 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
      * the count again; nxr never leaves it changed after a call. */
     if (previous >= 1 && g->get(p->self) != previous)
         g->set(p->self, previous);
+    held = 0;
     pthread_rwlock_unlock(&gate);
     return rc;
 }

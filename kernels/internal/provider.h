@@ -115,8 +115,9 @@ int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a
  * previous count back afterwards (also when fn changed it, also when fn
  * failed), all with the gate held exclusively. Only for use while holding
  * the process-wide exclusive permit: the count is visible to every thread of
- * every runtime. Returns fn's status, or -EINVAL (no global_threads ops,
- * count < 1).
+ * every runtime. Returns fn's status, -EINVAL (no global_threads ops,
+ * count < 1), or NXR_EREENTRANT when the calling thread already holds the
+ * gate (a provider calling back into nxr from inside its own call).
  */
 int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg);
 

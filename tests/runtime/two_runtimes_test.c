@@ -632,6 +632,140 @@ Test(runtime_two_runtimes, a_strict_runtime_never_sees_an_exclusive_runtimes_cou
     nxr_provider_destroy(pb);
 }
 
+/* ---- the gate prefers the exclusive call: strict readers cannot starve it -------------- */
+
+struct fair_case {
+    nxr_ctx_t *c1, *c2, *ca;
+    unsigned b_cpu;
+    atomic_int seq;        /* order of the provider calls that record themselves */
+    atomic_int r1_inside;  /* B's first strict call holds the gate */
+    atomic_int release_r1; /* ... until this */
+    atomic_int w_tid, w_calling, w_seq;
+    atomic_int r2_tid, r2_calling, r2_seq;
+    int w_rc, r2_rc;
+};
+
+/* B's provider: its first call parks inside the gate (shared); the second
+ * records when it got in. */
+static void strict_during(struct spy *s)
+{
+    struct fair_case *f = s->arg;
+    if (atomic_load(&s->calls) == 1) {
+        atomic_store(&f->r1_inside, 1);
+        nxr_test_wait_at_least(&f->release_r1, 1, MEET_MS);
+    } else {
+        atomic_store(&f->r2_seq, atomic_fetch_add(&f->seq, 1) + 1);
+    }
+}
+
+static void exclusive_during(struct spy *s)
+{
+    struct fair_case *f = s->arg;
+    atomic_store(&f->w_seq, atomic_fetch_add(&f->seq, 1) + 1);
+}
+
+static void *r1_thread(void *p)
+{
+    struct fair_case *f = p;
+    pin_self(f->b_cpu);
+    spy_call(f->c1);
+    return NULL;
+}
+
+static void *w_thread(void *p)
+{
+    struct fair_case *f = p;
+    atomic_store(&f->w_tid, (int)tid_self());
+    atomic_store(&f->w_calling, 1);
+    f->w_rc = spy_call(f->ca);
+    return NULL;
+}
+
+static void *r2_thread(void *p)
+{
+    struct fair_case *f = p;
+    pin_self(f->b_cpu);
+    atomic_store(&f->r2_tid, (int)tid_self());
+    atomic_store(&f->r2_calling, 1);
+    f->r2_rc = spy_call(f->c2);
+    return NULL;
+}
+
+static bool w_calling(void *p)
+{
+    return atomic_load(&((struct fair_case *)p)->w_calling) != 0;
+}
+
+static bool r2_calling(void *p)
+{
+    return atomic_load(&((struct fair_case *)p)->r2_calling) != 0;
+}
+
+/* R1 (strict, B) holds the gate shared; W (exclusive, A) asks for it and
+ * waits; R2 (strict, B) arrives after W: it must queue behind W, not join
+ * R1, or a stream of strict calls would hold W back for ever. */
+Test(runtime_two_runtimes, a_stream_of_strict_calls_cannot_hold_an_exclusive_call_back)
+{
+    unsigned a, b;
+    two_cpus(&a, &b);
+    struct fair_case f = {.b_cpu = b};
+    struct spy sa = {.during = exclusive_during, .arg = &f},
+               sb = {.during = strict_during, .arg = &f};
+    atomic_store(&library_count, 1);
+    nxr_provider_t *pa = spy_create(&sa), *pb = spy_create(&sb);
+    char domains[64];
+    snprintf(domains, sizeof domains, "0:%u,%u", a, b);
+    struct rt_opts ro = {.allowed = hwloc_bitmap_alloc(),
+                         .domains = domains,
+                         .policy = NXR_PROVIDER_PROCESS_EXCLUSIVE,
+                         .gemm = pa};
+    hwloc_bitmap_zero(ro.allowed);
+    hwloc_bitmap_set(ro.allowed, a);
+    hwloc_bitmap_set(ro.allowed, b);
+    nxr_runtime_t *ra = open_rt(&ro);
+    ro.domains = NULL;
+    ro.policy = NXR_PROVIDER_STRICT;
+    ro.gemm = pb;
+    hwloc_bitmap_only(ro.allowed, b);
+    nxr_runtime_t *rb = open_rt(&ro);
+    hwloc_bitmap_free(ro.allowed);
+    f.ca = ctx_of(ra);
+    f.c1 = ctx_of(rb);
+    f.c2 = ctx_of(rb);
+
+    pthread_t r1 = start(r1_thread, &f);
+    nxr_test_wait_at_least(&f.r1_inside, 1, MEET_MS);
+    pthread_t w = start(w_thread, &f);
+    nxr_test_wait_at_least(&f.w_tid, 1, MEET_MS);
+    bool w_waited = nxr_test_wait_asleep((pid_t)atomic_load(&f.w_tid), w_calling, &f, MEET_MS);
+    pthread_t r2 = start(r2_thread, &f);
+    nxr_test_wait_at_least(&f.r2_tid, 1, MEET_MS);
+    bool r2_waited = nxr_test_wait_asleep((pid_t)atomic_load(&f.r2_tid), r2_calling, &f, MEET_MS);
+    int r2_seq_before_release = atomic_load(&f.r2_seq);
+    atomic_store(&f.release_r1, 1);
+    pthread_join(r1, NULL);
+    pthread_join(w, NULL);
+    pthread_join(r2, NULL);
+
+    cr_assert(w_waited, "the exclusive call waited for the strict call inside the gate");
+    cr_assert(r2_waited, "the later strict call waited behind the exclusive one");
+    cr_assert_eq(r2_seq_before_release, 0, "the later strict call got in beside the first");
+    cr_assert_eq(f.w_rc, 0, "%s", nxr_strerror(f.w_rc));
+    cr_assert_eq(f.r2_rc, 0, "%s", nxr_strerror(f.r2_rc));
+    cr_assert_lt(atomic_load(&f.w_seq), atomic_load(&f.r2_seq),
+                 "the exclusive call (%d) ran before the strict one that came after it (%d)",
+                 atomic_load(&f.w_seq), atomic_load(&f.r2_seq));
+    cr_assert_eq(atomic_load(&library_count), 1, "the count is back at rest");
+
+    nxr_ctx_destroy(f.ca);
+    nxr_ctx_destroy(f.c1);
+    nxr_ctx_destroy(f.c2);
+    nxr_runtime_destroy(ra);
+    nxr_runtime_destroy(rb);
+    nxr_provider_destroy(pa);
+    nxr_provider_destroy(pb);
+}
+
 /* ---- OpenBLAS's count as a new runtime records it ------------------------------------- */
 
 /* The spy's count is OpenBLAS's own here: what a new runtime's probe reads. */
