@@ -66,7 +66,6 @@
  * version in `bazel test //...`; .ci/run's soak stage runs 500000).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
