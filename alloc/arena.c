@@ -9,8 +9,9 @@
  *
  * jemalloc calls the alloc hook for extents it carves regions from and for
  * the arena's own metadata (so that is node-local too); it calls dalloc when
- * an extent has decayed out of its caches (we unmap it), and destroy for
- * what is left when the arena is destroyed.
+ * an extent has decayed out of its caches (we decline: see hook_dalloc, the
+ * pages are purged instead), and destroy for what is left when the arena is
+ * destroyed (we unmap it).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -64,15 +65,21 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     return p;
 }
 
-/* false: done (jemalloc's convention); true: jemalloc keeps the extent (it
- * stays mapped, recorded, and jemalloc may reuse it: a refused munmap, or
- * no memory to cut the range out of the registry). */
+/* Declined (true: jemalloc keeps the extent), as jemalloc's own default
+ * hook declines with `retain`, its default on 64-bit Linux. With retain,
+ * jemalloc takes address space it got from the hooks to be never given
+ * back piece by piece: it keeps extents of different arenas apart only by
+ * their head flags, not by arena, so an unmapped piece of one arena's
+ * extent can be mapped again by another arena's hook and then merged
+ * across the two (the soak saw jemalloc's extent heaps corrupted with two
+ * domains and pool trims). A retained extent stays mapped and recorded in
+ * the registry; its pages go back through the purge hooks (madvise), its
+ * range is unmapped when the arena is destroyed (hook_destroy). */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
-    (void)committed, (void)arena_ind;
-    struct nxr__arena *a = (struct nxr__arena *)hooks;
-    return !nxr__extent_unmap_recorded(&a->release_failures, &a->record, addr, size);
+    (void)hooks, (void)addr, (void)size, (void)committed, (void)arena_ind;
+    return true;
 }
 
 /* The arena is going away (detached from the registry already): a refused
