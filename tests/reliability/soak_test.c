@@ -85,6 +85,7 @@
 #include "tests/reliability/soak_faults.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/check.h"
 
 /* A small model, so that the soak serves its requests in CI time. */
 #define HIDDEN 16
@@ -109,17 +110,6 @@ static const size_t jumbo_rows[] = {8192, 16384};
 #define PROVIDER_ERROR (-EIO)
 #define EXECUTOR_ERROR (-EAGAIN)
 
-static atomic_uint failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            atomic_fetch_add(&failures, 1);                                                        \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the workload and its reference ------------------------------------ */
 
@@ -971,7 +961,7 @@ int main(void)
     CHECK(all.alloc > 0 && all.mmap > 0 && all.mbind > 0 && all.provider > 0 && all.executor > 0 &&
               all.restarts > 0,
           "a fault kind never fired");
-    const unsigned f = atomic_load(&failures);
+    const unsigned f = nxr_test_check_failures();
     printf("soak: result: %s (%u checks failed)\n", f == 0 ? "PASSED" : "FAILED", f);
     printf("%d passed, %d failed\n", f == 0 ? 1 : 0, f == 0 ? 0 : 1);
     /* Now: LeakSanitizer's own check at exit ends a leaking process with
