@@ -9,8 +9,9 @@
  *
  * jemalloc calls the alloc hook for extents it carves regions from and for
  * the arena's own metadata (so that is node-local too); it calls dalloc when
- * an extent has decayed out of its caches (we unmap it), and destroy for
- * what is left when the arena is destroyed.
+ * an extent has decayed out of its caches (we decline: see hook_dalloc, the
+ * pages are purged instead), and destroy for what is left when the arena is
+ * destroyed (we unmap it).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -21,20 +22,20 @@
 #include <sys/mman.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/arena_head.h"
 #include "alloc/internal/extent.h"
 #include "alloc/internal/je.h"
 #include "base/internal/sys.h"
 
 struct nxr__arena {
-    extent_hooks_t hooks; /* first: the pointer jemalloc passes to each hook */
-    unsigned index;       /* jemalloc arena index */
-    int node;             /* node the hooks bind to, or -1: do not bind */
-    int domain_node;      /* the domain's node (NXR_NODE_NONE: none) */
-    enum nxr_mem_binding binding;
-    char reason[128];
-    atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
-    struct nxr__extent_record record; /* where its extents are recorded */
+    extent_hooks_t hooks;        /* first: the pointer jemalloc passes to each hook */
+    struct nxr__arena_head head; /* index: jemalloc's arena index */
 };
+
+struct nxr__arena_head *nxr__arena_head(const struct nxr__arena *a)
+{
+    return (struct nxr__arena_head *)&a->head;
+}
 
 /*
  * Why the last alloc hook on this thread failed. jemalloc calls the hook
@@ -53,7 +54,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     if (new_addr != NULL)
         return NULL;
     void *p;
-    int rc = nxr__extent_map_recorded(&a->release_failures, &a->record, a->node, size, alignment,
+    int rc = nxr__extent_map_recorded(&a->head.release_failures, &a->head.record, a->head.node, size, alignment,
                                       &p);
     if (rc != 0) {
         hook_error = rc;
@@ -64,15 +65,21 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     return p;
 }
 
-/* false: done (jemalloc's convention); true: jemalloc keeps the extent (it
- * stays mapped, recorded, and jemalloc may reuse it: a refused munmap, or
- * no memory to cut the range out of the registry). */
+/* Declined (true: jemalloc keeps the extent), as jemalloc's own default
+ * hook declines with `retain`, its default on 64-bit Linux. With retain,
+ * jemalloc takes address space it got from the hooks to be never given
+ * back piece by piece: it keeps extents of different arenas apart only by
+ * their head flags, not by arena, so an unmapped piece of one arena's
+ * extent can be mapped again by another arena's hook and then merged
+ * across the two (the soak saw jemalloc's extent heaps corrupted with two
+ * domains and pool trims). A retained extent stays mapped and recorded in
+ * the registry; its pages go back through the purge hooks (madvise), its
+ * range is unmapped when the arena is destroyed (hook_destroy). */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind)
 {
-    (void)committed, (void)arena_ind;
-    struct nxr__arena *a = (struct nxr__arena *)hooks;
-    return !nxr__extent_unmap_recorded(&a->release_failures, &a->record, addr, size);
+    (void)hooks, (void)addr, (void)size, (void)committed, (void)arena_ind;
+    return true;
 }
 
 /* The arena is going away (detached from the registry already): a refused
@@ -82,7 +89,7 @@ static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool co
 {
     (void)committed, (void)arena_ind;
     struct nxr__arena *a = (struct nxr__arena *)hooks;
-    nxr__extent_unmap(&a->release_failures, addr, size);
+    nxr__extent_unmap(&a->head.release_failures, addr, size);
 }
 
 /* Purged pages fault back in under the range's policy, still on the node.
@@ -92,7 +99,7 @@ static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size, size
 {
     (void)size, (void)arena_ind;
     struct nxr__arena *a = (struct nxr__arena *)hooks;
-    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length, MADV_FREE);
+    return !nxr__extent_purge(&a->head.release_failures, (char *)addr + offset, length, MADV_FREE);
 }
 
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
@@ -100,7 +107,7 @@ static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, si
 {
     (void)size, (void)arena_ind;
     struct nxr__arena *a = (struct nxr__arena *)hooks;
-    return !nxr__extent_purge(&a->release_failures, (char *)addr + offset, length,
+    return !nxr__extent_purge(&a->head.release_failures, (char *)addr + offset, length,
                               MADV_DONTNEED);
 }
 
@@ -131,17 +138,9 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         snprintf(err, errsz, "out of memory for the arena of node %d", node);
         return -ENOMEM;
     }
-    a->domain_node = node;
-    atomic_init(&a->release_failures, 0);
-    atomic_init(&a->record.registry, registry);
-    a->record.tag = tag;
-    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
-                             &a->release_failures);
-    if (rc != 0) {
-        snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
+    int rc = nxr__arena_head_init(&a->head, node, registry, tag, err, errsz);
+    if (rc != 0)
         goto out_free;
-    }
-    a->node = a->binding == NXR_MEM_BOUND ? node : -1;
     a->hooks = (extent_hooks_t){
         .alloc = hook_alloc,
         .dalloc = hook_dalloc,
@@ -153,17 +152,17 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         .merge = hook_merge,
     };
     extent_hooks_t *hooks = &a->hooks;
-    size_t sz = sizeof(a->index);
+    size_t sz = sizeof(a->head.index);
     hook_error = 0;
     rc = nxr__fault_hit(NXR_FAULT_ALLOC)
              ? ENOMEM
-             : nxr_je_mallctl("arenas.create", &a->index, &sz, &hooks, sizeof(hooks));
+             : nxr_je_mallctl("arenas.create", &a->head.index, &sz, &hooks, sizeof(hooks));
     if (rc != 0) {
         /* jemalloc returns a positive errno (EAGAIN: out of arena slots). */
         rc = hook_error != 0 ? hook_error : -ENOMEM;
         snprintf(err, errsz, "creating a jemalloc arena for node %d failed: %s", node,
                  nxr_strerror(rc));
-        nxr__extent_record_detach(&a->record); /* what a failed create may have mapped */
+        nxr__extent_record_detach(&a->head.record); /* what a failed create may have mapped */
         goto out_free;
     }
     *out = a;
@@ -191,12 +190,7 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
     size_t sz = sizeof(epoch);
     /* Writing the epoch makes jemalloc merge its statistics now. */
     nxr_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
-    return arena_stat(a->index, "small.allocated") + arena_stat(a->index, "large.allocated");
-}
-
-void nxr__arena_detach(struct nxr__arena *a)
-{
-    nxr__extent_record_detach(&a->record);
+    return arena_stat(a->head.index, "small.allocated") + arena_stat(a->head.index, "large.allocated");
 }
 
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
@@ -211,7 +205,7 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
     if (*live != 0)
         return false; /* kept on purpose: the hooks must outlive the memory */
     char name[64];
-    snprintf(name, sizeof(name), "arena.%u.destroy", a->index);
+    snprintf(name, sizeof(name), "arena.%u.destroy", a->head.index);
     if (nxr_je_mallctl(name, NULL, NULL, NULL, 0) != 0)
         return false; /* jemalloc refused: keep the hooks alive with it */
     free(a);
@@ -221,7 +215,7 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
 void nxr__arena_purge(struct nxr__arena *a)
 {
     char name[64];
-    snprintf(name, sizeof(name), "arena.%u.purge", a->index);
+    snprintf(name, sizeof(name), "arena.%u.purge", a->head.index);
     /* Fails only for a bad index; refused madvise calls are counted by the
      * purge hooks. */
     nxr_je_mallctl(name, NULL, NULL, NULL, 0);
@@ -238,7 +232,7 @@ int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out
     if (nxr__fault_hit(NXR_FAULT_ALLOC))
         return -ENOMEM;
     hook_error = 0;
-    void *p = nxr_je_mallocx(size, MALLOCX_ARENA(a->index) | MALLOCX_TCACHE_NONE |
+    void *p = nxr_je_mallocx(size, MALLOCX_ARENA(a->head.index) | MALLOCX_TCACHE_NONE |
                                        MALLOCX_LG_ALIGN(lg(align)));
     if (p == NULL)
         return hook_error != 0 ? hook_error : -ENOMEM;
@@ -255,30 +249,4 @@ void nxr__arena_free(void *ptr)
 void nxr__arena_free_sized(void *ptr, size_t size, size_t align)
 {
     nxr_je_sdallocx(ptr, size, MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(lg(align)));
-}
-
-unsigned long nxr__arena_release_failures(const struct nxr__arena *a)
-{
-    /* Relaxed: a statistic (see internal/extent.h). */
-    return atomic_load_explicit(&a->release_failures, memory_order_relaxed);
-}
-
-unsigned nxr__arena_index(const struct nxr__arena *a)
-{
-    return a->index;
-}
-
-int nxr__arena_node(const struct nxr__arena *a)
-{
-    return a->domain_node;
-}
-
-enum nxr_mem_binding nxr__arena_binding(const struct nxr__arena *a)
-{
-    return a->binding;
-}
-
-const char *nxr__arena_binding_reason(const struct nxr__arena *a)
-{
-    return a->reason;
 }

@@ -22,19 +22,19 @@
 #include <string.h>
 
 #include "alloc/internal/arena.h"
+#include "alloc/internal/arena_head.h"
 #include "alloc/internal/extent.h"
 #include "base/internal/sys.h"
 
 struct nxr__arena {
-    unsigned index;  /* distinct per arena, for describe */
-    int node;        /* node extents bind to, or -1: do not bind */
-    int domain_node; /* the domain's node (NXR_NODE_NONE: none) */
-    enum nxr_mem_binding binding;
-    char reason[128];
-    atomic_size_t allocated;       /* bytes handed out and not freed */
-    atomic_ulong release_failures; /* munmap/madvise calls the kernel refused */
-    struct nxr__extent_record record; /* where its extents are recorded */
+    struct nxr__arena_head head; /* index: a serial, for describe */
+    atomic_size_t allocated;     /* bytes handed out and not freed */
 };
+
+struct nxr__arena_head *nxr__arena_head(const struct nxr__arena *a)
+{
+    return (struct nxr__arena_head *)&a->head;
+}
 
 #define HEADER_MAGIC 0x6e786d61u /* "nxma" */
 
@@ -59,19 +59,12 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         snprintf(err, errsz, "out of memory for the arena of node %d", node);
         return -ENOMEM;
     }
-    a->domain_node = node;
     atomic_init(&a->allocated, 0);
-    atomic_init(&a->release_failures, 0);
-    atomic_init(&a->record.registry, registry);
-    a->record.tag = tag;
-    int rc = nxr__node_probe(node, &a->binding, a->reason, sizeof(a->reason),
-                             &a->release_failures);
+    int rc = nxr__arena_head_init(&a->head, node, registry, tag, err, errsz);
     if (rc != 0) {
-        snprintf(err, errsz, "mapping a probe page for node %d failed: %s", node, nxr_strerror(rc));
         free(a);
         return rc;
     }
-    a->node = a->binding == NXR_MEM_BOUND ? node : -1;
     /* The same failure point as creating a jemalloc arena in the default
      * build, so that the fault loop sees the same calls. */
     if (nxr__fault_hit(NXR_FAULT_ALLOC)) {
@@ -80,7 +73,7 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
         free(a);
         return -ENOMEM;
     }
-    a->index = atomic_fetch_add_explicit(&next_index, 1, memory_order_relaxed);
+    a->head.index = atomic_fetch_add_explicit(&next_index, 1, memory_order_relaxed);
     *out = a;
     return 0;
 }
@@ -88,11 +81,6 @@ int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *r
 size_t nxr__arena_allocated(const struct nxr__arena *a)
 {
     return atomic_load_explicit(&a->allocated, memory_order_relaxed);
-}
-
-void nxr__arena_detach(struct nxr__arena *a)
-{
-    nxr__extent_record_detach(&a->record);
 }
 
 bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
@@ -118,7 +106,7 @@ int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out
         return -ENOMEM;
     size_t length = lead + (size + NXR__EXTENT_PAGE - 1) / NXR__EXTENT_PAGE * NXR__EXTENT_PAGE;
     void *base;
-    int rc = nxr__extent_map_recorded(&a->release_failures, &a->record, a->node, length, lead,
+    int rc = nxr__extent_map_recorded(&a->head.release_failures, &a->head.record, a->head.node, length, lead,
                                       &base);
     if (rc != 0)
         return rc;
@@ -150,7 +138,7 @@ void nxr__arena_free(void *ptr)
     size_t size = h->size;
     /* A refused munmap leaves the range mapped (counted, still recorded); it
      * is not reused. */
-    nxr__extent_unmap_recorded(&a->release_failures, &a->record, h->base, h->length);
+    nxr__extent_unmap_recorded(&a->head.release_failures, &a->head.record, h->base, h->length);
     atomic_fetch_sub_explicit(&a->allocated, size, memory_order_relaxed);
 }
 
@@ -158,29 +146,4 @@ void nxr__arena_free_sized(void *ptr, size_t size, size_t align)
 {
     (void)size, (void)align;
     nxr__arena_free(ptr);
-}
-
-unsigned long nxr__arena_release_failures(const struct nxr__arena *a)
-{
-    return atomic_load_explicit(&a->release_failures, memory_order_relaxed);
-}
-
-unsigned nxr__arena_index(const struct nxr__arena *a)
-{
-    return a->index;
-}
-
-int nxr__arena_node(const struct nxr__arena *a)
-{
-    return a->domain_node;
-}
-
-enum nxr_mem_binding nxr__arena_binding(const struct nxr__arena *a)
-{
-    return a->binding;
-}
-
-const char *nxr__arena_binding_reason(const struct nxr__arena *a)
-{
-    return a->reason;
 }

@@ -104,6 +104,26 @@ NXR_API size_t nxr_buffer_size(const nxr_buffer_t *b);
 /* The id of the domain whose pool the buffer belongs to. */
 NXR_API int nxr_buffer_domain(const nxr_buffer_t *b);
 
+/*
+ * Host export: hands a buffer's memory to another library -- MPI
+ * (MPI_Allreduce(MPI_IN_PLACE, ptr, ...)), a BLAS, read(2) -- with no copy.
+ * A buffer is one contiguous range of host memory on its domain's node, so
+ * export is always zero-copy: *ptr is nxr_buffer_data(b) and *len is
+ * nxr_buffer_size(b) (the class size, >= what was acquired).
+ * Ownership does not change: the caller still owns b, nxr keeps no record of
+ * the export, and the range is valid exactly while b is acquired. Keep b
+ * until the library is done with the memory (for MPI: until the blocking
+ * call returned, or the request of a non-blocking one completed), then
+ * release it as usual; the library must not touch the range after that.
+ * Returns 0, or -EINVAL (NULL b, ptr or len; then *ptr is NULL and *len 0
+ * where they can be written). Any thread; no lock, no system call.
+ * Checked builds (-DNXR_CHECKED=1): exporting a released buffer aborts with a
+ * message; under ASan (--config=asan) any access through an exported pointer
+ * after the release is reported, as for every buffer (released buffers are
+ * poisoned while cached).
+ */
+NXR_API int nxr_buffer_export(const nxr_buffer_t *b, void **ptr, size_t *len);
+
 struct nxr_pool_stats {
     size_t cap_bytes;      /* cap on cached bytes */
     size_t cached_bytes;   /* bytes in cached (free) buffers */

@@ -33,6 +33,16 @@
 
 enum { BUF_OUT = 1, BUF_CACHED = 2 };
 
+/* A call on a released buffer (checked builds): the caller keeps using
+ * memory it gave back, which the pool may already have handed to someone
+ * else. */
+static void __attribute__((noreturn)) buffer_dead(const char *what, const nxr_buffer_t *b)
+{
+    fprintf(stderr, "nxr: buffer %p %s after its release (it belongs to its pool again)\n",
+            (const void *)b, what);
+    abort();
+}
+
 static int class_init(struct nxr__pool_class *c)
 {
     c->top = NULL;
@@ -247,6 +257,23 @@ void *nxr_buffer_data(const nxr_buffer_t *b)
 size_t nxr_buffer_size(const nxr_buffer_t *b)
 {
     return b->size;
+}
+
+int nxr_buffer_export(const nxr_buffer_t *b, void **ptr, size_t *len)
+{
+    if (ptr != NULL)
+        *ptr = NULL;
+    if (len != NULL)
+        *len = 0;
+    if (b == NULL || ptr == NULL || len == NULL)
+        return -EINVAL;
+    /* Relaxed: only the owner may export, and it is the thread that acquired
+     * (or was handed) the buffer, so it sees its own store of BUF_OUT. */
+    if (NXR__BUFFER_CHECKED && atomic_load_explicit(&b->state, memory_order_relaxed) != BUF_OUT)
+        buffer_dead("exported", b);
+    *ptr = b->data;
+    *len = b->size;
+    return 0;
 }
 
 int nxr_buffer_domain(const nxr_buffer_t *b)

@@ -23,6 +23,9 @@ static atomic_long fault_seen;   /* calls seen through armed points */
 static atomic_bool fault_sticky; /* every call from the target on fails */
 static atomic_uint fault_always; /* points that fail on every call */
 static atomic_long fault_always_seen;
+#define FAULT_POINTS 13
+_Static_assert(NXR_FAULT_ALL == (1u << FAULT_POINTS) - 1, "one failure count per fault point");
+static atomic_long fault_failed[FAULT_POINTS]; /* per point (bit index), never reset */
 
 static void fault_arm(unsigned points, long n, bool sticky)
 {
@@ -60,11 +63,27 @@ long nxr__fault_always_hits(void)
     return atomic_load_explicit(&fault_always_seen, memory_order_relaxed);
 }
 
+long nxr__fault_failures(enum nxr__fault_point point)
+{
+    unsigned bit = (unsigned)point;
+    if (bit == 0 || (bit & (bit - 1)) != 0 || (unsigned)__builtin_ctz(bit) >= FAULT_POINTS)
+        return 0;
+    return atomic_load_explicit(&fault_failed[__builtin_ctz(bit)], memory_order_relaxed);
+}
+
+/* Relaxed: a statistic, read after the calls it counts were joined. */
+static bool failed(enum nxr__fault_point point)
+{
+    atomic_fetch_add_explicit(&fault_failed[__builtin_ctz((unsigned)point)], 1,
+                              memory_order_relaxed);
+    return true;
+}
+
 bool nxr__fault_hit(enum nxr__fault_point point)
 {
     if ((atomic_load_explicit(&fault_always, memory_order_acquire) & (unsigned)point) != 0) {
         atomic_fetch_add_explicit(&fault_always_seen, 1, memory_order_relaxed);
-        return true;
+        return failed(point);
     }
     /* Acquire pairs with the release in nxr__fault_arm. */
     unsigned armed = atomic_load_explicit(&fault_points, memory_order_acquire);
@@ -72,8 +91,10 @@ bool nxr__fault_hit(enum nxr__fault_point point)
         return false;
     long call = atomic_fetch_add_explicit(&fault_seen, 1, memory_order_relaxed) + 1;
     long target = atomic_load_explicit(&fault_target, memory_order_relaxed);
-    return call == target ||
-           (call > target && atomic_load_explicit(&fault_sticky, memory_order_relaxed));
+    if (call == target ||
+        (call > target && atomic_load_explicit(&fault_sticky, memory_order_relaxed)))
+        return failed(point);
+    return false;
 }
 
 void *nxr__malloc(size_t size)

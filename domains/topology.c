@@ -147,6 +147,11 @@ int nxr__topology_load(struct nxr__topology *topo, const char *spec, hwloc_const
         snprintf(err, errsz, "sched_getaffinity failed: %s", nxr_strerror(rc));
         goto out_fini;
     }
+    topo->process = nxr__cpuset_dup(topo->allowed);
+    if (topo->process == NULL) {
+        rc = -ENOMEM;
+        goto out_fini;
+    }
     if (narrow != NULL)
         hwloc_bitmap_and(topo->allowed, topo->allowed, narrow);
 
@@ -174,6 +179,8 @@ void nxr__topology_fini(struct nxr__topology *topo)
 {
     if (topo->allowed != NULL)
         hwloc_bitmap_free(topo->allowed);
+    if (topo->process != NULL)
+        hwloc_bitmap_free(topo->process);
     if (topo->hw != NULL)
         hwloc_topology_destroy(topo->hw);
     memset(topo, 0, sizeof(*topo));

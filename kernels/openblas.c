@@ -121,7 +121,9 @@ void nxr_openblas_probe(nxr_openblas_info_t *out)
     memset(out, 0, sizeof *out);
     out->parallel = openblas_get_parallel();
     nxr__openblas_classify(out->parallel, &out->threading, &out->count, &out->placement);
-    out->threads = openblas_get_num_threads();
+    /* The resting count: another runtime's exclusive call may have set its
+     * budget for the moment (kernels/global_count.c). */
+    out->threads = nxr__global_count_read(openblas_get_num_threads);
     copy_string(out->core, sizeof out->core, openblas_get_corename());
     copy_string(out->config, sizeof out->config, openblas_get_config());
     out->core_fallback = nxr__openblas_core_fallback(out->core, nxr__cpu_tier(), out->diagnostic,

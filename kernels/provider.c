@@ -1,6 +1,7 @@
 /*
  * nxr providers: creation (validation of the classification and the ops
- * table), reference counting, accessors, and the global-count guard.
+ * table), reference counting and accessors (the global-count guard is in
+ * global_count.c).
  */
 #include "kernels/internal/provider.h"
 
@@ -183,20 +184,4 @@ const char *nxr_provider_placement_name(enum nxr_provider_placement placement)
         return "external-workers";
     }
     return "?";
-}
-
-int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg)
-{
-    if (p == NULL || p->global_threads == NULL || count < 1 || fn == NULL)
-        return -EINVAL;
-    const nxr_global_threads_ops_t *g = p->global_threads;
-    const int previous = g->get(p->self);
-    if (previous != count)
-        g->set(p->self, count);
-    const int rc = fn(arg);
-    /* Restore unconditionally-checked: fn (or the library) may have moved
-     * the count again; nxr never leaves it changed after a call. */
-    if (previous >= 1 && g->get(p->self) != previous)
-        g->set(p->self, previous);
-    return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * nxr providers, the placement rules (see kernels/internal/rules.h for the
- * table they implement). Pure functions: no state, no locks.
+ * table they implement). Pure functions, except that decide_now reads the
+ * provider's global count (through the count gate, global_count.c).
  */
 #include "kernels/internal/rules.h"
 
@@ -84,7 +85,7 @@ struct nxr__run_decision nxr__provider_decide_now(const nxr_provider_t *p, unsig
         .global_threads = 0,
     };
     if (p->global_threads != NULL)
-        s.global_threads = p->global_threads->get(p->self);
+        s.global_threads = nxr__global_threads_get(p); /* the resting count */
     return nxr__provider_decide(p->count, p->placement, &s);
 }
 

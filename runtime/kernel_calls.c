@@ -84,8 +84,8 @@ static void checked_chunk_body(void *p, size_t begin, size_t end, unsigned worke
         atomic_store_explicit(&c->runner->fpenv_status, NXR_EFPENV, memory_order_relaxed);
 }
 
-static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grain,
-                               nxr_for_fn fn, void *arg)
+static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn fn,
+                               void *arg)
 {
     struct runner *r = call->runner;
     struct nxr_for_opts o;
@@ -162,9 +162,12 @@ static int invoke(void *p)
         .runner = inv->fan_out ? &r : NULL,
     };
     struct provider_call pc = {.bundle = rt->providers, .call = &call, .k = inv->k};
+    /* A global count is set only under the exclusive permit (and the count
+     * gate); any other call holds the gate shared, so that the count it was
+     * admitted at cannot move under it (kernels/global_count.c). */
     rc = inv->global_count > 0
              ? nxr__global_threads_run(inv->p, inv->global_count, call_provider, &pc)
-             : call_provider(&pc);
+             : nxr__global_threads_hold(inv->p, call_provider, &pc);
     if (rc == 0)
         rc = atomic_load_explicit(&r.fpenv_status, memory_order_relaxed);
 out_free:
@@ -197,7 +200,10 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, const struct kcall *k, c
     }
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
     unsigned budget = nesting == NXR__NEST_INLINE ? 1 : d->spec.budget;
-    bool whole = d->spec.cpus != NULL && hwloc_bitmap_isequal(d->spec.cpus, rt->topo.allowed);
+    /* "Whole" is the process's set, not the runtime's (opts.allowed_cpus may
+     * narrow it): a provider's own threads were made under the process's
+     * affinity, and another runtime of the process may own the rest. */
+    bool whole = d->spec.cpus != NULL && hwloc_bitmap_isequal(d->spec.cpus, rt->topo.process);
     struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
     struct invocation inv = {
         .rt = rt, .domain = d, .exec = exec, .k = k, .p = p, .threads = dec.threads};

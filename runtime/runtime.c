@@ -2,9 +2,9 @@
  * Runtime creation and destruction.
  *
  * Creation is staged so that a failure at any step unwinds everything before
- * it: settings -> topology -> domain plan (all validation) -> arbiter ->
- * providers -> domains (admission state) -> pools -> teams. No thread starts
- * before the plan is complete and valid.
+ * it: settings -> topology -> domain plan (all validation) -> a reference
+ * to the process's arbiter -> providers -> domains (admission state) ->
+ * pools -> teams. No thread starts before the plan is complete and valid.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -220,13 +220,14 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rc != 0)
         goto out_topology;
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
-    rc = nxr__fault_hit(NXR_FAULT_ALLOC) ? -ENOMEM
-                                         : nxr__arbiter_create(&rt->arbiter, rt->topo.allowed);
+    /* The process's arbiter, shared with every other runtime of the process:
+     * permits (the exclusive one included) exclude across runtimes. */
+    rc = nxr__arbiter_process_get(&rt->arbiter);
     if (rc != 0)
         goto out_plan;
     rc = make_providers(rt, opts);
     if (rc != 0)
-        goto out_plan;
+        goto out_arbiter;
     rc = nxr__registry_create(&rt->registry);
     if (rc != 0) {
         nxr__plan_fini(&plan);
@@ -254,6 +255,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
 out_destroy:
     nxr_runtime_destroy(rt); /* joins the teams that did start */
     return explain(rc, err, errsz);
+out_arbiter:
+    nxr_provider_bundle_destroy(rt->providers);
+    nxr__arbiter_process_put(rt->arbiter);
 out_plan:
     nxr__plan_fini(&plan);
 out_topology:
@@ -316,7 +320,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     free(rt->domains);
     nxr__registry_destroy(rt->registry); /* every arena is destroyed or detached */
     nxr_provider_bundle_destroy(rt->providers);
-    nxr__arbiter_destroy(rt->arbiter);
+    nxr__arbiter_process_put(rt->arbiter);
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
     pthread_mutex_destroy(&rt->ctx_lock);

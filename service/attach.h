@@ -32,15 +32,44 @@ int svc_executor_parse(const char *name, enum svc_executor *out);
 
 struct svc_attached {
     size_t n;                 /* = the runtime's domain count before attaching */
-    int ids[64];              /* ids[i]: the executor attached for domain i */
+    int first_id;             /* domain i's executor gets id first_id + i */
+    int ids[64];              /* ids[i]: the executor attached for domain i, -1: none */
     struct host_pool *pools[64];
 };
 
-/* Attaches one executor of kind `e` per domain of rt (rt must have at most
- * 64 domains, all with a CPU set). Returns 0, or the first error with err
- * naming the domain; what was attached stays attached (the runtime releases
- * it at destroy), so call svc_attached_release either way, after
- * nxr_runtime_destroy. */
+/* How attach mode builds each domain's executor. Every field is optional;
+ * a host (or a test) uses them to start the pool its own way or to wrap
+ * what is attached (tracing, fault injection). */
+struct svc_attach_hooks {
+    /* Starts domain i's pool (NULL: host_pool_start); NULL when it could
+     * not, which fails that domain's attach with -EAGAIN. */
+    struct host_pool *(*start_pool)(void *arg, size_t i, unsigned threads, const cpu_set_t *cpus);
+    /* Sees domain i's declaration just before nxr_runtime_attach and may
+     * change it (wrap the executor, change the admission). 0, or an error
+     * that fails that domain's attach. */
+    int (*declare)(void *arg, size_t i, struct nxr_external_decl *decl);
+    void *arg;
+};
+
+/* Prepares *out for rt (nothing attached yet): 0, or -EINVAL (more than 64
+ * domains) with err saying so. */
+int svc_attached_init(nxr_runtime_t *rt, struct svc_attached *out, char *err, size_t errsz);
+
+/* Attaches one executor of kind `e` (not SVC_EXECUTOR_NXR) for domain i of
+ * rt, on the domain's CPU set. Returns 0 with out->ids[i] set, or an error
+ * (-EINVAL: no CPU set, -EAGAIN: the pool could not start, the hook's or
+ * nxr_runtime_attach's error) with err naming the domain; then nothing of
+ * that attempt is left (its pool stopped, the runtime unchanged), so the
+ * caller may try again or serve the domain otherwise. hooks may be NULL. */
+int svc_attach_domain(nxr_runtime_t *rt, enum svc_executor e, size_t i,
+                      const struct svc_attach_hooks *hooks, struct svc_attached *out, char *err,
+                      size_t errsz);
+
+/* svc_attached_init, then svc_attach_domain for every domain of rt (rt must
+ * have at most 64 domains, all with a CPU set). Returns 0, or the first
+ * error with err naming the domain; what was attached stays attached (the
+ * runtime releases it at destroy), so call svc_attached_release either way,
+ * after nxr_runtime_destroy. */
 int svc_attach_executors(nxr_runtime_t *rt, enum svc_executor e, struct svc_attached *out,
                          char *err, size_t errsz);
 

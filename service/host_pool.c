@@ -42,6 +42,14 @@ static void *pool_thread(void *p)
 
 struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus)
 {
+    return host_pool_start_with(threads, cpus, NULL);
+}
+
+struct host_pool *host_pool_start_with(unsigned threads, const cpu_set_t *cpus,
+                                       host_pool_create_fn create)
+{
+    if (create == NULL)
+        create = pthread_create;
     if (threads == 0)
         return NULL;
     struct host_pool *pool = calloc(1, sizeof(*pool));
@@ -55,7 +63,7 @@ struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus)
         pool->pinned = true;
     }
     for (unsigned i = 0; pool->threads != NULL && i < threads; i++) {
-        if (pthread_create(&pool->threads[i], NULL, pool_thread, pool) != 0)
+        if (create(&pool->threads[i], NULL, pool_thread, pool) != 0)
             break;
         pool->n++;
     }

@@ -29,6 +29,15 @@ struct host_pool_task {
  * NULL (no memory, or a thread could not start: then none is left). */
 struct host_pool *host_pool_start(unsigned threads, const cpu_set_t *cpus);
 
+/* pthread_create's shape. */
+typedef int (*host_pool_create_fn)(pthread_t *thread, const pthread_attr_t *attr,
+                                   void *(*fn)(void *), void *arg);
+
+/* host_pool_start with the thread creation the host uses (its own wrapper,
+ * or a test's that fails on purpose); NULL: pthread_create. */
+struct host_pool *host_pool_start_with(unsigned threads, const cpu_set_t *cpus,
+                                       host_pool_create_fn create);
+
 /* Runs every queued task, then stops and joins the threads. NULL is a
  * no-op. Not from one of the pool's own threads. */
 void host_pool_stop(struct host_pool *pool);

@@ -34,9 +34,11 @@ static void *omp_serving_thread(void *p)
             if (r->rows > scratch_rows) {
                 float *grown = realloc(scratch, svc_model_scratch_floats(&path->shape, r->rows) *
                                                     sizeof(float));
-                if (grown == NULL)
+                if (grown == NULL) {
                     rc = -ENOMEM;
-                else {
+                    svc_request_set_error(r, "OpenMP path: out of memory for %zu rows of scratch",
+                                          r->rows);
+                } else {
                     scratch = grown;
                     scratch_rows = r->rows;
                 }
@@ -46,6 +48,8 @@ static void *omp_serving_thread(void *p)
             if (rc == 0)
                 rc = svc_model_forward(&svc_ops_omp, NULL, &path->shape, path->weights, r->rows,
                                        r->input, r->output, scratch);
+            if (rc != 0)
+                svc_request_set_error(r, "OpenMP path: model: %s", nxr_strerror(rc));
             svc_request_complete(r, rc);
             r = next;
         }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "service/queue.h"
 
@@ -57,23 +58,39 @@ static void record_cpu(struct slot *s, struct svc_request *r)
                                  memory_order_relaxed);
 }
 
+/* What the last failed call on s's context said (nxr_ctx_last_error: the
+ * call, the argument or the domain; from inside a task, this thread's
+ * call), or the status's name when it said nothing. */
+static const char *failed_call(const struct slot *s, int rc)
+{
+    const char *why = nxr_ctx_last_error(s->ctx);
+    return why[0] != '\0' ? why : nxr_strerror(rc);
+}
+
 /* Computes r on slot s from the calling thread: in place inside a task
  * body, split over the domain from the serving thread. */
 static int compute(struct slot *s, struct svc_request *r)
 {
     record_cpu(s, r);
     const struct svc_model_shape *shape = &s->server->opts.shape;
+    const size_t bytes = svc_model_scratch_floats(shape, r->rows) * sizeof(float);
     nxr_buffer_t *scratch;
-    int rc = nxr_buffer_acquire(s->memory, svc_model_scratch_floats(shape, r->rows) * sizeof(float),
-                                &scratch);
-    if (rc != 0)
+    int rc = nxr_buffer_acquire(s->memory, bytes, &scratch);
+    if (rc != 0) {
+        svc_request_set_error(r, "scratch (%zu bytes) from domain %d's pool: %s", bytes,
+                              nxr_domain_id(s->memory), nxr_strerror(rc));
         return rc;
+    }
     rc = svc_model_forward(&svc_ops_nxr, s->ctx, shape, s->weights, r->rows, r->input, r->output,
                            nxr_buffer_data(scratch));
     nxr_buffer_release(scratch);
+    if (rc != 0)
+        svc_request_set_error(r, "model on domain %d: %s", nxr_domain_id(s->domain),
+                              failed_call(s, rc));
     return rc;
 }
 
+/* Answers r: every request a slot took ends here, exactly once. */
 static void finish(struct slot *s, struct svc_request *r, int rc)
 {
     atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
@@ -196,6 +213,8 @@ static void flush(struct slot *s, struct batch *b)
     if (rc != 0) {
         for (size_t i = 0; i < b->n; i++) {
             svc_queue_update(&s->queue, credit_back, s);
+            svc_request_set_error(b->reqs[i], "handing %zu request(s) to domain %d: %s", b->n,
+                                  nxr_domain_id(s->domain), failed_call(s, rc));
             finish(s, b->reqs[i], rc);
         }
         free(b);
@@ -237,6 +256,7 @@ static void *serving_thread(void *p)
         struct batch *b = malloc(sizeof(*b) + s->budget * sizeof(b->reqs[0]));
         if (b == NULL) {
             svc_queue_update(&s->queue, credit_back, s);
+            svc_request_set_error(r, "out of memory for a batch");
             finish(s, r, -ENOMEM);
             continue;
         }
@@ -277,7 +297,12 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
     *out = NULL;
     if (rt == NULL || slots == NULL || n == 0 || opts == NULL)
         return -EINVAL;
-    struct svc_server *srv = calloc(1, sizeof(*srv) + n * sizeof(struct slot));
+    /* aligned_alloc: struct slot keeps its hot counters on their own cache
+     * line (_Alignas(64)), which calloc's 16-byte alignment would break. */
+    size_t bytes = (sizeof(struct svc_server) + n * sizeof(struct slot) + 63) / 64 * 64;
+    struct svc_server *srv = aligned_alloc(64, bytes);
+    if (srv != NULL)
+        memset(srv, 0, bytes);
     if (srv == NULL)
         return -ENOMEM;
     srv->opts = *opts;
@@ -336,12 +361,20 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
 int svc_server_submit(void *server, struct svc_request *r)
 {
     struct svc_server *srv = server;
+    if (srv == NULL || r == NULL)
+        return -EINVAL;
+    if (r->rows == 0 || r->input == NULL || r->output == NULL) {
+        svc_request_set_error(r, "a request needs rows, an input and an output");
+        return -EINVAL;
+    }
     /* Ties go round-robin (the scan starts one slot further each time), so
      * an idle service spreads even one client's requests over its domains. */
     const size_t start = atomic_fetch_add_explicit(&srv->turn, 1, memory_order_relaxed) % srv->n;
-    struct slot *best = NULL;
-    size_t least = SIZE_MAX;
-    for (size_t k = 0; k < srv->n; k++) {
+    /* The first candidate is taken whatever its load reads, so that a
+     * request always has a slot. */
+    struct slot *best = &srv->slots[start];
+    size_t least = atomic_load_explicit(&best->outstanding, memory_order_relaxed);
+    for (size_t k = 1; k < srv->n; k++) {
         struct slot *s = &srv->slots[(start + k) % srv->n];
         size_t o = atomic_load_explicit(&s->outstanding, memory_order_relaxed);
         if (o < least) {
@@ -354,6 +387,7 @@ int svc_server_submit(void *server, struct svc_request *r)
     atomic_fetch_add_explicit(&best->outstanding, r->rows, memory_order_relaxed);
     if (!svc_queue_push(&best->queue, r)) {
         atomic_fetch_sub_explicit(&best->outstanding, r->rows, memory_order_relaxed);
+        svc_request_set_error(r, "the service is stopping");
         return -ESHUTDOWN;
     }
     return 0;

@@ -65,8 +65,12 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
                      size_t n, const struct svc_server_opts *opts, char *err, size_t errsz);
 
 /* Routes r to a slot (fewest outstanding rows; ties: round-robin) and
- * queues it. Returns 0, or -ESHUTDOWN after stop began. Any thread; the
- * signature of svc_submit_fn (service/load.h). */
+ * queues it. Returns 0: r will be answered exactly once (svc_request_wait),
+ * with its output or a typed error and r->error saying what failed (the
+ * scratch buffer, handing it to the domain's executor, a kernel). Or, with
+ * r not taken: -EINVAL (NULL, no rows, no input or output) or -ESHUTDOWN
+ * after stop began. Any thread; the signature of svc_submit_fn
+ * (service/load.h). */
 int svc_server_submit(void *server, struct svc_request *r);
 
 size_t svc_server_slots(const struct svc_server *s);

@@ -18,6 +18,7 @@ PACKAGES=(
     cmake pkg-config      # tests/dist: consumers of the installed nxr (find_package, pkg-config)
     libudev-dev           # `pkg-config --static` of hwloc names -ludev (Debian's hwloc.pc)
     qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)
+    openmpi-bin libopenmpi-dev           # one runtime per MPI rank (examples/mpi_ranks, tools/mpi_test.sh)
 )
 
 missing=()

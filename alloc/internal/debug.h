@@ -8,7 +8,8 @@
  *
  * NXR__SCOPE_CHECKED_DEFAULT: checked builds of nxr (NXR_CHECKED=1, which
  * --config=checked and --config=asan define) check every scope unless the
- * caller says otherwise.
+ * caller says otherwise. NXR__BUFFER_CHECKED: the same builds check that a
+ * buffer handed to nxr_buffer_export is still acquired.
  */
 #ifndef NXR_INTERNAL_DEBUG_H
 #define NXR_INTERNAL_DEBUG_H
@@ -17,8 +18,10 @@
 
 #if defined(NXR_CHECKED) && NXR_CHECKED
 #define NXR__SCOPE_CHECKED_DEFAULT true
+#define NXR__BUFFER_CHECKED        1
 #else
 #define NXR__SCOPE_CHECKED_DEFAULT false
+#define NXR__BUFFER_CHECKED        0
 #endif
 
 #if defined(__SANITIZE_ADDRESS__)

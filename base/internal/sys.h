@@ -59,6 +59,13 @@ void nxr__fault_arm_always(unsigned points);
 /* How many calls nxr__fault_arm_always has failed since it was armed. */
 long nxr__fault_always_hits(void);
 
+/* How many calls through `point` (one bit) the hook has failed since the
+ * process started, by either arming (nxr__fault_arm* and _always); never
+ * reset. A test that arms and disarms while other threads call through the
+ * seam takes the difference over its run: exact, unlike nxr__fault_calls,
+ * which each arming resets. */
+long nxr__fault_failures(enum nxr__fault_point point);
+
 /* True when this call through `point` must fail. */
 bool nxr__fault_hit(enum nxr__fault_point point);
 

@@ -1,5 +1,6 @@
 /*
- * The overlap arbiter: process-wide admission of work onto CPU sets.
+ * The overlap arbiter: process-wide admission of work onto CPU sets (every
+ * runtime of a process shares one arbiter, nxr__arbiter_process_get).
  *
  * Before a MANAGED or COOPERATIVE domain runs an operation, the runtime holds
  * a PERMIT for the domain's CPU set. The arbiter grants a permit only when its
@@ -87,6 +88,21 @@ struct nxr__arbiter_stats {
     unsigned exclusive_waiters; /* exclusive requests queued now */
     bool exclusive_held;        /* the exclusive permit is held now */
 };
+
+/*
+ * One arbiter per process (domains/process_arbiter.c). Every runtime takes
+ * its permits from the process's arbiter, so permits exclude each other
+ * across runtimes as they do within one: overlapping domains of two runtimes
+ * never run at once, disjoint ones run concurrently, and the exclusive
+ * permit is exclusive in the whole process. Its universe is every CPU id
+ * 0..NXR_CPU_ID_MAX. get returns it (creating it for the first caller) with
+ * one more reference: 0 and *out, -EINVAL (NULL out) or -ENOMEM (*out NULL).
+ * put drops a reference; the last one destroys it (no permit may be held
+ * then). Any thread; both take a process-wide mutex briefly, never while a
+ * permit is being acquired.
+ */
+int nxr__arbiter_process_get(struct nxr__arbiter **out);
+void nxr__arbiter_process_put(struct nxr__arbiter *a);
 
 /*
  * Creates an arbiter for CPU ids in `universe` (normally the process's

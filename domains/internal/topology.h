@@ -27,6 +27,10 @@ struct nxr__topology {
     /* The CPUs this process may run on: sched_getaffinity at load time,
      * intersected with the caller's narrowing set if any. Never widened. */
     hwloc_bitmap_t allowed;
+    /* The affinity before narrowing: the CPUs this process's other threads
+     * (a library's own workers, another runtime's) may run on. A domain
+     * confines a provider's own threads only if it covers all of them. */
+    hwloc_bitmap_t process;
     int node_count; /* NUMA nodes in the topology (allowed CPUs or not) */
     int cpu_count;  /* PUs in the topology */
 };

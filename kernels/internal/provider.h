@@ -107,12 +107,31 @@ int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a
                         const nxr_sgemm_epilogue_t *epilogue);
 
 /*
- * Runs fn(arg) with a GLOBAL_OR_UNCONTROLLED provider's process-global
- * thread count set to `count`, and puts the previous count back afterwards
- * (also when fn changed it, also when fn failed). Only for use while holding
- * the process-wide exclusive permit: the count is visible to every thread.
- * Returns fn's status, or -EINVAL (no global_threads ops, count < 1).
+ * Process-global thread counts and their gate (kernels/global_count.c: why a
+ * gate, and its lock order: any permit first).
+ *
+ * nxr__global_threads_run runs fn(arg) with a GLOBAL_OR_UNCONTROLLED
+ * provider's process-global thread count set to `count`, and puts the
+ * previous count back afterwards (also when fn changed it, also when fn
+ * failed), all with the gate held exclusively. Only for use while holding
+ * the process-wide exclusive permit: the count is visible to every thread of
+ * every runtime. Returns fn's status, -EINVAL (no global_threads ops,
+ * count < 1), or NXR_EREENTRANT when the calling thread already holds the
+ * gate (a provider calling back into nxr from inside its own call).
  */
 int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg);
+
+/* The provider's global count as it rests (0 when it has none): read with
+ * the gate held shared, so never a count another runtime set for its call. */
+int nxr__global_threads_get(const nxr_provider_t *p);
+
+/* The same for a library's count outside any provider (the OpenBLAS probe
+ * at runtime creation): get() with the gate held shared. */
+int nxr__global_count_read(int (*get)(void));
+
+/* Runs fn(arg) with the gate held shared when p has a global count (else
+ * just runs it): no runtime changes the count during fn. Returns fn's status
+ * or -EINVAL (NULL p or fn). */
+int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void *arg);
 
 #endif /* NXR_KERNELS_INTERNAL_PROVIDER_H */

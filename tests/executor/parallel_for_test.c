@@ -223,6 +223,9 @@ Test(executor_parallel_for, bad_arguments_are_einval)
 Test(executor_parallel_for, small_work_stays_on_the_calling_thread)
 {
     open_domains(NULL, 0);
+    /* A caller inside the domain (on a multi-node machine the default
+     * domain is one node; outside it, small work goes to a worker). */
+    cr_assert_eq(nxr_test_pin(nxr_domain_cpuset(nxr_ctx_domain(ctx))), 0);
     struct nest n = {.ctx = ctx};
     outer_tid = (pid_t)syscall(SYS_gettid);
     /* 100 iterations, default grain 1024: one chunk, the caller runs it,

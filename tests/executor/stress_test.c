@@ -16,22 +16,12 @@
 
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
+#include "tests/support/check.h"
 
 #define THREADS 6
 #define ROUNDS  300
 #define N       257
 
-static atomic_uint failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            atomic_fetch_add(&failures, 1);                                                        \
-        }                                                                                          \
-    } while (0)
 
 static nxr_runtime_t *rt;
 static atomic_ulong detached_done;
@@ -138,7 +128,7 @@ int main(void)
         want += detached_submitted[i];
     CHECK(atomic_load(&detached_done) == want, "drained %lu of %lu detached tasks",
           atomic_load(&detached_done), want);
-    unsigned failed = atomic_load(&failures);
+    unsigned failed = nxr_test_check_failures();
     printf("executor stress: %d threads x %d rounds: %s\n", THREADS, ROUNDS,
            failed ? "FAILED" : "ok");
     printf("%u passed, %u failed\n", failed ? 0u : 1u, failed ? 1u : 0u);

@@ -30,23 +30,13 @@
 #include "service/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
+#include "tests/support/check.h"
 
 #define THREADS 8
 #define ROUNDS  250
 #define DEPTH   4 /* pipelined jobs in flight per thread */
 #define NDOM    4
 
-static atomic_uint failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            atomic_fetch_add(&failures, 1);                                                        \
-        }                                                                                          \
-    } while (0)
 
 static nxr_runtime_t *rt;
 static const int ids[NDOM] = {0, 1, 7, 100};
@@ -294,7 +284,7 @@ int main(void)
           atomic_load(&nested_accepted));
     for (unsigned d = 0; d < NDOM; d++)
         CHECK(per_domain[d] > 0, "domain %d never admitted a batch", ids[d]);
-    unsigned failed = atomic_load(&failures);
+    unsigned failed = nxr_test_check_failures();
     printf("submit stress: %d threads x %d rounds over 4 domains (2 managed, 1 shared, 1 "
            "cooperative), batches per domain %lu/%lu/%lu/%lu: %lu tasks, %lu nested, "
            "%lu overlaps, %lu permits granted, %lu waited, %llu joins, %llu deferred: %s\n",

@@ -72,6 +72,9 @@ static int record_task(void *p, size_t index)
 Test(executor_tasks, sequential_runs_in_order_on_the_caller)
 {
     open_runtime(NULL);
+    /* A caller inside the domain runs SEQUENTIAL itself (outside it, one
+     * worker does: tests/runtime/work_placement_test.c). */
+    cr_assert_eq(nxr_test_pin(nxr_domain_cpuset(nxr_ctx_domain(ctx))), 0);
     struct record r = {.fail_at = -1};
     cr_assert_eq(nxr_run(ctx, NXR_MODE_SEQUENTIAL, 50, record_task, &r), 0);
     cr_expect_eq(atomic_load(&r.ran), 50);

@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include "runtime/internal/runtime.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 static void noop(void *arg, size_t begin, size_t end, unsigned participant)
@@ -59,12 +60,7 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
     struct nxr__team *team = ((const struct nxr_domain *)d)->team;
     /* Run inside the domain, as a service thread pinned to its socket would
      * (on a multi-node machine the default domain is one node). */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, nxr_domain_cpuset(d)) CPU_SET(cpu, &set);
-    hwloc_bitmap_foreach_end();
-    cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    cr_assert_eq(nxr_test_pin(nxr_domain_cpuset(d)), 0);
     cr_assert(nxr__exec_caller_inside(&((const struct nxr_domain *)d)->exec),
               "the test thread runs inside the domain");
     const unsigned workers = nxr__team_size(team);

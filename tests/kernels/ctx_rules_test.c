@@ -128,18 +128,19 @@ static void expect_rejected(struct fake *f, int rc, int want, const char *what)
 }
 
 /* Simulates a process allowed one CPU more than the runtime's domains
- * cover: the domain is then no longer the whole allowed set. Undone by
- * narrow_back before the runtime is destroyed. */
+ * cover (the set a provider's own threads may run on is the process's,
+ * topo.process): the domain is then no longer the whole allowed set. Undone
+ * by narrow_back before the runtime is destroyed. */
 static int widen_allowed(nxr_runtime_t *rt)
 {
-    int extra = hwloc_bitmap_last(rt->topo.allowed) + 1;
-    hwloc_bitmap_set(rt->topo.allowed, (unsigned)extra);
+    int extra = hwloc_bitmap_last(rt->topo.process) + 1;
+    hwloc_bitmap_set(rt->topo.process, (unsigned)extra);
     return extra;
 }
 
 static void narrow_back(nxr_runtime_t *rt, int extra)
 {
-    hwloc_bitmap_clr(rt->topo.allowed, (unsigned)extra);
+    hwloc_bitmap_clr(rt->topo.process, (unsigned)extra);
 }
 
 static unsigned default_budget(void)

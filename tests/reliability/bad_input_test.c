@@ -1158,3 +1158,44 @@ Test(reliability_bad_input, runtime_destroyed_twice_aborts, .signal = SIGABRT)
     nxr_runtime_destroy(r);
 }
 #endif
+
+/* ---- host export (alloc/nxr_alloc.h) ------------------------------------ */
+
+Test(reliability_bad_input, buffer_export_null_arguments_are_einval_and_hand_out_nothing)
+{
+    open_runtime();
+    nxr_buffer_t *b;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), 256, &b), 0);
+    void *ptr = (void *)0x1;
+    size_t len = 7;
+    cr_assert_eq(nxr_buffer_export(NULL, &ptr, &len), -EINVAL);
+    cr_assert_null(ptr, "a failed export hands out no pointer");
+    cr_assert_eq(len, 0u);
+    ptr = (void *)0x1;
+    cr_assert_eq(nxr_buffer_export(b, &ptr, NULL), -EINVAL);
+    cr_assert_null(ptr);
+    len = 7;
+    cr_assert_eq(nxr_buffer_export(b, NULL, &len), -EINVAL);
+    cr_assert_eq(len, 0u);
+    cr_assert_eq(nxr_buffer_export(NULL, NULL, NULL), -EINVAL);
+    /* The buffer is untouched by the failed calls: still out, still whole. */
+    struct nxr_pool_stats st;
+    cr_assert_eq(nxr_pool_stats(nxr_ctx_domain(ctx), &st), 0);
+    cr_assert_eq(st.outstanding, 1u);
+    cr_assert_eq(nxr_buffer_export(b, &ptr, &len), 0);
+    cr_assert_geq(len, 256u);
+    nxr_buffer_release(b);
+}
+
+#if defined(NXR_CHECKED) && NXR_CHECKED
+Test(reliability_bad_input, buffer_export_after_release_aborts, .signal = SIGABRT)
+{
+    open_runtime();
+    nxr_buffer_t *b;
+    cr_assert_eq(nxr_buffer_acquire(nxr_ctx_domain(ctx), 256, &b), 0);
+    nxr_buffer_release(b);
+    void *ptr;
+    size_t len;
+    nxr_buffer_export(b, &ptr, &len);
+}
+#endif

@@ -225,12 +225,7 @@ static void close_domains(void)
 /* Confines the test thread to A's CPUs, so that it runs A's small work. */
 static void pin_inside_a(void)
 {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, nxr_domain_cpuset(nxr_ctx_domain(ctx_a))) CPU_SET(cpu, &set);
-    hwloc_bitmap_foreach_end();
-    cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    cr_assert_eq(nxr_test_pin(nxr_domain_cpuset(nxr_ctx_domain(ctx_a))), 0);
 }
 
 static uint64_t regions(nxr_ctx_t *ctx)

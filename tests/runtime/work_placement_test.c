@@ -466,12 +466,7 @@ static void close_runtime(void)
 
 static void pin_to(hwloc_const_bitmap_t cpus)
 {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET(cpu, &set);
-    hwloc_bitmap_foreach_end();
-    cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    cr_assert_eq(nxr_test_pin(cpus), 0);
 }
 
 /* The caller sits on `caller`'s CPUs, outside domain `target`: every

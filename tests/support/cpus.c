@@ -1,6 +1,7 @@
 /* Test support: CPU ids from the allowed set (see cpus.h). */
 #include "tests/support/cpus.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -123,4 +124,16 @@ const char *nxr_test_expand(const char *tmpl)
             return NULL;
     }
     return out;
+}
+
+int nxr_test_pin(hwloc_const_bitmap_t cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpus == NULL || hwloc_bitmap_iszero(cpus) || hwloc_bitmap_last(cpus) >= CPU_SETSIZE)
+        return -EINVAL;
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET(cpu, &set);
+    hwloc_bitmap_foreach_end();
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -errno;
 }

@@ -44,6 +44,11 @@ int nxr_test_cpus_needed(const char *tmpl);
  */
 const char *nxr_test_expand(const char *tmpl);
 
+/* Confines the calling thread to `cpus` (a domain's set, say), so that it
+ * runs that domain's small work itself. 0, or -errno of sched_setaffinity
+ * (-EINVAL for an empty set or one beyond CPU_SETSIZE). */
+int nxr_test_pin(hwloc_const_bitmap_t cpus);
+
 /* In a Criterion test: skip, with the reason, unless n CPUs are allowed. */
 #define NXR_TEST_NEED_CPUS(n)                                                                      \
     do {                                                                                           \

@@ -1,0 +1,109 @@
+/*
+ * Process-global thread counts (parallel OpenBLAS's openblas_set_num_threads):
+ * the one place nxr changes one, and the gate that keeps every other call
+ * from seeing the change.
+ *
+ * Such a count belongs to the library, that is to the process: when one
+ * runtime's exclusive policy sets it to a domain's budget for a call, every
+ * runtime of the process sees it. The process-wide exclusive permit keeps
+ * other *permits* out while it is set, but a strict call that runs inline
+ * (count 1, on the calling thread, no permit) would still read the
+ * transient count (and fail with NXR_EPLACEMENT, or call the library at a
+ * count nobody admitted). So:
+ *   - nxr__global_threads_run changes a count only with the gate held
+ *     exclusively, and puts the previous count back before it lets go;
+ *   - a call that decides from a count and then calls at it reads it
+ *     (nxr__global_threads_get) and makes the call
+ *     (nxr__global_threads_hold) with the gate held shared, so it only ever
+ *     sees the resting count. Between the two the count may move and move
+ *     back; it is the same when the call is made.
+ * One gate for every provider: a process rarely has two libraries with a
+ * global count, and two providers may wrap the same one.
+ *
+ * Lock order: any permit (the exclusive one included) before the gate.
+ * The writer holds the exclusive permit when it takes the gate; readers hold
+ * the gate only around a read or a provider call and never wait for a permit
+ * meanwhile.
+ *
+ * Fairness: the gate prefers writers, so a steady stream of strict calls
+ * cannot hold an exclusive call back (at most one writer is ever waiting:
+ * writers are serialised by the exclusive permit before they ask, and the
+ * readers waiting when one leaves go in before the next can ask). A thread
+ * already holding the gate (a provider calling back into nxr from inside its
+ * call) does not take it again: `held` counts this thread's hold, so a
+ * nested read neither re-locks nor queues behind a waiting writer (which
+ * would deadlock on its own hold), and a nested write is refused.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "kernels/internal/provider.h"
+
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+/* How deeply the calling thread is inside the gate (shared or exclusive). */
+static _Thread_local unsigned held;
+
+static void gate_enter_shared(void)
+{
+    if (held++ == 0)
+        pthread_rwlock_rdlock(&gate);
+}
+
+static void gate_leave(void)
+{
+    if (--held == 0)
+        pthread_rwlock_unlock(&gate);
+}
+
+int nxr__global_threads_get(const nxr_provider_t *p)
+{
+    if (p == NULL || p->global_threads == NULL)
+        return 0;
+    gate_enter_shared();
+    int count = p->global_threads->get(p->self);
+    gate_leave();
+    return count;
+}
+
+int nxr__global_count_read(int (*get)(void))
+{
+    gate_enter_shared();
+    int count = get();
+    gate_leave();
+    return count;
+}
+
+int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void *arg)
+{
+    if (p == NULL || fn == NULL)
+        return -EINVAL;
+    if (p->global_threads == NULL)
+        return fn(arg);
+    gate_enter_shared();
+    int rc = fn(arg);
+    gate_leave();
+    return rc;
+}
+
+int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *arg), void *arg)
+{
+    if (p == NULL || p->global_threads == NULL || count < 1 || fn == NULL)
+        return -EINVAL;
+    const nxr_global_threads_ops_t *g = p->global_threads;
+    if (held > 0)
+        return NXR_EREENTRANT; /* inside this thread's own hold: it cannot wait for itself */
+    pthread_rwlock_wrlock(&gate);
+    held = 1;
+    const int previous = g->get(p->self);
+    if (previous != count)
+        g->set(p->self, count);
+    const int rc = fn(arg);
+    /* Restore unconditionally-checked: fn (or the library) may have moved
+     * the count again; nxr never leaves it changed after a call. */
+    if (previous >= 1 && g->get(p->self) != previous)
+        g->set(p->self, previous);
+    held = 0;
+    pthread_rwlock_unlock(&gate);
+    return rc;
+}

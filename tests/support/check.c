@@ -1,0 +1,4 @@
+/* Test support: the failed-check counter of check.h. */
+#include "tests/support/check.h"
+
+atomic_uint nxr_test_failed_checks;
