@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_uint fault_points; /* armed points; 0 = disarmed */
@@ -161,6 +163,33 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected)
 void nxr__futex_wake(atomic_uint *word, int n)
 {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+bool nxr__futex_wait_until(atomic_uint *word, unsigned expected, uint64_t deadline_ns)
+{
+    if (nxr__fault_hit(NXR_FAULT_FUTEX_WAIT))
+        return true; /* a spurious wake-up */
+    if (nxr__now_ns() >= deadline_ns)
+        return false;
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline (plain
+     * FUTEX_WAIT a relative one, which a preemption here would stretch). */
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+                          .tv_nsec = (long)(deadline_ns % 1000000000u)};
+    long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET_PRIVATE, expected, &ts, NULL,
+                      FUTEX_BITSET_MATCH_ANY);
+    return !(rc != 0 && errno == ETIMEDOUT);
+}
+
+uint64_t nxr__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void nxr__timer_slack_self(unsigned long slack_ns)
+{
+    (void)prctl(PR_SET_TIMERSLACK, slack_ns, 0, 0, 0);
 }
 
 int nxr__mmap_anon(size_t size, void **out)

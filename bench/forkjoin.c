@@ -1,169 +1,91 @@
 /*
- * bench/forkjoin: nxr's fork-join engine against OpenMP (libgomp) in the same
- * process and run, with pinned threads on the same CPUs.
+ * bench/forkjoin: nxr's fork-join regions against libgomp, LLVM libomp and
+ * oneTBB, in one invocation.
  *
- *   (a) an empty parallel region over the domain: nxr_parallel_for with one
- *       chunk per thread vs `#pragma omp parallel for` with the same count;
- *   (b) a barrier-like round trip: nxr's raw team region (no loop machinery)
- *       vs `#pragma omp barrier` inside a running OpenMP region;
- *   (c) CPU time an idle team uses per wall second after its spin window;
- *   (d) region time while another process spins on the same CPUs;
- *   (e) a sweep of the spin bound (region time and idle CPU per setting), the
- *       measurement behind NXR_SPIN's default.
+ * The sweep: gap between regions {0, 50 us, 500 us, 5 ms} x work per chunk
+ * {0, 1 us, 10 us} x chunks {2, budget} (one value when the budget is 2).
+ * Per cell and contender: the median region time, and the CPU the process's
+ * threads other than the caller used per wall second (gaps included).
  *
- * Medians of batch means; ratios are nxr/OpenMP (lower is better for nxr).
- * `--json` prints one object. OMP_PROC_BIND=close and OMP_WAIT_POLICY are set
- * by re-executing itself, because libgomp reads them when it loads.
+ * How the contenders are kept apart. libgomp and libomp cannot share a
+ * process (both define the omp_* entry points), and a contender's idle
+ * threads must not spin on the CPUs the next one is measured on (libomp's
+ * default blocktime is 200 ms). So every contender runs as its own child
+ * process, one per (round, gap), which measures its cells and exits: nothing
+ * of it is left running when the next starts. Rounds alternate the order of
+ * the contenders (a rotation per round and gap), so slow drift of the
+ * machine's load falls on all of them; the figure per cell is the median of
+ * the rounds' medians. The nxr contender is this program itself
+ * (`--contender`); the others are forkjoin_gomp (gcc), forkjoin_libomp
+ * (clang -fopenmp=libomp) and forkjoin_tbb (g++), found next to it. All of
+ * them time with the same code (forkjoin_peer.h) and the same calibrated
+ * work loop; OMP_PROC_BIND=close and OMP_PLACES=cores are set for the OpenMP
+ * ones, nxr's caller is bound inside its domain (a service thread pinned to
+ * its socket), and each runtime keeps its own spin defaults.
+ *
+ * Also: the CPU an idle nxr team uses per wall second after its window.
+ * `--json` prints {region_ratio, idle_cpu_fraction, sweep[...]}; region_ratio
+ * is back to back, no work, chunks = budget, nxr/libgomp. `--rounds N`
+ * (default 3), `--scale X` multiplies the regions per cell.
  */
 #include <errno.h>
-#include <omp.h>
-#include <signal.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/forkjoin_peer.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/runtime.h"
 
-#define BATCH   200
-#define BATCHES 51
+enum { NXR, GOMP, LIBOMP, TBB, CONTENDERS };
+static const char *const names[CONTENDERS] = {"nxr", "gomp", "libomp", "tbb"};
+static const char *const programs[CONTENDERS] = {"forkjoin", "forkjoin_gomp", "forkjoin_libomp",
+                                                 "forkjoin_tbb"};
 
-static double now_ns(void)
+#define GAPS   4
+#define WORKS  3
+#define ROUNDS 16
+static const uint64_t gaps_ns[GAPS] = {0, 50000, 500000, 5000000};
+/* At least this many regions per cell, and at least MIN_MS of them (the
+ * process CPU clock needs a long window). */
+static const unsigned regions_per_gap[GAPS] = {1000, 1000, 300, 100};
+#define MIN_MS 200
+static const uint64_t works_ns[WORKS] = {0, 1000, 10000};
+
+/* ---- the nxr contender -------------------------------------------------- */
+
+/* Where the work's result goes, so that it is not optimised away. */
+volatile uint64_t forkjoin_sink;
+
+static void nxr_body(void *arg, size_t b, size_t e, unsigned worker)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    (void)worker;
+    for (size_t i = b; i < e; i++)
+        forkjoin_sink = fj_work(*(const uint64_t *)arg);
 }
 
-static double cpu_seconds(void)
+static void nxr_region(void *ctx, unsigned chunks, uint64_t iters)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    nxr_parallel_for(ctx, 0, chunks, 1, nxr_body, &iters);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Binds the calling thread to domain d's CPUs. */
+static void bind_inside(const nxr_domain_t *d)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
-
-static volatile unsigned sink;
-
-static void empty_body(void *arg, size_t b, size_t e, unsigned worker)
-{
-    (void)arg;
-    sink = (unsigned)(b + e + worker);
-}
-
-static void empty_region(void *arg, unsigned p, unsigned n)
-{
-    (void)arg;
-    sink = p + n;
-}
-
-static double nxr_region_ns(nxr_ctx_t *ctx, unsigned threads)
-{
-    double t[BATCHES];
-    for (int k = 0; k < BATCHES; k++) {
-        double t0 = now_ns();
-        for (int i = 0; i < BATCH; i++)
-            nxr_parallel_for(ctx, 0, threads, 1, empty_body, NULL);
-        t[k] = (now_ns() - t0) / BATCH;
+    struct nxr__cpumask mask;
+    if (nxr__cpumask_from_bitmap(&mask, nxr_domain_cpuset(d)) == 0) {
+        sched_setaffinity(0, mask.size, mask.set);
+        nxr__cpumask_free(&mask);
     }
-    return median(t, BATCHES);
 }
 
-static double nxr_roundtrip_ns(struct nxr__team *team, unsigned threads)
+static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx)
 {
-    double t[BATCHES];
-    for (int k = 0; k < BATCHES; k++) {
-        double t0 = now_ns();
-        for (int i = 0; i < BATCH; i++)
-            nxr__team_run(team, empty_region, NULL, threads, true);
-        t[k] = (now_ns() - t0) / BATCH;
-    }
-    return median(t, BATCHES);
-}
-
-static double omp_region_ns(unsigned threads)
-{
-    double t[BATCHES];
-    for (int k = 0; k < BATCHES; k++) {
-        double t0 = now_ns();
-        for (int i = 0; i < BATCH; i++) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-            for (unsigned j = 0; j < threads; j++)
-                sink = j;
-        }
-        t[k] = (now_ns() - t0) / BATCH;
-    }
-    return median(t, BATCHES);
-}
-
-static double omp_barrier_ns(unsigned threads)
-{
-    double t[BATCHES];
-#pragma omp parallel num_threads(threads)
-    {
-        for (int k = 0; k < BATCHES; k++) {
-            double t0 = 0;
-#pragma omp barrier
-#pragma omp master
-            t0 = now_ns();
-            for (int i = 0; i < BATCH; i++) {
-#pragma omp barrier
-            }
-#pragma omp master
-            t[k] = (now_ns() - t0) / BATCH;
-        }
-    }
-    return median(t, BATCHES);
-}
-
-/* CPU seconds the whole process uses per wall second while idle. */
-static double idle_cpu_fraction(double seconds)
-{
-    nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL); /* past the spin window */
-    double c0 = cpu_seconds(), w0 = now_ns();
-    struct timespec ts = {.tv_sec = (time_t)seconds,
-                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&ts, NULL);
-    return (cpu_seconds() - c0) / ((now_ns() - w0) / 1e9);
-}
-
-/* A process that spins on the given CPUs until killed. */
-static pid_t start_spinner(hwloc_const_bitmap_t cpus)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        int cpu;
-        hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET(cpu, &set);
-        hwloc_bitmap_foreach_end();
-        sched_setaffinity(0, sizeof(set), &set);
-        for (;;)
-            sink++;
-    }
-    return pid;
-}
-
-static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, int spin)
-{
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.spin = spin;
-    int rc = nxr_runtime_create(rt, &o);
+    int rc = nxr_runtime_create(rt, NULL);
     if (rc == 0)
         rc = nxr_ctx_create(ctx, *rt, nxr_domain_id(nxr_runtime_domain_at(*rt, 0)));
     if (rc != 0)
@@ -171,110 +93,240 @@ static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, int spin)
     return rc;
 }
 
-int main(int argc, char **argv)
+static int run_contender(int argc, char **argv)
 {
-    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
-    const char *saved = getenv("NXR_BENCH_AFFINITY");
-    if (saved == NULL) {
-        /* libgomp reads its settings when it loads: re-run with them set.
-         * It also binds the initial thread then, so the original affinity
-         * travels along and is restored before nxr reads it. */
-        cpu_set_t set;
-        char list[4096] = "";
-        sched_getaffinity(0, sizeof(set), &set);
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-            if (CPU_ISSET(cpu, &set))
-                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%d,", cpu);
-        }
-        setenv("NXR_BENCH_AFFINITY", list, 1);
-        setenv("OMP_PROC_BIND", "close", 1);
-        setenv("OMP_PLACES", "cores", 1);
-        execv("/proc/self/exe", argv);
-        perror("forkjoin: re-exec");
-        return 1;
-    }
-    cpu_set_t original;
-    CPU_ZERO(&original);
-    for (const char *p = saved; *p != '\0';) {
-        char *end;
-        long cpu = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        CPU_SET((int)cpu, &original);
-        p = *end == ',' ? end + 1 : end;
-    }
-    sched_setaffinity(0, sizeof(original), &original);
+    struct fj_args a;
+    if (fj_parse(argc, argv, &a) != 0)
+        return 2;
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
-    if (open_runtime(&rt, &ctx, -1) != 0)
+    if (open_runtime(&rt, &ctx) != 0)
         return 1;
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
-    unsigned threads = nxr_domain_budget(d);
-    struct nxr__team *team = ((struct nxr_domain *)d)->team;
-    /* The benchmark's own thread runs inside the domain, as a service
-     * thread pinned to its socket would. */
-    struct nxr__cpumask mask;
-    nxr__cpumask_from_bitmap(&mask, nxr_domain_cpuset(d));
-    sched_setaffinity(0, mask.size, mask.set);
-    nxr__cpumask_free(&mask);
-
-    /* Warm both up. */
-    nxr_region_ns(ctx, threads);
-    omp_region_ns(threads);
-
-    double nxr_region = nxr_region_ns(ctx, threads);
-    double omp_region = omp_region_ns(threads);
-    double nxr_barrier = nxr_roundtrip_ns(team, threads);
-    double omp_barrier = omp_barrier_ns(threads);
-    double idle = idle_cpu_fraction(1.0);
-
-    pid_t spinner = start_spinner(nxr_domain_cpuset(d));
-    double contended = nxr_region_ns(ctx, threads);
-    double omp_contended = omp_region_ns(threads);
-    kill(spinner, SIGKILL);
-    waitpid(spinner, NULL, 0);
+    bind_inside(nxr_ctx_domain(ctx));
+    fj_run(&a, nxr_region, ctx);
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
+    return 0;
+}
 
-    static const int spins[] = {0, 256, 4096, 65536};
-    double sweep_region[4], sweep_idle[4];
-    for (int i = 0; i < 4; i++) {
-        if (open_runtime(&rt, &ctx, spins[i]) != 0)
-            return 1;
-        nxr_region_ns(ctx, threads);
-        sweep_region[i] = nxr_region_ns(ctx, threads);
-        sweep_idle[i] = idle_cpu_fraction(0.3);
-        nxr_ctx_destroy(ctx);
-        nxr_runtime_destroy(rt);
+/* ---- the driver ----------------------------------------------------------- */
+
+/* Work-loop iterations per microsecond of CPU on this machine (the fastest
+ * of a few runs; thread CPU time, so a preemption does not count). */
+static double calibrate(void)
+{
+    const uint64_t iters = 1u << 22;
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 7; i++) {
+        uint64_t t0 = fj_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        forkjoin_sink = fj_work(iters);
+        uint64_t t = fj_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+        best = t < best ? t : best;
     }
+    return (double)iters * 1000.0 / (double)best;
+}
+
+/* CPU seconds the whole process uses per wall second while the team idles. */
+static double idle_cpu_fraction(void)
+{
+    nxr_runtime_t *rt;
+    nxr_ctx_t *ctx;
+    if (open_runtime(&rt, &ctx) != 0)
+        return NAN;
+    bind_inside(nxr_ctx_domain(ctx));
+    uint64_t iters = 0;
+    for (int i = 0; i < 200; i++) { /* a stream, so the rhythm has a period */
+        fj_spin_ns(50000);
+        nxr_region(ctx, nxr_ctx_budget(ctx), iters);
+    }
+    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL); /* past the window */
+    uint64_t c0 = fj_clock_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = fj_now();
+    nanosleep(&(struct timespec){.tv_sec = 1}, NULL);
+    double f = (double)(fj_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / (double)(fj_now() - w0);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    return f;
+}
+
+struct result {
+    double ns[ROUNDS];
+    double cpu[ROUNDS];
+    int n;
+};
+
+static struct result results[CONTENDERS][GAPS][WORKS][2];
+
+static double median_of(double *v, int n)
+{
+    if (n == 0)
+        return NAN;
+    double s[ROUNDS];
+    memcpy(s, v, (size_t)n * sizeof(*v));
+    for (int i = 1; i < n; i++) {
+        double x = s[i];
+        int j = i;
+        for (; j > 0 && s[j - 1] > x; j--)
+            s[j] = s[j - 1];
+        s[j] = x;
+    }
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Runs one contender for one gap (all its cells) in a child process and
+ * files its lines. Returns 0, or -1 when the program could not run. */
+static int run_child(int who, const char *dir, const char *self, int gi, unsigned threads,
+                     const unsigned *chunks, int nchunks, double ipus, double scale)
+{
+    char cells[256] = "", cmd[PATH_MAX * 2 + 512];
+    for (int w = 0; w < WORKS; w++)
+        for (int c = 0; c < nchunks; c++)
+            snprintf(cells + strlen(cells), sizeof(cells) - strlen(cells), "%s%llu:%u",
+                     cells[0] ? "," : "", (unsigned long long)works_ns[w], chunks[c]);
+    unsigned regions = (unsigned)(regions_per_gap[gi] * scale);
+    if (regions < 11)
+        regions = 11;
+    const char *env = who == GOMP || who == LIBOMP ? "OMP_PROC_BIND=close OMP_PLACES=cores " : "";
+    if (who == NXR)
+        snprintf(cmd, sizeof(cmd), "'%s' --contender", self);
+    else
+        snprintf(cmd, sizeof(cmd), "%s'%s/%s'", env, dir, programs[who]);
+    snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd),
+             " --threads %u --gap-ns %llu --iters-per-us %.4f --regions %u --min-ms %u --cells %s",
+             threads, (unsigned long long)gaps_ns[gi], ipus, regions,
+             (unsigned)(MIN_MS * scale), cells);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    char line[256];
+    int got = 0;
+    while (fgets(line, sizeof(line), p) != NULL) {
+        unsigned long long work, median;
+        unsigned ch;
+        double cpu;
+        if (sscanf(line, "cell %llu %u %llu %lf", &work, &ch, &median, &cpu) != 4)
+            continue;
+        for (int w = 0; w < WORKS; w++)
+            for (int c = 0; c < nchunks; c++)
+                if (works_ns[w] == work && chunks[c] == ch) {
+                    struct result *r = &results[who][gi][w][c];
+                    if (r->n < ROUNDS) {
+                        r->ns[r->n] = (double)median;
+                        r->cpu[r->n] = cpu;
+                        r->n++;
+                    }
+                    got++;
+                }
+    }
+    return pclose(p) == 0 && got > 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--contender") == 0)
+        return run_contender(argc - 1, argv + 1);
+    bool json = false;
+    int rounds = 3;
+    double scale = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
+            scale = atof(argv[++i]);
+    }
+    if (rounds < 1 || rounds > ROUNDS || !(scale > 0)) {
+        fprintf(stderr, "forkjoin: --rounds 1..%d, --scale > 0\n", ROUNDS);
+        return 2;
+    }
+    static char self[PATH_MAX], dir[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (len <= 0)
+        return 1;
+    self[len] = '\0';
+    snprintf(dir, sizeof(dir), "%s", self);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+
+    nxr_runtime_t *rt;
+    nxr_ctx_t *ctx;
+    if (open_runtime(&rt, &ctx) != 0)
+        return 1;
+    const unsigned threads = nxr_ctx_budget(ctx);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    unsigned chunks[2] = {2, threads};
+    int nchunks = threads == 2 ? 1 : 2;
+    const double ipus = calibrate();
+
+    bool missing[CONTENDERS] = {false};
+    for (int r = 0; r < rounds; r++) {
+        for (int gi = 0; gi < GAPS; gi++) {
+            for (int k = 0; k < CONTENDERS; k++) {
+                int who = (k + r + gi) % CONTENDERS;
+                if (!missing[who] &&
+                    run_child(who, dir, self, gi, threads, chunks, nchunks, ipus, scale) != 0) {
+                    fprintf(stderr, "forkjoin: contender %s (%s) did not run\n", names[who],
+                            programs[who]);
+                    missing[who] = true;
+                }
+            }
+        }
+    }
+    const double idle = idle_cpu_fraction();
+
+    double ns[CONTENDERS][GAPS][WORKS][2], cpu[CONTENDERS][GAPS][WORKS][2];
+    for (int who = 0; who < CONTENDERS; who++)
+        for (int gi = 0; gi < GAPS; gi++)
+            for (int w = 0; w < WORKS; w++)
+                for (int c = 0; c < nchunks; c++) {
+                    struct result *res = &results[who][gi][w][c];
+                    ns[who][gi][w][c] = median_of(res->ns, res->n);
+                    cpu[who][gi][w][c] = median_of(res->cpu, res->n);
+                }
+    const int cb = nchunks - 1; /* chunks = budget */
+    const double region_ratio = ns[NXR][0][0][cb] / ns[GOMP][0][0][cb];
 
     if (json) {
-        printf(
-            "{\"threads\":%u,\"nxr_region_ns\":%.1f,\"omp_region_ns\":%.1f,\"region_ratio\":%.3f,"
-            "\"nxr_barrier_ns\":%.1f,\"omp_barrier_ns\":%.1f,\"idle_cpu_fraction\":%.5f,"
-            "\"contended_region_ns\":%.1f,\"omp_contended_region_ns\":%.1f,"
-            "\"contended_slowdown\":%.3f,\"spin_sweep\":[",
-            threads, nxr_region, omp_region, nxr_region / omp_region, nxr_barrier, omp_barrier,
-            idle, contended, omp_contended, contended / nxr_region);
-        for (int i = 0; i < 4; i++)
-            printf("%s{\"spin\":%d,\"region_ns\":%.1f,\"idle_cpu_fraction\":%.5f}", i ? "," : "",
-                   spins[i], sweep_region[i], sweep_idle[i]);
+        printf("{\"region_ratio\":%.3f,\"idle_cpu_fraction\":%.5f,\"sweep\":[", region_ratio, idle);
+        bool first = true;
+        for (int gi = 0; gi < GAPS; gi++)
+            for (int w = 0; w < WORKS; w++)
+                for (int c = 0; c < nchunks; c++) {
+                    printf("%s{\"gap_us\":%llu,\"work_ns\":%llu,\"chunks\":%u", first ? "" : ",",
+                           (unsigned long long)(gaps_ns[gi] / 1000),
+                           (unsigned long long)works_ns[w], chunks[c]);
+                    for (int who = 0; who < CONTENDERS; who++)
+                        printf(",\"%s_ns\":%.0f", names[who], ns[who][gi][w][c]);
+                    for (int who = 0; who < CONTENDERS; who++)
+                        printf(",\"%s_worker_cpu\":%.4f", names[who], cpu[who][gi][w][c]);
+                    printf("}");
+                    first = false;
+                }
         printf("]}\n");
         return 0;
     }
-    printf("forkjoin: %u threads, medians of %d batches of %d\n", threads, BATCHES, BATCH);
-    printf("  %-34s %10s %10s %8s\n", "", "nxr", "OpenMP", "nxr/omp");
-    printf("  %-34s %10.0f %10.0f %8.2f\n", "empty region (ns)", nxr_region, omp_region,
-           nxr_region / omp_region);
-    printf("  %-34s %10.0f %10.0f %8.2f\n", "round trip / barrier (ns)", nxr_barrier, omp_barrier,
-           nxr_barrier / omp_barrier);
-    printf("  %-34s %10.0f %10.0f %8.2f\n", "region, competing spinner (ns)", contended,
-           omp_contended, contended / omp_contended);
-    printf("  idle team CPU: %.3f%% of a core; region slowdown under a spinner: %.2fx\n",
-           idle * 100, contended / nxr_region);
-    printf("  spin sweep (NXR_SPIN):");
-    for (int i = 0; i < 4; i++)
-        printf("  %d: %.0f ns, idle %.2f%%", spins[i], sweep_region[i], sweep_idle[i] * 100);
-    printf("\n");
+    printf("forkjoin: %u threads, %d rounds (contenders alternating, one child process each),\n"
+           "  region time: median of the rounds' medians (ns); cpu: workers' CPU s per wall s\n",
+           threads, rounds);
+    printf("  %6s %6s %6s | %8s %8s %8s %8s | %8s %8s %8s | %6s %6s %6s %6s\n", "gap_us",
+           "work", "chunks", "nxr", "gomp", "libomp", "tbb", "/gomp", "/libomp", "/tbb", "c.nxr",
+           "c.gomp", "c.lomp", "c.tbb");
+    for (int gi = 0; gi < GAPS; gi++)
+        for (int w = 0; w < WORKS; w++)
+            for (int c = 0; c < nchunks; c++) {
+                double *n = (double[]){ns[NXR][gi][w][c], ns[GOMP][gi][w][c],
+                                       ns[LIBOMP][gi][w][c], ns[TBB][gi][w][c]};
+                printf("  %6llu %6llu %6u | %8.0f %8.0f %8.0f %8.0f | %8.2f %8.2f %8.2f | %6.3f "
+                       "%6.3f %6.3f %6.3f\n",
+                       (unsigned long long)(gaps_ns[gi] / 1000), (unsigned long long)works_ns[w],
+                       chunks[c], n[0], n[1], n[2], n[3], n[0] / n[1], n[0] / n[2], n[0] / n[3],
+                       cpu[NXR][gi][w][c], cpu[GOMP][gi][w][c], cpu[LIBOMP][gi][w][c],
+                       cpu[TBB][gi][w][c]);
+            }
+    printf("  region_ratio (back to back, no work, nxr/gomp): %.2f; idle nxr team: %.3f%% of a "
+           "core\n",
+           region_ratio, idle * 100);
     return 0;
 }

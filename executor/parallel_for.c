@@ -9,9 +9,18 @@
  * a caller-managed domain its guard) and the loop becomes a region on the
  * domain's executor, with min(chunks, budget) participants (one, a worker,
  * when the caller is outside the domain and the loop is small).
+ *
+ * Participants are slots, not threads: the built-in team lets whoever is
+ * awake claim them (executor/team.c), so one thread may run several
+ * participants' bodies one after another. A static share is one slot (its
+ * chunks stay contiguous: B packed once per column block in GEMM, the same
+ * range for the same slot every region); dynamic chunks and OUTER tasks are
+ * handed out inside the slots from the descriptor's counter, which only a
+ * slot holder can reach, so a late worker never touches it.
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,20 +147,39 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
     return rc;
 }
 
+/*
+ * Reductions. The range is cut into blocks that depend only on the call
+ * (begin, end, grain): blocks of `grain` iterations, made coarser (a whole
+ * multiple of grain) when there would be more than REDUCE_MAX_BLOCKS. Each
+ * block is folded into its own partial by exactly one map call, whoever
+ * runs it, and the partials are combined in block order after the loop. So
+ * the result is bit-identical whatever the budget, the schedule of claims
+ * or who ran which block, and equal to a serial fold block by block.
+ */
+#define REDUCE_MAX_BLOCKS  1024
+#define REDUCE_STACK_BYTES (64 * 256)
+
 struct reduction {
     void (*map)(void *arg, size_t b, size_t e, void *partial);
     void *arg;
     unsigned char *partials;
     size_t elem_size;
+    size_t begin, end, block;
 };
 
+/* A chunk range from the loop (whole blocks, but possibly several): one map
+ * call per block, into that block's partial. */
 static void reduce_body(void *p, size_t begin, size_t end, unsigned worker)
 {
     struct reduction *r = p;
-    r->map(r->arg, begin, end, r->partials + (size_t)worker * r->elem_size);
+    (void)worker;
+    for (size_t b = begin; b < end;) {
+        size_t index = (b - r->begin) / r->block;
+        size_t e = r->end - b > r->block ? b + r->block : r->end;
+        r->map(r->arg, b, e, r->partials + index * r->elem_size);
+        b = e;
+    }
 }
-
-#define REDUCE_STACK_BYTES (64 * 256)
 
 int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, size_t grain,
                               size_t elem_size, const void *identity,
@@ -162,29 +190,40 @@ int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, 
     if (map == NULL || combine == NULL || identity == NULL || result == NULL ||
         elem_size == 0 || begin > end)
         return -EINVAL;
-    /* Participants are numbered below the budget, or run as the enclosing
-     * body's participant when nested: size the partials for both. */
-    unsigned slots = exec->budget;
-    if (nxr__tls.depth > 0 && nxr__tls.participant >= slots)
-        slots = nxr__tls.participant + 1;
+    if (grain == 0)
+        grain = NXR_GRAIN_DEFAULT;
+    size_t len = end - begin;
+    size_t chunks = len / grain + (len % grain != 0);
+    size_t block = grain;
+    if (chunks > REDUCE_MAX_BLOCKS)
+        block = grain * (chunks / REDUCE_MAX_BLOCKS + (chunks % REDUCE_MAX_BLOCKS != 0));
+    size_t blocks = len / block + (len % block != 0);
     _Alignas(64) unsigned char stack[REDUCE_STACK_BYTES];
     unsigned char *partials = stack;
-    if ((size_t)slots * elem_size > sizeof(stack)) {
-        partials = nxr__malloc((size_t)slots * elem_size);
+    if (blocks > SIZE_MAX / elem_size)
+        return -ENOMEM;
+    if (blocks * elem_size > sizeof(stack)) {
+        partials = nxr__malloc(blocks * elem_size);
         if (partials == NULL)
             return -ENOMEM;
     }
-    for (unsigned i = 0; i < slots; i++)
-        memcpy(partials + (size_t)i * elem_size, identity, elem_size);
-    struct reduction r = {.map = map, .arg = arg, .partials = partials, .elem_size = elem_size};
+    for (size_t i = 0; i < blocks; i++)
+        memcpy(partials + i * elem_size, identity, elem_size);
+    struct reduction r = {.map = map,
+                          .arg = arg,
+                          .partials = partials,
+                          .elem_size = elem_size,
+                          .begin = begin,
+                          .end = end,
+                          .block = block};
     struct nxr_for_opts opts;
     nxr_for_opts_init(&opts);
-    opts.grain = grain;
+    opts.grain = block;
     int rc = nxr__exec_parallel_for(exec, begin, end, &opts, reduce_body, &r);
     if (rc == 0) {
         memmove(result, identity, elem_size);
-        for (unsigned i = 0; i < slots; i++)
-            combine(arg, result, partials + (size_t)i * elem_size);
+        for (size_t i = 0; i < blocks; i++)
+            combine(arg, result, partials + i * elem_size);
     }
     if (partials != stack)
         free(partials);

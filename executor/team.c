@@ -4,25 +4,68 @@
  * Protocol. A job is published in one 64-bit word, `job`: generation (high
  * 32 bits), "caller joins" (bit 31) and the number of workers taking part
  * (bits 0..30). One word, so that a worker can never pair a generation with
- * another job's count. fn/arg are plain fields: only participants read them,
- * and the dispatcher rewrites them only after every participant finished.
+ * another job's count.
  *
- * Parking. Workers spin at most `spin` iterations on `job`, then park, each
- * on its own futex word (`struct worker.wake_seq`) with its own `parked`
- * flag. A region wakes exactly its participants, workers [0, count): a
- * worker that sits the region out (the caller took its place, or the loop
- * has fewer chunks than workers) is not woken, so a region never has more
- * runnable threads than participants. (One shared futex woken with INT_MAX
- * woke them all: on a domain with as many CPUs as workers, the extra worker
- * took the idle CPU and the participant queued behind the caller until the
- * scheduler's load balancer moved it, milliseconds later.) `parked` and the
- * published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
- * worker sets parked then re-reads the work; the dispatcher publishes the
- * work then reads parked. Either the dispatcher sees the worker parked and
- * wakes it (bumping its wake_seq first), or the worker sees the work and
- * does not sleep; FUTEX_WAIT's compare on wake_seq closes the rest.
- * Completion is the mirror image: participants count `remaining` down, and
- * the last one wakes the dispatcher if it parked (`dispatcher_parked`).
+ * Claimed slots. A region of n participants has n slots: slot s is the call
+ * fn(arg, s, n). Slot s "belongs" to the caller (s == 0 when it joins) or to
+ * worker s - offset, but nobody waits for its owner: every thread that
+ * takes part (the caller, and each worker once it is awake) claims its own
+ * slot first, then any slot still unclaimed, and runs what it claimed. So
+ * a region costs about its serial time while its workers sleep, and the
+ * dispatcher waits only for slots that some thread claimed and is running
+ * (`remaining` counts all n slots down; every slot is claimed by somebody,
+ * the caller included when it joins).
+ *
+ * Why a late worker touches nothing of a finished region. The region's
+ * descriptor (fn's arg) may live on the dispatcher's stack and die when
+ * nxr__team_run returns; fn/arg themselves are rewritten by the next
+ * region. So a worker reads fn/arg and calls fn only after it has claimed a
+ * slot, and the claim goes through team-owned memory tagged with the
+ * generation: slots[s] holds the last generation that claimed slot s.
+ * Before publishing generation G the dispatcher stores G - 1 ("unclaimed in
+ * G") into each worker-claimable slot of G (G itself into the caller's own
+ * slot); claiming slot s for G is CAS(slots[s], G - 1 -> G). A region ends
+ * only when remaining is 0, i.e. after all its n slots were claimed, so from
+ * then on every slot of G holds G or later, and later dispatchers store only
+ * values >= G: a worker that still tries to claim for G (it read job == G
+ * and then slept) expects G - 1 and fails, without having read fn or arg.
+ * A successful claim of G keeps G open (remaining cannot reach 0 before the
+ * claimer finishes), so fn/arg and the descriptor stay valid while it runs.
+ * The one residual hazard is generation wrap-around: a worker stalled for
+ * exactly 2^32 regions between reading job and its CAS.
+ *
+ * Which slots a thread scans: its own first (locality: a loop's static share
+ * for participant s is the same range every region), then the others in
+ * order. Inside a slot, loops with the dynamic schedule and OUTER tasks hand
+ * out chunks from their descriptor's counter; only a slot holder reaches it.
+ *
+ * Parking. Workers wait for work as the rhythm says (internal/rhythm.h: park
+ * until shortly before the next predicted region, spin around it), or, with
+ * a fixed spin bound (NXR_SPIN), spin at most `spin` iterations and park. A
+ * worker that was not a participant of the last region parks at once. When
+ * the rhythm's plans find nothing, or when a worker's spins keep arriving
+ * after the caller took every slot (USELESS in a row: empty regions), it
+ * polls: a timed park of POLL_NS, then one more try if regions came, else it
+ * parks for good. So a stopped stream costs one poll, and a worker falls
+ * back in step without anyone paying a wake-up call for it. Each worker parks on its own futex word
+ * (`struct worker.wake_seq`) with its own `parked` flag. A region wakes only
+ * its participants, workers [0, count), so a region never has more runnable
+ * threads than participants. (One shared futex woken with INT_MAX woke them
+ * all: on a domain with as many CPUs as workers, the extra worker took the
+ * idle CPU and the participant queued behind the caller until the
+ * scheduler's load balancer moved it, milliseconds later.) The wake-ups form
+ * a tree: the dispatcher wakes workers 0 and 1, worker i wakes 2i+2 and 2i+3
+ * when it sees the region, so the dispatcher makes at most two futex calls
+ * before it runs its own slot; a dispatcher that takes part may make none
+ * (wake_for_joining_caller: a worker about to wake by itself, or regions too
+ * short for a woken worker to arrive in time, are left alone). `parked` and
+ * the published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
+ * worker sets parked then re-reads the work; a waker publishes the work then
+ * reads parked. Either the waker sees the worker parked and wakes it
+ * (bumping its wake_seq first), or the worker sees the work and does not
+ * sleep; FUTEX_WAIT's compare on wake_seq closes the rest. Completion is the
+ * mirror image: slots count `remaining` down, and the last one wakes the
+ * dispatcher if it parked (`dispatcher_parked`).
  *
  * Submitted items. Asynchronous work is a FIFO of batches under queue_lock;
  * `queued` is a hint (1: the queue may hold unclaimed items) that workers
@@ -39,6 +82,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,12 +92,28 @@
 #include <unistd.h>
 
 #include "domains/internal/cpuset.h"
+#include "executor/internal/rhythm.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
 #define CACHE_LINE       64
 #define JOB_CALLER_JOINS (UINT64_C(1) << 31)
 #define JOB_COUNT_MASK   (JOB_CALLER_JOINS - 1)
+/* The dispatcher's join wait with the adaptive policy: pause iterations
+ * before it parks on `remaining` (it waits only for slots being run). */
+#define JOIN_SPIN 4096u
+/* Useless spins in a row before a worker disengages (see worker_main), and
+ * how soon after the publish a spinning worker must have found every slot
+ * taken for the spin to count as useless (the caller outpaced it: an empty
+ * region). Later than that it was preempted, not outpaced. */
+#define USELESS       16u
+#define USELESS_AFTER 1000u
+
+struct slot {
+    /* The last generation that claimed this slot (see the file comment):
+     * claimed by at most two threads at once, so alone on its line. */
+    _Alignas(CACHE_LINE) atomic_uint gen;
+};
 
 struct batch {
     nxr_item_fn fn;
@@ -72,6 +132,11 @@ struct worker {
      * worker only when it parks and by a waker only when it is parked. */
     _Alignas(CACHE_LINE) atomic_uint wake_seq;
     atomic_uint parked;
+    /* While parked: the deadline of its timed park (the rhythm's), 0 when
+     * it parked for good. Written before `parked` (see wake_worker). */
+    _Atomic uint64_t wake_at;
+    /* The last generation it has seen (the dispatcher's re-engage rule). */
+    atomic_uint seen;
     pthread_t thread;
     struct nxr__team *team;
     unsigned index;
@@ -81,6 +146,7 @@ struct worker {
 struct nxr__team {
     /* Dispatcher writes, every worker polls: alone on its line. */
     _Alignas(CACHE_LINE) _Atomic uint64_t job;
+    /* Read only by a thread holding a slot of the current region. */
     nxr__team_fn fn;
     void *arg;
     /* Instrumentation (nxr__team_regions): regions dispatched to workers,
@@ -90,6 +156,11 @@ struct nxr__team {
      * only by tests and diagnostics. */
     atomic_ullong regions;
     atomic_ullong nested_regions;
+    /* Instrumentation (nxr__team_late_arrivals): a participant that saw a
+     * region and found every slot claimed. Relaxed. */
+    atomic_ullong late_arrivals;
+    /* Test hook (nxr__team_set_claim_hook); NULL almost always. */
+    _Atomic(const struct nxr__team_claim_hook *) claim_hook;
     /* Participants count down; the dispatcher parks on it. */
     _Alignas(CACHE_LINE) atomic_uint remaining;
     atomic_uint dispatcher_parked;
@@ -101,9 +172,15 @@ struct nxr__team {
     struct batch *head, *tail;
     size_t outstanding; /* batches not finished yet; under queue_lock */
 
+    /* Publish times (dispatcher writes, idle workers read): own lines. */
+    _Alignas(CACHE_LINE) struct nxr__rhythm rhythm;
+
     _Alignas(CACHE_LINE) atomic_bool stop;
     unsigned size;
-    atomic_uint spin; /* read per wait; lowered to 0 by the oversubscription guard */
+    struct slot *slots; /* size + 1 */
+    /* Read per wait: NXR__TEAM_SPIN_ADAPTIVE (the rhythm decides), else a
+     * fixed bound; lowered to 0 by the oversubscription guard. */
+    atomic_uint spin;
     int domain_id;
     struct nxr__cpumask mask;
     hwloc_bitmap_t cpus;
@@ -191,33 +268,138 @@ static bool has_work_parking(struct nxr__team *team, uint32_t seen, uint64_t *jo
     return atomic_load_explicit(&team->queued, memory_order_seq_cst) != 0;
 }
 
-/* Waits for work (see has_work): spins at most team->spin iterations, then
- * parks on w's own futex word. Returns the job word. */
-static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t seen)
+/* Parks w until there is work or, with deadline != 0, until the deadline
+ * passed. Returns true (and the job word) when there is work. */
+static bool park(struct nxr__team *team, struct worker *w, uint32_t seen, uint64_t deadline,
+                 uint64_t *job)
 {
-    uint64_t job;
-    /* Relaxed: a stale bound only changes how long this one wait spins. */
-    unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
-    for (unsigned i = 0; i < spin; i++) {
-        if (has_work(team, seen, &job))
-            return job;
-        nxr__cpu_relax();
-    }
     for (;;) {
         /* Acquire: pairs with wake_worker's increment (nothing is published
          * through it; the work itself is re-read below). */
         unsigned seq = atomic_load_explicit(&w->wake_seq, memory_order_acquire);
+        /* Relaxed: published by the seq_cst store of parked just below. */
+        atomic_store_explicit(&w->wake_at, deadline, memory_order_relaxed);
         /* seq_cst store then seq_cst loads: the Dekker pair with
          * wake_worker (see the file comment). */
         atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
-        if (has_work_parking(team, seen, &job)) {
+        if (has_work_parking(team, seen, job)) {
             atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
-            return job;
+            return true;
         }
-        nxr__futex_wait(&w->wake_seq, seq);
+        bool woken = true;
+        if (deadline == 0)
+            nxr__futex_wait(&w->wake_seq, seq);
+        else
+            woken = nxr__futex_wait_until(&w->wake_seq, seq, deadline);
         /* Relaxed: a stale 1 only costs a waker one spurious FUTEX_WAKE. */
         atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+        if (deadline != 0) {
+            /* Woken or timed out after the deadline: the timer was that late
+             * (a lower bound when a region woke us first). */
+            nxr__rhythm_woke(&team->rhythm, deadline, nxr__now_ns());
+            if (!woken)
+                return has_work(team, seen, job);
+        }
     }
+}
+
+/* Spins until there is work (true) or `iterations` pauses passed. */
+static bool spin_for(struct nxr__team *team, uint32_t seen, unsigned iterations, uint64_t *job)
+{
+    for (unsigned i = 0; i < iterations; i++) {
+        if (has_work(team, seen, job))
+            return true;
+        nxr__cpu_relax();
+    }
+    return false;
+}
+
+/* Spins until there is work (true) or the clock passes `until`. Past
+ * `overdue` it yields the CPU at each clock check: a region that is late
+ * may be late because the caller waits for this very CPU (on a machine
+ * whose other CPUs are taken by other processes, a worker woken ahead can
+ * land on the caller's CPU and delay the region it is waiting for). */
+static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, uint64_t overdue,
+                       uint64_t *job)
+{
+    for (;;) {
+        /* The clock (a vDSO read, ~20 ns) only every 32 pauses. */
+        if (spin_for(team, seen, 32, job))
+            return true;
+        uint64_t now = nxr__now_ns();
+        if (now >= until)
+            return false;
+        if (now >= overdue)
+            sched_yield();
+    }
+}
+
+/* How a worker's wait ended (worker_main's usefulness streak). */
+enum arrival {
+    ARRIVED_SPINNING, /* it was spinning when the work came */
+    ARRIVED_PARKED,   /* from a park (woken, or its timed park ended) */
+    ARRIVED_POLLING,  /* from a disengaged worker's poll */
+};
+
+/* A disengaged worker polls this often while regions keep coming (and
+ * parks for good at the first poll that finds none): no wake-up call is
+ * needed to bring it back, and a stopped stream costs one more wake-up. */
+#define POLL_NS 1000000u
+
+/* Waits for work (see has_work) and returns the job word. A worker that was
+ * not a participant of the last region it saw parks at once. A participant
+ * spins the fixed bound, or follows the rhythm's plans (see the file
+ * comment) unless `engaged` is false (its spins have been useless, see
+ * worker_main); a participant whose plans found nothing, or that is not
+ * engaged, polls once (POLL_NS) before it parks for good. */
+static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t seen,
+                           bool participant, bool engaged, enum arrival *how)
+{
+    uint64_t job;
+    *how = ARRIVED_SPINNING;
+    /* Relaxed: a stale bound only changes how long this one wait spins. */
+    unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
+    if (!participant || spin == 0) {
+        /* Nothing to spin for. */
+    } else if (spin != NXR__TEAM_SPIN_ADAPTIVE) {
+        if (spin_for(team, seen, spin, &job))
+            return job;
+    } else {
+        /* Re-plan when the plan had to guess the region's end (the caller
+         * was still running its share), and once after a predicted region
+         * did not come. At most four plans. */
+        unsigned missed = 0;
+        for (int plans = 0; engaged && plans < 4; plans++) {
+            struct nxr__idle_plan plan;
+            nxr__rhythm_plan(&team->rhythm, seen, nxr__now_ns(), missed, &plan);
+            if (plan.sleep_until != 0) {
+                if (park(team, w, seen, plan.sleep_until, &job)) {
+                    *how = ARRIVED_PARKED;
+                    return job;
+                }
+                /* Woken late: the region may be late too; spin a little. */
+                uint64_t floor = nxr__now_ns() + NXR__RHYTHM_MARGIN_MIN_NS;
+                if (plan.spin_until < floor)
+                    plan.spin_until = floor;
+            }
+            /* Overdue: well past the predicted publish (not just past it: in
+             * a back-to-back stream the region comes a moment after). */
+            uint64_t overdue = plan.expected > UINT64_MAX - NXR__RHYTHM_SLEEP_MIN_NS
+                                   ? UINT64_MAX
+                                   : plan.expected + NXR__RHYTHM_SLEEP_MIN_NS;
+            if (spin_until(team, seen, plan.spin_until, overdue, &job))
+                return job;
+            if (plan.end_known && (!plan.predicted || ++missed > 1))
+                break;
+        }
+        if (park(team, w, seen, nxr__now_ns() + POLL_NS, &job)) {
+            *how = ARRIVED_POLLING;
+            return job;
+        }
+    }
+    *how = ARRIVED_PARKED;
+    park(team, w, seen, 0, &job);
+    return job;
 }
 
 /* Wakes w if it is parked. The caller published the work (job or queued)
@@ -233,13 +415,94 @@ static bool wake_worker(struct worker *w)
     return true;
 }
 
-static void finish_share(struct nxr__team *team)
+/* The wake-up tree (see the file comment): workers [first, first + 2) that
+ * take part in a region of `count` workers. */
+static void wake_pair(struct nxr__team *team, unsigned first, unsigned count)
 {
-    /* seq_cst: release so the dispatcher sees this participant's writes, and
-     * the Dekker pair with dispatcher_parked. */
+    for (unsigned i = first; i < first + 2 && i < count; i++)
+        wake_worker(&team->workers[i]);
+}
+
+/*
+ * The wake-ups of a dispatcher that takes part in region gen (published at
+ * now). It does not wait for any worker (it claims what is left), and a
+ * wake-up call to an idle CPU costs it microseconds on its critical path
+ * (~10 us measured on a loaded VM), so a parked participant is left alone
+ *  - when its timed park (the rhythm's) ends within the lead: it comes by
+ *    itself, on time or nearly;
+ *  - when the last regions were short (nxr__rhythm_short): they are over
+ *    before a woken worker could take part, and the caller runs them about
+ *    as fast alone. A worker in a timed park comes back by itself (its plan
+ *    or its poll, POLL_NS); one parked for good is woken once it has missed
+ *    REENGAGE regions, so that it picks up the rhythm of a stream that
+ *    started again.
+ * A worker left alone is a delay at most, never a lost wake-up: the region
+ * does not need it. Only with the adaptive policy: a fixed spin bound
+ * (NXR_SPIN, or 0 on shared CPUs) keeps the plain rule, every parked
+ * participant woken. wake_at is read after parked (acquire via seq_cst): the
+ * deadline of the park that set this parked flag, or a later one.
+ */
+#define REENGAGE 16u
+
+static void wake_for_joining_caller(struct nxr__team *team, unsigned count, uint32_t gen,
+                                    uint64_t now)
+{
+    const uint64_t soon = now + nxr__rhythm_lead(&team->rhythm);
+    int short_regions = -1; /* not asked yet: only when someone is parked */
+    for (unsigned i = 0; i < 2 && i < count; i++) {
+        struct worker *w = &team->workers[i];
+        if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
+            continue;
+        /* Relaxed: see above; seen is a hint. */
+        uint64_t at = atomic_load_explicit(&w->wake_at, memory_order_relaxed);
+        if (at != 0 && at <= soon)
+            continue;
+        if (at != 0 || gen - atomic_load_explicit(&w->seen, memory_order_relaxed) < REENGAGE) {
+            if (short_regions < 0)
+                short_regions = nxr__rhythm_short(&team->rhythm, gen);
+            if (short_regions)
+                continue;
+        }
+        wake_worker(w);
+    }
+}
+
+/* Claims slot s for generation gen (see the file comment). */
+static bool claim(struct nxr__team *team, unsigned s, uint32_t gen)
+{
+    unsigned expected = gen - 1;
+    /* Relaxed: exclusivity needs only the RMW's atomicity (one CAS from
+     * gen - 1 succeeds); fn/arg were acquired with the job word, and the
+     * region's end is ordered by the claimer's decrement of remaining. */
+    return atomic_compare_exchange_strong_explicit(&team->slots[s].gen, &expected, gen,
+                                                   memory_order_relaxed, memory_order_relaxed);
+}
+
+static void finish_slot(struct nxr__team *team)
+{
+    /* seq_cst: release so the dispatcher sees this slot's writes, and the
+     * Dekker pair with dispatcher_parked. */
     if (atomic_fetch_sub_explicit(&team->remaining, 1, memory_order_seq_cst) == 1 &&
         atomic_load_explicit(&team->dispatcher_parked, memory_order_seq_cst) != 0)
         nxr__futex_wake(&team->remaining, 1);
+}
+
+/* Claims and runs slots of generation gen (n slots, [lo, n) claimable):
+ * `first` first, then the others in order. Returns how many it ran. */
+static unsigned run_slots(struct nxr__team *team, uint32_t gen, unsigned lo, unsigned n,
+                          unsigned first)
+{
+    unsigned ran = 0;
+    for (unsigned k = 0, s = first; k < n - lo; k++, s = s + 1 < n ? s + 1 : lo) {
+        if (!claim(team, s, gen))
+            continue;
+        in_region++;
+        team->fn(team->arg, s, n);
+        in_region--;
+        finish_slot(team);
+        ran++;
+    }
+    return ran;
 }
 
 /* Claims and runs one queued item; false when the FIFO is empty. */
@@ -295,21 +558,47 @@ static void *worker_main(void *p)
     if (rc != 0)
         return NULL;
 
+    /* Timed waits (the rhythm's parks) should end on time, not 50 us late. */
+    nxr__timer_slack_self(1000);
     uint32_t seen = 0;
+    bool participant = false;
+    /* Regions it reached spinning and found fully claimed, in a row: past
+     * USELESS the caller is faster than a spinning worker (empty regions),
+     * so it stops spinning for them and polls instead. A poll that finds a
+     * region, or a wake-up, lets it try one spin again. */
+    unsigned useless = 0;
     for (;;) {
-        uint64_t job = await_work(team, w, seen);
+        enum arrival how;
+        uint64_t job = await_work(team, w, seen, participant, useless < USELESS, &how);
+        if (how != ARRIVED_SPINNING && useless >= USELESS)
+            useless = USELESS - 1;
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
+            /* Relaxed: a hint for the dispatcher's re-engage rule. */
+            atomic_store_explicit(&w->seen, seen, memory_order_relaxed);
             /* Acquire pairs with the release store of stop in team_stop. */
             if (atomic_load_explicit(&team->stop, memory_order_acquire))
                 return NULL;
             unsigned count = (unsigned)(job & JOB_COUNT_MASK);
-            if (w->index < count) {
+            participant = w->index < count;
+            if (participant) {
                 unsigned offset = (job & JOB_CALLER_JOINS) ? 1u : 0u;
-                in_region++;
-                team->fn(team->arg, w->index + offset, count + offset);
-                in_region--;
-                finish_share(team);
+                /* Acquire pairs with the release store in set_claim_hook. */
+                const struct nxr__team_claim_hook *hook =
+                    atomic_load_explicit(&team->claim_hook, memory_order_acquire);
+                if (hook != NULL)
+                    hook->fn(hook->arg, w->index, seen);
+                wake_pair(team, 2 * w->index + 2, count);
+                if (run_slots(team, seen, offset, count + offset, w->index + offset) != 0) {
+                    useless = 0;
+                } else {
+                    /* Relaxed: a counter. */
+                    atomic_fetch_add_explicit(&team->late_arrivals, 1, memory_order_relaxed);
+                    uint64_t start = nxr__rhythm_started(&team->rhythm, seen);
+                    if (how == ARRIVED_SPINNING && start != 0 &&
+                        nxr__now_ns() - start < USELESS_AFTER && useless < USELESS)
+                        useless++;
+                }
             }
         }
         while (run_one_item(team))
@@ -368,6 +657,7 @@ static void team_free(struct nxr__team *team)
     pthread_cond_destroy(&team->drained);
     pthread_mutex_destroy(&team->start_lock);
     pthread_cond_destroy(&team->start_cond);
+    free(team->slots);
     free(team->workers);
     free(team);
 }
@@ -402,7 +692,16 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
                         : aligned_alloc(CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
     if (team->workers != NULL)
         memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
-    team->cpus = team->workers == NULL ? NULL : nxr__cpuset_dup(cpus);
+    /* aligned_alloc: struct slot is one cache line. */
+    team->slots = team->workers == NULL || nxr__fault_hit(NXR_FAULT_ALLOC)
+                      ? NULL
+                      : aligned_alloc(CACHE_LINE, ((size_t)opts->size + 1) * sizeof(*team->slots));
+    if (team->slots != NULL) {
+        for (unsigned i = 0; i <= opts->size; i++)
+            atomic_init(&team->slots[i].gen, 0);
+    }
+    nxr__rhythm_init(&team->rhythm);
+    team->cpus = team->slots == NULL ? NULL : nxr__cpuset_dup(cpus);
     rc = team->cpus == NULL ? -ENOMEM : nxr__cpumask_from_bitmap(&team->mask, cpus);
     if (rc != 0) {
         team_free(team);
@@ -539,31 +838,51 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     if (in_region > 0)
         atomic_fetch_add_explicit(&team->nested_regions, 1, memory_order_relaxed);
     pthread_mutex_lock(&team->run_lock);
+    const unsigned slots = nworkers + offset;
     team->fn = fn;
     team->arg = arg;
-    atomic_store_explicit(&team->remaining, nworkers, memory_order_relaxed);
+    atomic_store_explicit(&team->remaining, slots, memory_order_relaxed);
     atomic_store_explicit(&team->dispatcher_parked, 0, memory_order_relaxed);
     uint64_t job = atomic_load_explicit(&team->job, memory_order_relaxed);
-    uint64_t gen = (job >> 32) + 1;
+    uint32_t gen = (uint32_t)(job >> 32) + 1;
+    /* Relaxed: published by the seq_cst store of job below. "Unclaimed in
+     * gen" for the workers' slots, "claimed" for the caller's own (see the
+     * file comment for why only these two values are ever stored). */
+    for (unsigned s = offset; s < slots; s++)
+        atomic_store_explicit(&team->slots[s].gen, gen - 1, memory_order_relaxed);
+    if (caller_joins)
+        atomic_store_explicit(&team->slots[0].gen, gen, memory_order_relaxed);
+    const uint64_t now = nxr__now_ns();
+    nxr__rhythm_start(&team->rhythm, gen, now);
     /* seq_cst (a release, and the publish half of the parking Dekker pair):
-     * fn, arg and remaining are visible to a worker that sees gen. */
+     * fn, arg, remaining and the slots are visible to a worker that sees
+     * gen. */
     atomic_store_explicit(&team->job,
-                          (gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
+                          ((uint64_t)gen << 32) | (caller_joins ? JOB_CALLER_JOINS : 0) | nworkers,
                           memory_order_seq_cst);
-    /* Wake the participants only: workers [0, nworkers) take part (see
-     * worker_main); the others stay parked. */
-    for (unsigned i = 0; i < nworkers; i++)
-        wake_worker(&team->workers[i]);
+    /* Wake the participants only, and of those only the first two: the
+     * woken ones wake the rest (wake_pair). The others stay parked. */
+    if (caller_joins && atomic_load_explicit(&team->spin, memory_order_relaxed) ==
+                            NXR__TEAM_SPIN_ADAPTIVE)
+        wake_for_joining_caller(team, nworkers, gen, now);
+    else
+        wake_pair(team, 0, nworkers);
 
     if (caller_joins) {
         in_region++;
-        fn(arg, 0, nworkers + 1);
+        fn(arg, 0, slots);
         in_region--;
+        finish_slot(team);
+        /* Then every slot nobody has claimed yet: the region does not wait
+         * for workers that are not awake. */
+        run_slots(team, gen, 1, slots, 1);
     }
 
-    /* Wait for the participants: spin, then park on `remaining`. */
+    /* Wait for the slots still running: spin, then park on `remaining`. */
     unsigned left;
     unsigned spin = atomic_load_explicit(&team->spin, memory_order_relaxed);
+    if (spin == NXR__TEAM_SPIN_ADAPTIVE)
+        spin = JOIN_SPIN;
     for (unsigned i = 0; i < spin; i++) {
         /* Acquire pairs with the participants' decrements. */
         if (atomic_load_explicit(&team->remaining, memory_order_acquire) == 0)
@@ -574,6 +893,7 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0)
         nxr__futex_wait(&team->remaining, left);
 out_done:
+    nxr__rhythm_end(&team->rhythm, gen, nxr__now_ns());
     pthread_mutex_unlock(&team->run_lock);
 }
 
@@ -587,4 +907,17 @@ uint64_t nxr__team_nested_regions(const struct nxr__team *team)
 {
     /* Relaxed: a counter; pairs with nothing. */
     return atomic_load_explicit(&team->nested_regions, memory_order_relaxed);
+}
+
+uint64_t nxr__team_late_arrivals(const struct nxr__team *team)
+{
+    /* Relaxed: a counter; pairs with nothing. */
+    return atomic_load_explicit(&team->late_arrivals, memory_order_relaxed);
+}
+
+void nxr__team_set_claim_hook(struct nxr__team *team, const struct nxr__team_claim_hook *hook)
+{
+    /* Release pairs with the acquire load in worker_main: the hook's fields
+     * are visible to a worker that sees the pointer. */
+    atomic_store_explicit(&team->claim_hook, hook, memory_order_release);
 }

@@ -95,12 +95,15 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     }
     plan->tiles_n = ceil_div(args->n, plan->nc);
     plan->tiles_m = ceil_div(args->m, plan->mc);
-    if (parts > 1 && plan->tiles_m == 1 && plan->tiles_n < parts) {
-        /* One row block (few rows, e.g. a small batch through a weight
-         * matrix): split columns, so each part packs its own share of
-         * op(B) instead of every part packing all of it. Never below one
-         * micro-panel; bits are unchanged (each C element still sees the
-         * same kc slices in the same order). */
+    if (parts > 1 && plan->tiles_n < parts) {
+        /* Columns first: tiles are numbered column-major, so each static
+         * share is then whole tile columns, whose B block its participant
+         * packs alone (and smaller), instead of every participant packing
+         * all of op(B) for its rows (with one row block, e.g. a small batch
+         * through a weight matrix, the only way to split at all). Never
+         * below one micro-panel; edges stay at the matrix's edge (nc a
+         * multiple of nr), and each C element still sees the same kc slices
+         * in the same order, so no bit changes. */
         size_t nc = round_up(ceil_div(args->n, parts), isa->nr);
         plan->nc = nc < plan->nc ? nc : plan->nc;
         plan->tiles_n = ceil_div(args->n, plan->nc);

@@ -202,14 +202,17 @@ NXR_API int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end,
                                   const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg);
 
 /*
- * A reduction over [begin, end): map(arg, b, e, partial) folds a range into
- * one of nxr_ctx_budget(ctx) per-participant partials (each starts as a copy
- * of `identity`, elem_size bytes), then combine(arg, result, partial) folds
- * them into *result (which starts as identity) in participant order. With the
- * static schedule the result is deterministic for a given budget.
- * Returns 0, -EINVAL, -ENOMEM (partials for more than 64 participants, or
- * larger than 256 bytes each, are heap-allocated) or nxr_parallel_for's
- * errors.
+ * A reduction over [begin, end) in blocks: blocks of `grain` iterations (0:
+ * NXR_GRAIN_DEFAULT), made a whole multiple of grain coarser when there
+ * would be more than 1024; the last block may be shorter. Each block is
+ * folded by exactly one call map(arg, b, e, partial) into its own partial
+ * (a copy of `identity`, elem_size bytes), then combine(arg, result,
+ * partial) folds the partials into *result (which starts as identity) in
+ * block order on the calling thread. The blocks depend only on begin, end
+ * and grain, so the result is bit-identical to that serial fold whatever
+ * the budget and whichever thread ran which block.
+ * Returns 0, -EINVAL, -ENOMEM (partials of more than 16 KiB in all are
+ * heap-allocated) or nxr_parallel_for's errors.
  */
 NXR_API int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain,
                                 size_t elem_size, const void *identity,

@@ -154,12 +154,14 @@ static int start_teams(nxr_runtime_t *rt, char *err, size_t errsz)
 
 static void display_env(const nxr_runtime_t *rt)
 {
-    char list[256];
+    char list[256], spin[16] = "adaptive";
+    if (rt->settings.spin != NXR_SPIN_DEFAULT)
+        snprintf(spin, sizeof(spin), "%u", rt->settings.spin);
     fprintf(stderr,
-            "NXR: topology=%s numa=%s allowed=%s domains=%zu NXR_NUM_THREADS=%u NXR_SPIN=%u\n",
+            "NXR: topology=%s numa=%s allowed=%s domains=%zu NXR_NUM_THREADS=%u NXR_SPIN=%s\n",
             nxr__topology_source_name(rt->topo.source), rt->topo.has_numa ? "yes" : "no",
             nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)), rt->domain_count,
-            rt->settings.num_threads, rt->settings.spin);
+            rt->settings.num_threads, spin);
     for (size_t i = 0; i < rt->domain_count; i++) {
         const struct nxr_domain *d = rt->domains[i];
         fprintf(stderr, "NXR: domain %d node %d cpus %s budget %u %s\n", d->spec.id, d->spec.node,

@@ -6,8 +6,9 @@ set -euo pipefail
 
 PACKAGES=(
     bazel-bootstrap   # Bazel 4.2.3, needs no download of its own
-    gcc g++ libc6-dev # the C toolchain (g++: the C++ header and consumer tests)
-    clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer
+    gcc g++ libc6-dev # the C toolchain (g++: the C++ header and consumer tests, bench/forkjoin's oneTBB peer)
+    clang llvm libclang-rt-14-dev libomp-14-dev  # sanitizers, libFuzzer, bench/forkjoin's libomp peer
+    libtbb-dev            # bench/forkjoin's oneTBB peer
     libhwloc-dev hwloc    # topology discovery, lstopo
     libnuma-dev numactl   # memory policy, numactl
     libjemalloc-dev       # per-node arenas (linked privately)

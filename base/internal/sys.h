@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum nxr__fault_point {
     NXR_FAULT_ALLOC = 1u << 0,           /* nxr__malloc/nxr__calloc return NULL */
@@ -130,6 +131,19 @@ void nxr__futex_wait(atomic_uint *word, unsigned expected);
 
 /* Wakes up to n sleepers on word. */
 void nxr__futex_wake(atomic_uint *word, int n);
+
+/* nxr__futex_wait with a deadline on CLOCK_MONOTONIC (nxr__now_ns): returns
+ * false when the deadline passed (or had passed) without a wake-up, true
+ * otherwise (woken, word changed, or spurious: re-check). */
+bool nxr__futex_wait_until(atomic_uint *word, unsigned expected, uint64_t deadline_ns);
+
+/* CLOCK_MONOTONIC in nanoseconds (a vDSO read, no system call). */
+uint64_t nxr__now_ns(void);
+
+/* Asks the kernel to fire the calling thread's timers within slack_ns of
+ * their deadline (the default slack is 50 us). Best effort: a failure only
+ * makes timed waits less precise. */
+void nxr__timer_slack_self(unsigned long slack_ns);
 
 /*
  * Destroyed handles (checked builds). A runtime or context carries a magic

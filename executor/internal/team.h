@@ -10,6 +10,7 @@
 #define NXR_INTERNAL_TEAM_H
 
 #include <hwloc.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,10 +24,16 @@ struct nxr__team;
  * [0, nparticipants). Index 0 is the dispatcher when it takes part. */
 typedef nxr_region_fn nxr__team_fn;
 
+/* nxr__team_opts.spin: no fixed bound, the workers follow the rhythm of
+ * the regions (executor/internal/rhythm.h). */
+#define NXR__TEAM_SPIN_ADAPTIVE UINT_MAX
+
 struct nxr__team_opts {
     int domain_id; /* for thread names and messages */
     unsigned size; /* workers to start, >= 1 */
-    unsigned spin; /* iterations a worker spins before it parks (0: park at once) */
+    /* Pause iterations a worker that took part in the last region spins
+     * before it parks (0: park at once), or NXR__TEAM_SPIN_ADAPTIVE. */
+    unsigned spin;
 };
 
 /*
@@ -61,11 +68,16 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
 bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i);
 
 /*
- * Runs fn on n participants (1 <= n <= size + caller_joins) and returns when
- * all have finished. When caller_joins, the calling thread is participant 0
- * and n - 1 workers join it; otherwise n workers run it while the caller
- * waits (spinning briefly, then parked). Jobs on one team are serialised.
- * Must not be called from the team's own workers (the caller checks).
+ * Runs fn once for each participant index in [0, n) (1 <= n <= size +
+ * caller_joins) and returns when all have finished. The indices are slots
+ * that threads claim (see team.c): when caller_joins, the calling thread
+ * runs slot 0 and then every slot no awake worker has claimed yet, so the
+ * call never waits for a worker that has not started; otherwise the n
+ * workers claim them among themselves (an awake one runs a sleeping one's
+ * slot) while the caller waits (spinning briefly, then parked). One thread
+ * may thus run several indices, one after another. Jobs on one team are
+ * serialised. Must not be called from the team's own workers (the caller
+ * checks).
  */
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
                    bool caller_joins);
@@ -80,6 +92,22 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
  */
 uint64_t nxr__team_regions(const struct nxr__team *team);
 uint64_t nxr__team_nested_regions(const struct nxr__team *team);
+
+/* Participating workers that saw a region only after all its slots were
+ * claimed (they ran nothing and touched nothing of it). Relaxed, as above. */
+uint64_t nxr__team_late_arrivals(const struct nxr__team *team);
+
+/*
+ * Test hook: fn(arg, worker, gen) runs on a worker that has seen region
+ * `gen` as a participant, before it claims anything (a test blocks it there
+ * to play a worker that wakes late). NULL removes it. The hook must outlive
+ * its installation; set it while no region runs.
+ */
+struct nxr__team_claim_hook {
+    void (*fn)(void *arg, unsigned worker, uint32_t gen);
+    void *arg;
+};
+void nxr__team_set_claim_hook(struct nxr__team *team, const struct nxr__team_claim_hook *hook);
 
 /*
  * Queues items [0, count) for the workers (FIFO across submissions) and

@@ -14,13 +14,10 @@
 #include "executor/internal/team.h"
 #include "runtime/nxr.h"
 
-/* The default spin bound, in pause iterations (see README "Knobs"): about
- * 115 us on the AMD EPYC this was measured on (28 ns per pause). bench/forkjoin
- * sweeps 0/256/4096/65536: back-to-back regions cost the same from 256 up,
- * parking at once (0) costs 25-150x, and the idle team uses no CPU at any
- * setting once the window has passed; 4096 keeps regions separated by
- * ~100 us of serial work on the fast path. */
-#define NXR_SPIN_DEFAULT 4096u
+/* The default spin policy (see README "Knobs"): no fixed bound; workers
+ * follow the rhythm of the regions (executor/internal/rhythm.h). NXR_SPIN
+ * (a pause count, INT_MAX at most) overrides it. */
+#define NXR_SPIN_DEFAULT NXR__TEAM_SPIN_ADAPTIVE
 
 /* 1 in checked builds (-DNXR_CHECKED=1): misuse that other builds report
  * aborts instead. A constant, so .c files test it without an #if. */

@@ -95,6 +95,7 @@ struct inner_probe {
     atomic_uint worker_chunks;
     atomic_uint tasks_on_workers;
     atomic_uint chunks_off_task_thread; /* a loop chunk not on its task's thread */
+    bool hold_caller; /* the caller's chunks wait for a worker's (bounded) */
 };
 
 static __thread pid_t task_tid;
@@ -103,10 +104,17 @@ static void note_chunk(void *p, size_t b, size_t e, unsigned w)
 {
     struct inner_probe *ip = p;
     (void)b, (void)e, (void)w;
-    if (on_worker())
+    bool worker = on_worker();
+    if (worker)
         atomic_fetch_add(&ip->worker_chunks, 1);
     if ((pid_t)syscall(SYS_gettid) != task_tid)
         atomic_fetch_add(&ip->chunks_off_task_thread, 1);
+    /* A region does not wait for a worker that is not awake yet (the caller
+     * claims its share too); when asked, hold the caller's chunks (bounded)
+     * until a worker took one, so the loop shows that workers take part. */
+    for (int i = 0; ip->hold_caller && !worker && i < 5000 && atomic_load(&ip->worker_chunks) == 0;
+         i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
 }
 
 static int inner_task(void *p, size_t index)
@@ -122,7 +130,7 @@ static int inner_task(void *p, size_t index)
 Test(executor_tasks, inner_tasks_run_on_the_caller_and_their_loops_fan_out)
 {
     open_runtime("0:%0,%1");
-    struct inner_probe ip = {.ctx = ctx};
+    struct inner_probe ip = {.ctx = ctx, .hold_caller = true};
     cr_assert_eq(nxr_run(ctx, NXR_MODE_INNER, 3, inner_task, &ip), 0);
     cr_expect_eq(atomic_load(&ip.tasks_on_workers), 0);
     cr_expect_gt(atomic_load(&ip.worker_chunks), 0, "the loops used the domain's workers");

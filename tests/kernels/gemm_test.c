@@ -224,6 +224,51 @@ Test(kernels_gemm, tile_ranges_split_bit_identically)
     free(c2);
 }
 
+/* With parts participants, the plan splits the columns first: each static
+ * share (parallel_for's cut of the tiles) is whole tile columns, so no
+ * participant packs another's B block; and the split changes no bit. */
+Test(kernels_gemm, a_split_plan_gives_each_part_its_own_columns)
+{
+    const struct nxr__native_isa *isas[3];
+    const size_t nisa = ref_isas(isas);
+    const size_t sizes[][3] = {{512, 512, 512}, {257, 1100, 300}, {96, 200, 64}};
+    for (size_t ii = 0; ii < nisa; ++ii) {
+        for (size_t si = 0; si < 3; si++) {
+            const size_t m = sizes[si][0], n = sizes[si][1], k = sizes[si][2];
+            float *a = ref_fill(m * k, 3, -1, 1), *b = ref_fill(k * n, 4, -1, 1);
+            float *c1 = calloc(m * n, sizeof *c1), *c2 = calloc(m * n, sizeof *c2);
+            nxr_sgemm_args_t g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .a = a, .lda = k,
+                                  .b = b, .ldb = n, .beta = 0.0f, .c = c1, .ldc = n};
+            struct nxr__sgemm_job one, two;
+            cr_assert_eq(nxr__sgemm_plan_init(&one.plan, isas[ii], &g, 1), 0);
+            cr_assert_eq(nxr__sgemm_plan_init(&two.plan, isas[ii], &g, 2), 0);
+            const size_t tiles = nxr__sgemm_plan_tiles(&two.plan);
+            cr_assert_geq(two.plan.tiles_n, 2, "%s %zu: columns split for two parts",
+                          isas[ii]->name, n);
+            /* Static shares of `tiles` chunks over 2 participants. */
+            const size_t share0 = tiles - tiles / 2;
+            cr_assert_eq(share0 % two.plan.tiles_m, 0, "%s %zu: share 0 is whole columns",
+                         isas[ii]->name, n);
+            cr_assert_eq(two.plan.nc % isas[ii]->nr, 0);
+            void *const scr[2] = {ref_scratch(one.plan.scratch_bytes),
+                                  ref_scratch(one.plan.scratch_bytes)};
+            one.scratch = scr;
+            two.scratch = scr;
+            nxr__sgemm_chunk(&one, 0, nxr__sgemm_plan_tiles(&one.plan), 0);
+            two.plan.args.c = c2;
+            nxr__sgemm_chunk(&two, 0, share0, 0);
+            nxr__sgemm_chunk(&two, share0, tiles, 1);
+            cr_assert_eq(memcmp(c1, c2, m * n * sizeof *c1), 0, "%s %zu", isas[ii]->name, n);
+            free(scr[0]);
+            free(scr[1]);
+            free(a);
+            free(b);
+            free(c1);
+            free(c2);
+        }
+    }
+}
+
 Test(kernels_gemm, batched_items_match_single_gemms)
 {
     const struct nxr__native_isa *isa = nxr__native_isa_best();

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/internal/ctx.h"
@@ -164,6 +165,19 @@ static void probe_body(void *p, size_t b, size_t e, unsigned w)
     (void)w;
     for (size_t i = b; i < e; i++)
         nested_call(&pr[i]);
+}
+
+/* probe_body for two participants that must be two threads: a region does
+ * not wait for a worker that is not awake (the caller would claim both
+ * chunks), so each waits (bounded) until the other has started. */
+static atomic_int pair_arrived;
+
+static void pair_body(void *p, size_t b, size_t e, unsigned w)
+{
+    atomic_fetch_add(&pair_arrived, 1);
+    for (int i = 0; i < 5000 && atomic_load(&pair_arrived) < 2; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+    probe_body(p, b, e, w);
 }
 
 static int probe_task(void *p, size_t i)
@@ -313,7 +327,8 @@ Test(runtime_nesting, both_participants_of_one_region_get_the_same_answer, .time
             struct probe pr[2];
             prepare(&pr[0], k, same);
             prepare(&pr[1], k, same);
-            cr_assert_eq(nxr_parallel_for(ctx_a, 0, 2, 1, probe_body, pr), 0);
+            atomic_store(&pair_arrived, 0);
+            cr_assert_eq(nxr_parallel_for(ctx_a, 0, 2, 1, pair_body, pr), 0);
             cr_assert(pr[0].body_tid != pr[1].body_tid, "%s: two participants", kind_name[k]);
             cr_assert(pr[0].body_tid == tid() || pr[1].body_tid == tid(),
                       "%s: the caller took part", kind_name[k]);
