@@ -19,6 +19,19 @@
 #define DEAD 0x44454144u
 #define BOUND_MS 20000 /* rendezvous bound: a broken test fails, never hangs */
 
+/* Until the team counted `want` late arrivals (workers that found their
+ * region finished). */
+struct late_wait {
+    struct nxr__team *team;
+    uint64_t want;
+};
+
+static bool late_arrivals_reached(void *p)
+{
+    const struct late_wait *w = p;
+    return nxr__team_late_arrivals(w->team) >= w->want;
+}
+
 static pid_t tid(void)
 {
     return (pid_t)syscall(SYS_gettid);
@@ -128,8 +141,8 @@ Test(executor_claim, a_late_worker_touches_nothing_of_finished_regions, .timeout
      * claimed (two late arrivals), running nothing. */
     uint64_t late0 = nxr__team_late_arrivals(team);
     atomic_store(&h.release, 1);
-    for (int i = 0; i < BOUND_MS && nxr__team_late_arrivals(team) < late0 + 2; i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+    struct late_wait lw = {.team = team, .want = late0 + 2};
+    nxr_test_wait_until(late_arrivals_reached, &lw, BOUND_MS);
     cr_assert_eq(nxr__team_late_arrivals(team), late0 + 2);
     cr_assert_eq(atomic_load(&dead_touches), 0, "a late worker ran a finished region's slot");
     for (int i = 0; i < REGIONS; i++)
@@ -193,8 +206,8 @@ Test(executor_claim, awake_workers_run_the_slots_of_sleeping_ones, .timeout = 60
         nxr__team_set_claim_hook(team, NULL);
         atomic_store(&hp->release, 1);
         if (was_held) {
-            for (int i = 0; i < BOUND_MS && nxr__team_late_arrivals(team) < late0 + 1; i++)
-                nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+            struct late_wait lw = {.team = team, .want = late0 + 1};
+            nxr_test_wait_until(late_arrivals_reached, &lw, BOUND_MS);
             cr_assert_geq(nxr__team_late_arrivals(team), late0 + 1);
         }
         cr_assert_eq(atomic_load(&dead_touches), 0);

@@ -100,6 +100,11 @@ struct inner_probe {
 
 static __thread pid_t task_tid;
 
+static bool a_worker_took_a_chunk(void *p)
+{
+    return atomic_load(&((struct inner_probe *)p)->worker_chunks) != 0;
+}
+
 static void note_chunk(void *p, size_t b, size_t e, unsigned w)
 {
     struct inner_probe *ip = p;
@@ -112,9 +117,8 @@ static void note_chunk(void *p, size_t b, size_t e, unsigned w)
     /* A region does not wait for a worker that is not awake yet (the caller
      * claims its share too); when asked, hold the caller's chunks (bounded)
      * until a worker took one, so the loop shows that workers take part. */
-    for (int i = 0; ip->hold_caller && !worker && i < 5000 && atomic_load(&ip->worker_chunks) == 0;
-         i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+    if (ip->hold_caller && !worker)
+        nxr_test_wait_until(a_worker_took_a_chunk, ip, 5000);
 }
 
 static int inner_task(void *p, size_t index)

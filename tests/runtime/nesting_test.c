@@ -24,6 +24,7 @@
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
+#include "tests/support/procfs.h"
 
 enum kind {
     K_FOR,
@@ -175,8 +176,7 @@ static atomic_int pair_arrived;
 static void pair_body(void *p, size_t b, size_t e, unsigned w)
 {
     atomic_fetch_add(&pair_arrived, 1);
-    for (int i = 0; i < 5000 && atomic_load(&pair_arrived) < 2; i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+    nxr_test_wait_at_least(&pair_arrived, 2, 5000);
     probe_body(p, b, e, w);
 }
 
