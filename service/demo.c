@@ -33,7 +33,7 @@ void svc_demo_config_init(struct svc_demo_config *c)
         .seed = 1,
         .compare = true,
         .rounds = 8,
-        .split_rows = 8,
+        .split_rows = 1,
         .time_budget_s = 25.0,
     };
 }

@@ -41,7 +41,7 @@ struct svc_demo_config {
     uint64_t seed;              /* --seed */
     bool compare;               /* false with --no-compare */
     size_t rounds;              /* rounds the stream is cut into */
-    size_t split_rows;          /* requests with >= this many rows run INNER */
+    size_t split_rows;          /* a lone request this big or bigger runs INNER */
     /* Seconds of serving after which the run stops at the next round
      * boundary (every path has then served the same requests); 0: none. */
     double time_budget_s;

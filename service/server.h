@@ -10,7 +10,7 @@
  *     serves as many requests at once as it has workers, with no fork-join
  *     per kernel. At most `budget` are out at once (one credit per
  *     worker); a worker that finishes one takes the next itself;
- *   - except a big request (at least split_rows rows) that finds every
+ *   - except a request (of at least split_rows rows) that finds every
  *     worker free and nobody behind it: that one the serving thread runs
  *     itself, its kernels split over the whole domain (INNER), the serving
  *     thread taking part, because no other request could use the idle
@@ -46,7 +46,7 @@ struct svc_slot_decl {
 
 struct svc_server_opts {
     struct svc_model_shape shape;
-    size_t split_rows; /* requests with at least this many rows run INNER (0: never) */
+    size_t split_rows; /* a lone request with at least this many rows runs INNER (0: never) */
 };
 
 /* Per-slot counters, read after a run. */

@@ -79,6 +79,17 @@ import json; d = json.load(open("nocompare.json"))
 assert d["flat"] is None and d["omp"] is None and d["outputs_match"] is None, d
 assert d["requests"] == 48 and d["config"]["compare"] is False, d'
 
+# One client: every request finds its domain idle with nobody behind it, so
+# by default every one splits over the domain (a lone small request on one
+# worker would leave the others idle), whatever its size.
+"$nxr" demo "${tiny[@]}" --clients 1 --no-compare --json > lone.json
+python3 -c '
+import json; d = json.load(open("lone.json"))
+assert d["config"]["split_rows"] == 1, d["config"]
+split = sum(x["split_requests"] for x in d["domains"])
+assert split == d["requests"] == 48, ("lone requests not split", split, d["requests"])
+print("one client: %d of %d requests split" % (split, d["requests"]))'
+
 # Two synthetic nodes, one CPU each (the first two allowed CPUs).
 ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 if ((ncpu >= 2)); then
