@@ -7,9 +7,11 @@
  */
 #include "domains/internal/topology.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <numa.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -42,6 +44,57 @@ static bool synthetic_names_numa(const char *desc)
     return false;
 }
 
+/*
+ * Index attributes hwloc 2.9's synthetic parser aborts on instead of
+ * rejecting (assertions in topology-synthetic.c, which kill the process
+ * whatever the caller does with errors):
+ *   - interleaving by object type that names a level below the indexed one,
+ *     "numa:2(indexes=core) core:2 pu:1": the step it derives is 0;
+ *   - step*count loops whose counts multiply to 0 in its unsigned long
+ *     (a count of 2^32 truncates to 0, three of 2^22 wrap).
+ * Every ordering can be written as an explicit list ("indexes=0,2,1,3") or
+ * as step*count loops ("indexes=2*2:1*2"), so nxr takes those two forms,
+ * checks the loops' counts, and refuses interleaving by type names before
+ * hwloc sees the description. hwloc tells a list from a loop the same way:
+ * only digits and commas make a list; a leading digit makes loops.
+ */
+static int synthetic_indexes_check(const char *desc, char *err, size_t errsz)
+{
+    for (const char *p = strstr(desc, "indexes="); p != NULL; p = strstr(p, "indexes=")) {
+        p += 8;
+        const int len = (int)strcspn(p, " )");
+        if (strspn(p, "0123456789,") == (size_t)len)
+            continue; /* an explicit list: hwloc checks it */
+        if (!isdigit((unsigned char)p[0])) {
+            snprintf(err, errsz,
+                     "synthetic topology: 'indexes=%.*s' interleaves by object type, which nxr "
+                     "does not take (hwloc 2.9 aborts on some of them); give the indexes as a "
+                     "list (indexes=0,2,1,3) or as step*count loops (indexes=2*2:1*2)",
+                     len, p);
+            return NXR_ESYNTAX;
+        }
+        /* step*count[:step*count...]: the product of the counts as hwloc
+         * forms it (each truncated to unsigned, multiplied in unsigned long). */
+        unsigned long product = 1;
+        for (const char *q = p; q < p + len;) {
+            const char *star = memchr(q, '*', (size_t)(p + len - q));
+            if (star == NULL)
+                break;                                      /* malformed: hwloc rejects it */
+            product *= (unsigned)strtol(star + 1, NULL, 0); /* as hwloc reads it */
+            const char *colon = memchr(star, ':', (size_t)(p + len - star));
+            q = colon == NULL ? p + len : colon + 1;
+        }
+        if (product == 0) {
+            snprintf(err, errsz,
+                     "synthetic topology: 'indexes=%.*s': a loop count is 0 or the counts "
+                     "overflow",
+                     len, p);
+            return NXR_ESYNTAX;
+        }
+    }
+    return 0;
+}
+
 static int parse_spec(const char *spec, enum nxr__topology_source *source, const char **arg,
                       char *err, size_t errsz)
 {
@@ -53,7 +106,7 @@ static int parse_spec(const char *spec, enum nxr__topology_source *source, const
     if (strncmp(spec, "synthetic:", 10) == 0 && spec[10] != '\0') {
         *source = NXR_TOPOLOGY_SYNTHETIC;
         *arg = spec + 10;
-        return 0;
+        return synthetic_indexes_check(*arg, err, errsz);
     }
     if (strncmp(spec, "xml:", 4) == 0 && spec[4] != '\0') {
         *source = NXR_TOPOLOGY_XML;

@@ -39,7 +39,9 @@ struct nxr__topology {
  * Loads a topology. `spec` is NULL or "hwloc" (this system),
  * "synthetic:<hwloc synthetic description>" or "xml:<path>". `narrow`, when
  * not NULL, is intersected with the process affinity.
- * Returns 0, NXR_ESYNTAX (bad spec), NXR_ETOPOLOGY (hwloc refused it, or it
+ * Returns 0, NXR_ESYNTAX (bad spec, or synthetic indexes interleaved by
+ * object type or with loop counts that multiply to 0: hwloc 2.9 aborts on
+ * some of those), NXR_ETOPOLOGY (hwloc refused it, or it
  * names one NUMA node id twice) or -ENOMEM, with a message in err. On
  * failure *topo holds nothing.
  */

@@ -33,10 +33,9 @@ Test(domains_topology, duplicate_numa_node_ids_are_etopology)
 Test(domains_topology, distinct_sparse_node_ids_load_as_given)
 {
     struct nxr__topology topo;
-    cr_assert_eq(
-        nxr__topology_load(&topo, "synthetic:pack:2 numa:2(indexes=3,1,0,5) pu:1", NULL, err,
-                           sizeof(err)),
-        0, "%s", err);
+    cr_assert_eq(nxr__topology_load(&topo, "synthetic:pack:2 numa:2(indexes=3,1,0,5) pu:1", NULL,
+                                    err, sizeof(err)),
+                 0, "%s", err);
     cr_assert_eq(topo.node_count, 4);
     const unsigned want[] = {3, 1, 0, 5};
     hwloc_obj_t node = NULL;
@@ -46,4 +45,60 @@ Test(domains_topology, distinct_sparse_node_ids_load_as_given)
         cr_assert_eq(node->os_index, want[i], "node L#%u", i);
     }
     nxr__topology_fini(&topo);
+}
+
+/* Descriptions hwloc 2.9's synthetic parser aborts the process on (an
+ * assertion, not an error) are refused before hwloc sees them: index
+ * interleaving by type names, and step*count loops whose counts multiply
+ * to 0 in hwloc's arithmetic. The first is the fuzzer's input. */
+Test(domains_topology, index_forms_hwloc_aborts_on_are_esyntax)
+{
+    static const char *const specs[] = {
+        "synthetic:nu\352a:2(indexes=pu0(i) pu:2",
+        "synthetic:numa:2(indexes=core) core:2 pu:1",
+        "synthetic:pack:2 core:2 pu:2(indexes=core:pu)",
+        "synthetic:pack:1 [numa(indexes=pack)] pu:2",
+        "synthetic:numa:2(indexes=1*4194304:1*4194304:1*4194304) pu:1",
+        "synthetic:numa:2(indexes=1*0x100000000) pu:1",
+    };
+    static const char *const named[] = {
+        "'indexes=pu0(i' interleaves by object type",
+        "'indexes=core' interleaves",
+        "'indexes=core:pu' interleaves",
+        "'indexes=pack' interleaves",
+        "a loop count is 0 or the counts overflow",
+        "'indexes=1*0x100000000': a loop count",
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct nxr__topology topo;
+        err[0] = '\0';
+        cr_assert_eq(nxr__topology_load(&topo, specs[i], NULL, err, sizeof(err)), NXR_ESYNTAX, "%s",
+                     specs[i]);
+        cr_assert_null(topo.hw, "a refused spec holds nothing");
+        cr_assert_not_null(strstr(err, named[i]), "%s: message '%s'", specs[i], err);
+    }
+}
+
+/* The two forms nxr takes still reach hwloc and give the order asked for:
+ * an explicit list, and step*count loops (2*2:1*2 over four nodes is
+ * 0,2,1,3). */
+Test(domains_topology, index_lists_and_loops_load_as_given)
+{
+    static const char *const specs[] = {
+        "synthetic:numa:4(indexes=0,2,1,3) pu:1",
+        "synthetic:numa:4(indexes=2*2:1*2) pu:1",
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct nxr__topology topo;
+        cr_assert_eq(nxr__topology_load(&topo, specs[i], NULL, err, sizeof(err)), 0, "%s: %s",
+                     specs[i], err);
+        const unsigned want[] = {0, 2, 1, 3};
+        hwloc_obj_t node = NULL;
+        for (unsigned k = 0; k < 4; k++) {
+            node = hwloc_get_next_obj_by_type(topo.hw, HWLOC_OBJ_NUMANODE, node);
+            cr_assert_not_null(node);
+            cr_assert_eq(node->os_index, want[k], "%s: node L#%u", specs[i], k);
+        }
+        nxr__topology_fini(&topo);
+    }
 }
