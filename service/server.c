@@ -22,10 +22,9 @@ struct slot {
     nxr_ctx_t *home; /* a context on `memory`, for binding the serving thread */
     const float *weights;
     struct svc_queue queue;
-    /* Workers free to take a small request: at most `budget` small
-     * requests are handed to the domain at once, so a big one waits for at
-     * most one small request per worker, then has the whole domain.
-     * Under the queue's lock. */
+    /* Workers free to take a request as a task: at most `budget` tasks are
+     * out at once, so a request that will split waits for at most one task
+     * per worker, then has the whole domain. Under the queue's lock. */
     unsigned credits, budget;
     pthread_t thread;
     bool started;
@@ -102,19 +101,20 @@ static void finish(struct slot *s, struct svc_request *r, int rc)
     svc_request_complete(r, rc);
 }
 
-static bool is_big(const struct slot *s, const struct svc_request *r)
+/* Big enough to split (split_rows; the demo's default 1 lets any request). */
+static bool may_split(const struct slot *s, const struct svc_request *r)
 {
     const size_t split_rows = s->server->opts.split_rows;
     return split_rows > 0 && r->rows >= split_rows;
 }
 
-/* A big request takes the whole domain only when nothing else could use a
+/* A request takes the whole domain only when nothing else could use a
  * worker: every worker free and no other request waiting. With other work
  * around, request-level parallelism beats splitting one request (a split
  * is a fork-join per kernel, and it must wait for every worker). */
 static bool split_now(const struct slot *s, const struct svc_request *r, unsigned free)
 {
-    return is_big(s, r) && free == s->budget && r->next == NULL;
+    return may_split(s, r) && free == s->budget && r->next == NULL;
 }
 
 /* Admission (under the queue's lock): the head runs split (see split_now,
@@ -174,7 +174,7 @@ static bool next_or_release(struct svc_queue *q, void *arg)
     return q->head != NULL; /* the serving thread may split it now */
 }
 
-/* Small requests handed to the domain's workers together: one job, one
+/* Requests handed to the domain's workers together: one job, one
  * task per request. The task that finishes last frees the batch. */
 struct batch {
     struct slot *slot;
@@ -183,8 +183,8 @@ struct batch {
     struct svc_request *reqs[];
 };
 
-/* A small request, as a task on one of the domain's workers. */
-static int small_task(void *arg, size_t index)
+/* A request, as a task on one of the domain's workers. */
+static int request_task(void *arg, size_t index)
 {
     struct batch *b = arg;
     struct slot *s = b->slot;
@@ -209,7 +209,7 @@ static int small_task(void *arg, size_t index)
 static void flush(struct slot *s, struct batch *b)
 {
     atomic_init(&b->left, b->n);
-    int rc = nxr_submit(s->ctx, b->n, small_task, b, NULL);
+    int rc = nxr_submit(s->ctx, b->n, request_task, b, NULL);
     if (rc != 0) {
         for (size_t i = 0; i < b->n; i++) {
             svc_queue_update(&s->queue, credit_back, s);
@@ -263,8 +263,7 @@ static void *serving_thread(void *p)
         b->slot = s;
         b->n = 0;
         b->reqs[b->n++] = r;
-        while (b->n < s->budget &&
-               (r = svc_queue_take_if(&s->queue, admit_task, s, false)) != NULL)
+        while (b->n < s->budget && (r = svc_queue_take_if(&s->queue, admit_task, s, false)) != NULL)
             b->reqs[b->n++] = r;
         flush(s, b);
     }
