@@ -56,7 +56,10 @@
  * scheduler's load balancer moved it, milliseconds later.) The wake-ups form
  * a tree: the dispatcher wakes workers 0 and 1, worker i wakes 2i+2 and 2i+3
  * when it sees the region, so the dispatcher makes at most two futex calls
- * before it runs its own slot; a dispatcher that takes part may make none
+ * before it runs its own slot. A worker busy with a queued item is a node
+ * that would pass the wake-up on only when its item ends, so whoever wakes
+ * it wakes its children instead (wake_pair: every worker a region needs is
+ * woken, busy or parked; at most one futex call per participant then); a dispatcher that takes part may make none
  * (wake_for_joining_caller: a worker about to wake by itself, or regions too
  * short for a woken worker to arrive in time, are left alone). `parked` and
  * the published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
@@ -66,6 +69,11 @@
  * sleep; FUTEX_WAIT's compare on wake_seq closes the rest. Completion is the
  * mirror image: slots count `remaining` down, and the last one wakes the
  * dispatcher if it parked (`dispatcher_parked`).
+ *
+ * Task boundaries. A worker runs queued items one at a time and reads the
+ * job word before each (run_one_item), so a published region starts on a
+ * worker after the item it is running, whatever the FIFO still holds: the
+ * wait a region has on a worker that runs items is bounded by one item.
  *
  * Submitted items. Asynchronous work is a FIFO of batches under queue_lock;
  * `queued` is a hint (1: the queue may hold unclaimed items) that workers
@@ -137,6 +145,10 @@ struct worker {
     _Atomic uint64_t wake_at;
     /* The last generation it has seen (the dispatcher's re-engage rule). */
     atomic_uint seen;
+    /* 1 while it runs a queued item: it sees a new region only at the item's
+     * end, so a waker wakes this worker's share of the tree itself (see
+     * wake_pair). Its own Dekker pair with the job word (run_one_item). */
+    atomic_uint busy;
     pthread_t thread;
     struct nxr__team *team;
     unsigned index;
@@ -416,11 +428,23 @@ static bool wake_worker(struct worker *w)
 }
 
 /* The wake-up tree (see the file comment): workers [first, first + 2) that
- * take part in a region of `count` workers. */
+ * take part in a region of `count` workers. A parked one is woken and wakes
+ * its own children when it sees the region; one that is neither parked nor
+ * busy is awake and does the same. One busy with a queued item sees the
+ * region only when the item ends, however long it runs, so its children
+ * are woken here instead (and theirs, if they are busy too). The caller
+ * published the region first (seq_cst): a worker that is not busy when read
+ * here re-reads the job word after it sets busy (run_one_item), so it sees
+ * the region before it starts another item. Each worker is visited at most
+ * once per call: at most `count` futex calls, two when nobody is busy. */
 static void wake_pair(struct nxr__team *team, unsigned first, unsigned count)
 {
-    for (unsigned i = first; i < first + 2 && i < count; i++)
-        wake_worker(&team->workers[i]);
+    for (unsigned i = first; i < first + 2 && i < count; i++) {
+        struct worker *w = &team->workers[i];
+        /* seq_cst: the waker's half of the busy Dekker pair. */
+        if (!wake_worker(w) && atomic_load_explicit(&w->busy, memory_order_seq_cst) != 0)
+            wake_pair(team, 2 * i + 2, count);
+    }
 }
 
 /*
@@ -451,8 +475,13 @@ static void wake_for_joining_caller(struct nxr__team *team, unsigned count, uint
     int short_regions = -1; /* not asked yet: only when someone is parked */
     for (unsigned i = 0; i < 2 && i < count; i++) {
         struct worker *w = &team->workers[i];
-        if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
+        if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0) {
+            /* Busy with an item: its children would wait for the item's end
+             * (see wake_pair). */
+            if (atomic_load_explicit(&w->busy, memory_order_seq_cst) != 0)
+                wake_pair(team, 2 * i + 2, count);
             continue;
+        }
         /* Relaxed: see above; seen is a hint. */
         uint64_t at = atomic_load_explicit(&w->wake_at, memory_order_relaxed);
         if (at != 0 && at <= soon)
@@ -505,16 +534,29 @@ static unsigned run_slots(struct nxr__team *team, uint32_t gen, unsigned lo, uns
     return ran;
 }
 
-/* Claims and runs one queued item; false when the FIFO is empty. */
-static bool run_one_item(struct nxr__team *team)
+/* Claims and runs one queued item as worker w, which has seen generation
+ * `seen`; false when the FIFO is empty or a newer region is published (the
+ * worker takes the region first: one item is the most a published region
+ * waits for on a worker that runs items). */
+static bool run_one_item(struct nxr__team *team, struct worker *w, uint32_t seen)
 {
     if (atomic_load_explicit(&team->queued, memory_order_relaxed) == 0)
         return false;
+    /* seq_cst store then seq_cst load: the worker's half of the busy Dekker
+     * pair with wake_pair (a waker that reads busy == 0 is sure this load
+     * sees its region). */
+    atomic_store_explicit(&w->busy, 1, memory_order_seq_cst);
+    if ((uint32_t)(atomic_load_explicit(&team->job, memory_order_seq_cst) >> 32) != seen) {
+        atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
+        return false;
+    }
     pthread_mutex_lock(&team->queue_lock);
     struct batch *b = team->head;
     if (b == NULL) {
         atomic_store_explicit(&team->queued, 0, memory_order_relaxed);
         pthread_mutex_unlock(&team->queue_lock);
+        /* Relaxed: a stale 1 only makes a waker wake this worker's children. */
+        atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
         return false;
     }
     size_t index = b->next++;
@@ -541,6 +583,9 @@ static bool run_one_item(struct nxr__team *team)
             pthread_cond_broadcast(&team->drained);
         pthread_mutex_unlock(&team->queue_lock);
     }
+    /* Relaxed: see above. The next item's busy store re-reads the job word
+     * in order, and so does the parking re-check. */
+    atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
     return true;
 }
 
@@ -601,7 +646,10 @@ static void *worker_main(void *p)
                 }
             }
         }
-        while (run_one_item(team))
+        /* Items one at a time, looking at the job word between them (in
+         * run_one_item): a region published meanwhile starts after the item
+         * in hand, whatever the FIFO still holds. */
+        while (run_one_item(team, w, seen))
             ;
     }
 }
