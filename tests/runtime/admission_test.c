@@ -17,6 +17,7 @@
 
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
+#include "tests/support/procfs.h"
 
 static nxr_runtime_t *rt;
 
@@ -204,8 +205,7 @@ Test(runtime_admission, a_waiting_overlapping_request_stops_new_joins)
  * The issue's starvation probe: two threads keep a pipeline of batches in
  * flight on domain 0 while a third runs a loop on domain 9. The stream is
  * made gap-free, the worst case: a batch's task finishes only once a later
- * batch has been submitted (or a batch was deferred behind domain 9, or the
- * stream stops), so domain 0 always has an operation in flight while the
+ * batch has been submitted (or the stream stops), so domain 0 always has an operation in flight while the
  * stream runs. Before the fix domain 9 waited exactly until the stream
  * stopped; now it is admitted while the stream runs and the stream goes on.
  */
@@ -221,15 +221,15 @@ static atomic_ulong done_at_nine; /* stream_done + 1 when 9's body ran */
 static atomic_ulong after_nine;  /* batches finished after 9 returned */
 static atomic_int exhausted;     /* a stream thread hit its limit */
 static atomic_int stopping;      /* the stream is winding down */
-static uint64_t deferrals_base;  /* domain 0's deferrals before the probe */
 
 static int stream_task(void *arg, size_t i)
 {
     (void)i;
     unsigned long ticket = (unsigned long)(uintptr_t)arg;
-    /* Gap-free: hold the permit until a later batch is in (see above). */
-    while (atomic_load(&submitted) <= ticket + 1 && !atomic_load(&stopping) &&
-           stats_of(0).deferrals == deferrals_base)
+    /* Gap-free: hold the permit until a later batch is in (see above). A
+     * submission returns whether it joined or was queued behind domain 9,
+     * so this needs no look at the implementation's counters. */
+    while (atomic_load(&submitted) <= ticket + 1 && !atomic_load(&stopping))
         sched_yield();
     return 0;
 }
@@ -278,7 +278,6 @@ Test(runtime_admission, starvation_probe_admits_domain9_while_the_stream_runs)
     for (int i = 0; i < STREAMS; i++)
         cr_assert_eq(nxr_ctx_create(&streams[i], rt, 0), 0);
     cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
-    deferrals_base = stats_of(0).deferrals;
     pthread_t t[STREAMS];
     for (int i = 0; i < STREAMS; i++)
         pthread_create(&t[i], NULL, stream, streams[i]);
@@ -309,5 +308,83 @@ Test(runtime_admission, starvation_probe_admits_domain9_while_the_stream_runs)
     cr_expect_gt(after.deferrals, before.deferrals, "no batch queued behind domain 9");
     for (int i = 0; i < STREAMS; i++)
         nxr_ctx_destroy(streams[i]);
+    nxr_ctx_destroy(ctx9);
+}
+
+/*
+ * The issue's deadlock shape: a task of J1 (domain 0, holding the permit)
+ * waits until another thread's nxr_submit on domain 0 has returned, while
+ * domain 9 queues for CPUs that overlap domain 0's. The submission must
+ * return (it is queued behind domain 9, not refused and not made to wait
+ * for domain 0 to go idle, which needs J1 to end), and its batch must still
+ * run after domain 9 (the starvation bound). The task's wait is bounded so
+ * that the old rule fails here instead of hanging.
+ */
+#define SHAPE_BOUND_MS 10000
+
+static atomic_int second_returned; /* the second nxr_submit returned */
+static atomic_int saw_second;      /* J1's task saw it before its bound */
+
+static int waits_for_second_submit(void *arg, size_t i)
+{
+    (void)arg, (void)i;
+    atomic_store(&gated_in, 1);
+    nxr_test_wait_at_least(&second_returned, 1, SHAPE_BOUND_MS);
+    atomic_store(&saw_second, atomic_load(&second_returned));
+    return 0;
+}
+
+struct second_submit {
+    nxr_ctx_t *ctx;
+    atomic_uint *stamp;
+    nxr_job_t *job;
+    int rc;
+};
+
+static void *second_submit_thread(void *p)
+{
+    struct second_submit *s = p;
+    s->rc = nxr_submit(s->ctx, 1, stamp_task, s->stamp, &s->job);
+    atomic_store(&second_returned, 1);
+    return NULL;
+}
+
+Test(runtime_admission, a_task_may_wait_for_a_submission_while_an_overlapping_request_waits)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
+    nxr_ctx_t *ctx0, *ctx0b, *ctx9;
+    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx0b, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    atomic_store(&order, 0);
+    atomic_store(&gated_in, 0);
+    atomic_store(&second_returned, 0);
+    atomic_store(&saw_second, 0);
+    nxr_job_t *j1;
+    cr_assert_eq(nxr_submit(ctx0, 1, waits_for_second_submit, NULL, &j1), 0);
+    AWAIT(atomic_load(&gated_in) == 1);
+
+    atomic_uint stamp9 = 0, stamp_second = 0;
+    struct loop_on nine = {.ctx = ctx9, .stamp = &stamp9};
+    pthread_t t9, t2;
+    pthread_create(&t9, NULL, loop_thread, &nine);
+    AWAIT(arbiter_waiters() == 1);
+
+    struct second_submit second = {.ctx = ctx0b, .stamp = &stamp_second};
+    pthread_create(&t2, NULL, second_submit_thread, &second);
+    cr_expect_eq(nxr_job_wait(j1), 0);
+    pthread_join(t2, NULL);
+    pthread_join(t9, NULL);
+    cr_expect_eq(atomic_load(&saw_second), 1,
+                 "the second nxr_submit did not return while J1's task waited for it");
+    cr_assert_eq(second.rc, 0);
+    cr_expect_eq(nxr_job_wait(second.job), 0);
+    cr_expect_eq(nine.rc, 0);
+    cr_expect_lt(atomic_load(&stamp9), atomic_load(&stamp_second),
+                 "the second batch (%u) overtook domain 9 (%u)", atomic_load(&stamp_second),
+                 atomic_load(&stamp9));
+    nxr_ctx_destroy(ctx0);
+    nxr_ctx_destroy(ctx0b);
     nxr_ctx_destroy(ctx9);
 }
