@@ -18,13 +18,36 @@
  * submissions keeps `active` above zero and starves an overlapping domain
  * for as long as the stream lasts, whatever the arbiter's own policy.
  *
+ * Deferred batches. A region's caller waits for its turn (above); a
+ * submitted batch never does: nxr_submit must return whatever the domain's
+ * permit is doing, because a task of the batch holding the permit may
+ * itself be waiting until another thread's nxr_submit on the domain has
+ * returned (a dependency the API allows). Had that submission waited for
+ * the domain to go idle behind a queued overlapping request, nothing could
+ * move. So a batch that can neither join (nobody overlapping waits) nor
+ * take a free permit at once is queued on the domain (`deferred_*`) and
+ * nxr_submit returns. The batches run on the domain's next permit: when
+ * the last operation in flight leaves, the permit is released (the waiting
+ * request gets its turn) and the domain's own executor is handed one item
+ * that waits for the permit again (acquire_for_deferred: it queues in the
+ * arbiter behind the request, FIFO), then admits every deferred batch at
+ * once. The starvation bound is unchanged: nothing joins a permit while an
+ * overlapping request waits or while batches are deferred, so a waiting
+ * request waits for the operations in flight when it queued, no more. The
+ * wait the deferred batches themselves have is the arbiter's, bounded by
+ * the overlapping holders (and reported as a stall, like every admission
+ * wait). Regions still wait in the caller: waiting for a region of one's
+ * own domain to finish from inside a task is not allowed (docs/contracts.md).
+ *
  * CALLER_MANAGED domains never enter the arbiter. Their guard admits one
  * operation at a time; a second entry, from any thread (the caller pool's own
  * workers included), is NXR_EADMISSION. The guard clears on every exit path
  * because leave is paired with every successful enter.
  *
- * Lock order: exec->lock may be held while releasing a permit (the arbiter's
- * mutex is a leaf); no lock is held while acquiring one.
+ * Lock order: exec->lock may be held while releasing a permit or trying one
+ * (the arbiter's mutex is a leaf); no lock is held while acquiring one, nor
+ * while handing batches or the acquiring item to the executor (its submit
+ * takes the team's queue_lock, and a synchronous pool runs items inline).
  */
 #include <errno.h>
 
@@ -49,6 +72,8 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->acquiring = false;
     exec->joins = 0;
     exec->deferrals = 0;
+    exec->deferred_head = exec->deferred_tail = NULL;
+    exec->deferred = 0;
     exec->arbiter = NULL;
     if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
@@ -97,6 +122,77 @@ static int enter_guarded(struct nxr__exec *exec)
     return 0;
 }
 
+/* Takes the deferred batches and counts them in flight (under exec->lock,
+ * with the permit held or just granted). Returns the list, oldest first. */
+static struct nxr__deferred *take_deferred(struct nxr__exec *exec)
+{
+    struct nxr__deferred *d = exec->deferred_head;
+    exec->active += exec->deferred;
+    exec->deferred_head = exec->deferred_tail = NULL;
+    exec->deferred = 0;
+    return d;
+}
+
+/* Hands batches taken by take_deferred to the executor (no lock held). A
+ * batch the executor refuses leaves again and fails. */
+static void submit_taken(struct nxr__exec *exec, struct nxr__deferred *d)
+{
+    while (d != NULL) {
+        /* Read first: once submitted, the batch may finish and be freed. */
+        struct nxr__deferred *next = d->link;
+        retain(exec);
+        int rc = exec->executor.ops->submit(exec->executor.self, d->fn, d->arg, d->count, d->done,
+                                            d->done_arg);
+        if (rc != 0) {
+            nxr__exec_leave(exec);
+            d->fail(d->done_arg, rc);
+        }
+        d = next;
+    }
+}
+
+/* The item a domain's executor runs to get the permit back for its
+ * deferred batches (see Deferred batches): it waits in the arbiter, which
+ * bounds the wait by the overlapping holders and the earlier waiters. */
+static void acquire_for_deferred(void *p, size_t index)
+{
+    struct nxr__exec *exec = p;
+    (void)index;
+    /* Cannot fail: the request was prepared for this arbiter. */
+    (void)nxr__arbiter_acquire(exec->arbiter, &exec->request);
+    pthread_mutex_lock(&exec->lock);
+    exec->acquiring = false;
+    struct nxr__deferred *d = take_deferred(exec);
+    if (exec->active == 0) /* NEVER: batches are deferred only with a taker */
+        nxr__arbiter_release(exec->arbiter, &exec->request);
+    pthread_cond_broadcast(&exec->changed);
+    pthread_mutex_unlock(&exec->lock);
+    submit_taken(exec, d);
+}
+
+/* Starts the acquiring item; the caller set exec->acquiring (no lock held
+ * now). When the executor refuses it, the deferred batches fail with its
+ * status: they cannot run without the permit. */
+static void start_acquirer(struct nxr__exec *exec)
+{
+    int rc = exec->executor.ops->submit(exec->executor.self, acquire_for_deferred, exec, 1, NULL,
+                                        NULL);
+    if (rc == 0)
+        return;
+    pthread_mutex_lock(&exec->lock);
+    struct nxr__deferred *d = exec->deferred_head;
+    exec->deferred_head = exec->deferred_tail = NULL;
+    exec->deferred = 0;
+    exec->acquiring = false;
+    pthread_cond_broadcast(&exec->changed);
+    pthread_mutex_unlock(&exec->lock);
+    while (d != NULL) {
+        struct nxr__deferred *next = d->link;
+        d->fail(d->done_arg, rc);
+        d = next;
+    }
+}
+
 static int enter_arbitrated(struct nxr__exec *exec)
 {
     bool deferred = false;
@@ -109,9 +205,10 @@ static int enter_arbitrated(struct nxr__exec *exec)
         if (exec->active == 0)
             break; /* acquire the permit below */
         /* The domain holds its permit already: join it, unless an
-         * overlapping request is waiting for it (see Fairness above). The
+         * overlapping request is waiting for it (see Fairness above) or
+         * batches are deferred (they would wait behind every join). The
          * arbiter's mutex is a leaf, so asking under exec->lock is safe. */
-        if (!nxr__arbiter_contended(exec->arbiter, &exec->request)) {
+        if (exec->deferred == 0 && !nxr__arbiter_contended(exec->arbiter, &exec->request)) {
             exec->active++;
             exec->joins++;
             pthread_mutex_unlock(&exec->lock);
@@ -129,11 +226,60 @@ static int enter_arbitrated(struct nxr__exec *exec)
     int rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
     pthread_mutex_lock(&exec->lock);
     exec->acquiring = false;
-    if (rc == 0)
+    struct nxr__deferred *d = NULL;
+    if (rc == 0) {
         exec->active = 1;
+        d = take_deferred(exec); /* batches deferred meanwhile share the grant */
+    }
     pthread_cond_broadcast(&exec->changed);
     pthread_mutex_unlock(&exec->lock);
+    submit_taken(exec, d);
     return rc;
+}
+
+int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
+{
+    if (exec->arbiter == NULL || nxr__tls.depth > 0)
+        return nxr__exec_enter(exec); /* the guard, or NXR_EREENTRANT */
+    bool start = false;
+    pthread_mutex_lock(&exec->lock);
+    if (!exec->acquiring && exec->deferred == 0) {
+        /* Join (see Fairness), or take the permit if it is free now. The
+         * arbiter's mutex is a leaf: both are safe under exec->lock. */
+        bool admitted = false;
+        if (exec->active > 0 && !nxr__arbiter_contended(exec->arbiter, &exec->request)) {
+            exec->joins++;
+            admitted = true;
+        } else if (exec->active == 0 &&
+                   nxr__arbiter_try_acquire(exec->arbiter, &exec->request) == 0) {
+            admitted = true;
+        }
+        if (admitted) {
+            exec->active++;
+            pthread_mutex_unlock(&exec->lock);
+            retain(exec);
+            return 0;
+        }
+    }
+    d->link = NULL;
+    if (exec->deferred_tail != NULL)
+        exec->deferred_tail->link = d;
+    else
+        exec->deferred_head = d;
+    exec->deferred_tail = d;
+    exec->deferred++;
+    exec->deferrals++;
+    /* Someone must take the permit for it: whoever is acquiring now, or
+     * the last operation in flight when it leaves, or (neither) an item of
+     * the domain's own executor started here. */
+    if (exec->active == 0 && !exec->acquiring) {
+        exec->acquiring = true;
+        start = true;
+    }
+    pthread_mutex_unlock(&exec->lock);
+    if (start)
+        start_acquirer(exec);
+    return NXR__DEFERRED;
 }
 
 int nxr__exec_enter(struct nxr__exec *exec)
@@ -153,22 +299,35 @@ int nxr__exec_enter(struct nxr__exec *exec)
 void nxr__exec_leave(struct nxr__exec *exec)
 {
     release(exec);
+    bool start = false;
     pthread_mutex_lock(&exec->lock);
     if (--exec->active == 0) {
-        if (exec->arbiter != NULL)
+        if (exec->arbiter != NULL) {
             nxr__arbiter_release(exec->arbiter, &exec->request);
-        else
+            /* Deferred batches need the permit back, behind whoever waits
+             * (nobody is acquiring: that happens only with active == 0). */
+            if (exec->deferred > 0 && !exec->acquiring) {
+                exec->acquiring = true;
+                start = true;
+            }
+        } else {
             atomic_store_explicit(&exec->guard, 0, memory_order_release);
+        }
         pthread_cond_broadcast(&exec->changed);
     }
     pthread_mutex_unlock(&exec->lock);
+    if (start)
+        start_acquirer(exec);
 }
 
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
 {
     pthread_mutex_lock(&exec->lock);
     *out = (struct nxr__admission_stats){
-        .joins = exec->joins, .deferrals = exec->deferrals, .active = exec->active};
+        .joins = exec->joins,
+        .deferrals = exec->deferrals,
+        .active = exec->active,
+        .deferred = exec->deferred};
     pthread_mutex_unlock(&exec->lock);
 }
 

@@ -194,6 +194,7 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
 }
 
 struct nxr_job {
+    struct nxr__deferred deferred; /* how admission holds it, if it must */
     nxr_task_fn fn;
     void *arg;
     struct nxr__exec *exec;
@@ -230,6 +231,18 @@ static void job_done(void *p)
     job_release(job);
 }
 
+/* The batch never ran (admission could not get it the permit): its status
+ * is the reason; waiters wake as after job_done. Not admitted, so no leave. */
+static void job_fail(void *p, int rc)
+{
+    struct nxr_job *job = p;
+    record_error(&job->status, rc);
+    /* Release pairs with the acquire load in nxr_job_wait. */
+    atomic_store_explicit(&job->finished, 1, memory_order_release);
+    nxr__futex_wake(&job->finished, INT_MAX);
+    job_release(job);
+}
+
 int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void *arg,
                      nxr_job_t **out)
 {
@@ -244,19 +257,33 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
     struct nxr_job *job = nxr__malloc(sizeof(*job));
     if (job == NULL)
         return -ENOMEM;
-    /* Admitted here, left in job_done: the batch holds the domain's permit
-     * (or guard) from submission to its last task. */
-    int rc = nxr__exec_enter(exec);
-    if (rc != 0) {
-        free(job);
-        return rc;
-    }
     job->fn = fn;
     job->arg = arg;
     job->exec = exec;
     atomic_init(&job->status, 0);
     atomic_init(&job->finished, 0);
     atomic_init(&job->refs, out != NULL ? 2 : 1);
+    job->deferred = (struct nxr__deferred){.fn = job_item,
+                                           .arg = job,
+                                           .count = count,
+                                           .done = job_done,
+                                           .done_arg = job,
+                                           .fail = job_fail};
+    /* Admitted here (or, deferred, by admission once the permit comes), left
+     * in job_done: the batch holds the domain's permit (or guard) from its
+     * admission to its last task. Never a wait (executor/admission.c). */
+    int rc = nxr__exec_enter_batch(exec, &job->deferred);
+    if (rc == NXR__DEFERRED) {
+        /* Admission owns the executor's reference now; the job may even be
+         * finished (and, detached, freed) already: only its address is used. */
+        if (out != NULL)
+            *out = job;
+        return 0;
+    }
+    if (rc != 0) {
+        free(job);
+        return rc;
+    }
     rc = exec->executor.ops->submit(exec->executor.self, job_item, job, count, job_done, job);
     if (rc != 0) {
         nxr__exec_leave(exec);

@@ -236,8 +236,16 @@ NXR_API int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_f
  * == NULL the job is detached at once. The first task error wins; tasks of the
  * batch not yet started when it occurs are skipped. Runtime destruction
  * drains every submitted job first.
- * Admission happens here: the call may wait until the domain's permit is
- * granted (an overlapping domain is running).
+ * Admission happens here, and never waits: the batch joins the permit the
+ * domain holds (unless an overlapping domain waits for it), takes a free
+ * one, or, when an overlapping domain holds or waits for those CPUs, is
+ * queued to start once the domain's permit is granted again, behind that
+ * domain (the call returns at once; the job's tasks start later). So a task
+ * may wait for another thread's nxr_submit to return, on any domain; a
+ * task must not wait for another operation of an overlapping domain to
+ * finish (docs/contracts.md). A deferred batch that can never be admitted
+ * (the executor refuses the item that waits for the permit, -ENOMEM) ends
+ * with that status in nxr_job_wait, its tasks not run.
  * Returns 0, -EINVAL, -ENOMEM, NXR_EREENTRANT (from inside any body),
  * NXR_EADMISSION (a caller-managed domain already active) or the executor's
  * error; on failure *out is NULL and nothing runs.

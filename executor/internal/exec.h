@@ -45,10 +45,16 @@ struct nxr__exec {
     pthread_cond_t changed;
     unsigned active; /* operations in flight; under lock */
     bool acquiring;  /* a thread is acquiring the permit; under lock */
+    /* Batches submitted while they could neither join nor take the permit,
+     * in submission order; admitted by whoever acquires the permit next
+     * (admission.c, "Deferred batches"). Under lock. */
+    struct nxr__deferred *deferred_head, *deferred_tail;
+    unsigned deferred;
     /* Counters, under lock (nxr__exec_admission_stats). */
     uint64_t joins;     /* operations admitted onto a permit already held */
-    uint64_t deferrals; /* operations that found an overlapping request
-                         * waiting and queued behind it instead of joining */
+    uint64_t deferrals; /* operations that could not join or take the
+                         * permit at once and queued for it instead (behind
+                         * an overlapping request, or deferred batches) */
 };
 
 /*
@@ -131,6 +137,40 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
 void nxr__exec_admission_fini(struct nxr__exec *exec);
 
 /*
+ * A submitted batch as admission holds it while it waits for the domain's
+ * permit: what to hand to the executor's submit once admitted, and what to
+ * call when it never can be. Caller storage (it lives in the job), linked
+ * by admission until admitted or failed.
+ */
+struct nxr__deferred {
+    nxr_item_fn fn;
+    void *arg;
+    size_t count;
+    nxr_done_fn done; /* as for the executor's submit */
+    void *done_arg;
+    /* The batch will not run (rc: why): called once, from any thread,
+     * instead of done; the batch was never admitted (nothing to leave). */
+    void (*fail)(void *done_arg, int rc);
+    struct nxr__deferred *link;
+};
+
+/* nxr__exec_enter_batch's answer: the batch waits for the permit and will
+ * be handed to the executor by admission (never a negative status). */
+#define NXR__DEFERRED 1
+
+/*
+ * Admits a submitted batch without ever waiting: 0 when it joined the
+ * permit the domain holds or took a free one (the caller hands it to the
+ * executor and pairs it with nxr__exec_leave); NXR__DEFERRED when the
+ * permit is held by an overlapping domain or an overlapping request waits
+ * for it: admission keeps d and, once the domain's permit is granted again
+ * (behind that request), retains the executor and submits d to it (or
+ * calls d->fail). NXR_EADMISSION for a busy caller-managed domain,
+ * NXR_EREENTRANT from inside a body. Any thread.
+ */
+int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d);
+
+/*
  * Admits one operation (a region or a submitted batch) onto exec's executor
  * and retains the executor for it. MANAGED/COOPERATIVE: the first operation
  * in flight acquires the domain's permit (blocking), later ones join it
@@ -152,6 +192,7 @@ struct nxr__admission_stats {
     uint64_t joins;
     uint64_t deferrals;
     unsigned active;
+    unsigned deferred; /* batches waiting for the permit now */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
 
