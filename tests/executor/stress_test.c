@@ -4,7 +4,9 @@
  *
  * Several service threads hammer every domain at once: parallel loops with
  * both schedules, OUTER runs, submissions that are waited for or detached at
- * random, and nested loops inside tasks. Every index must be visited exactly
+ * random, and nested loops inside tasks. Loops on the two-CPU domain are
+ * regions of several slots that the calling thread joins (it claims what no
+ * awake worker has), the others are regions the caller waits for. Every index must be visited exactly
  * once, every waited job must report its own status, and destroying the
  * runtime must drain the detached ones. Bounded: a fixed number of rounds.
  */
@@ -110,8 +112,12 @@ int main(void)
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
-    /* Two domains, so services cross between them. */
-    o.domains = nxr_test_expand("0:%0;1:%1");
+    /* Two one-CPU domains, so services cross between them, and a shared one
+     * over both CPUs (two workers, a budget of two) whose loops are
+     * multi-slot regions with the calling thread taking part: on a 2-CPU
+     * machine every unpinned service thread lies inside it. It overlaps the
+     * other two, so arbitration, joins and deferred batches run too. */
+    o.domains = nxr_test_expand("0:%0;1:%1;2:%0,%1 shared");
     int rc = nxr_runtime_create(&rt, &o);
     if (rc != 0) {
         fprintf(stderr, "create: %s\n", nxr_strerror(rc));
