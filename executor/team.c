@@ -866,6 +866,14 @@ bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i)
     return i < team->size && atomic_load_explicit(&team->workers[i].parked, memory_order_seq_cst);
 }
 
+bool nxr__team_worker_parked_for_good(const struct nxr__team *team, unsigned i)
+{
+    /* seq_cst parked, then wake_at (written before parked): the deadline
+     * of the park that set the flag. Tests only. */
+    return nxr__team_worker_parked(team, i) &&
+           atomic_load_explicit(&team->workers[i].wake_at, memory_order_relaxed) == 0;
+}
+
 void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned n,
                    bool caller_joins)
 {

@@ -67,6 +67,10 @@ pid_t nxr__team_worker_tid(const struct nxr__team *team, unsigned i);
  * one whose every worker is parked. */
 bool nxr__team_worker_parked(const struct nxr__team *team, unsigned i);
 
+/* True when worker i is parked for good: no timed park (the rhythm's plan
+ * or a disengaged worker's poll) that would wake it by itself. Tests. */
+bool nxr__team_worker_parked_for_good(const struct nxr__team *team, unsigned i);
+
 /*
  * Runs fn once for each participant index in [0, n) (1 <= n <= size +
  * caller_joins) and returns when all have finished. The indices are slots

@@ -212,3 +212,83 @@ Test(executor_rhythm, slow_streams_and_torn_rings_fall_back)
     cr_assert_eq(p.spin_until, end + 2 * US + NXR__RHYTHM_FALLBACK_SPIN_NS);
 }
 
+
+/* ---- the rhythm through a real team (executor/team.c) -------------------- */
+
+#include <sched.h>
+
+#include "executor/internal/team.h"
+#include "tests/support/procfs.h"
+
+#define BOUND_MS 20000 /* rendezvous bound: a broken team fails, never hangs */
+
+static struct nxr__team *make_team(unsigned size)
+{
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            hwloc_bitmap_set(cpus, (unsigned)c);
+    struct nxr__team_opts o = {.domain_id = 0, .size = size, .spin = NXR__TEAM_SPIN_ADAPTIVE};
+    struct nxr__team *team;
+    char err[256];
+    cr_assert_eq(nxr__team_create(&team, cpus, &o, err, sizeof err), 0, "%s", err);
+    hwloc_bitmap_free(cpus);
+    return team;
+}
+
+static atomic_int slot_calls;
+
+static void count_slot(void *arg, unsigned slot, unsigned count)
+{
+    (void)arg, (void)slot, (void)count;
+    atomic_fetch_add(&slot_calls, 1);
+}
+
+struct parked_all {
+    struct nxr__team *team;
+    unsigned size;
+};
+
+static bool all_parked_for_good(void *p)
+{
+    const struct parked_all *a = p;
+    for (unsigned i = 0; i < a->size; i++)
+        if (!nxr__team_worker_parked_for_good(a->team, i))
+            return false;
+    return true;
+}
+
+/* Every worker parked for good and asleep in the kernel (bounded). */
+static bool await_parked_for_good(struct nxr__team *team, unsigned size)
+{
+    struct parked_all a = {.team = team, .size = size};
+    for (unsigned i = 0; i < size; i++)
+        if (!nxr_test_wait_asleep(nxr__team_worker_tid(team, i), all_parked_for_good, &a,
+                                  BOUND_MS))
+            return false;
+    return true;
+}
+
+/* A stream of regions the workers follow (the caller waits, so every slot
+ * is a worker's), then nothing: the workers' plans stop predicting, they
+ * poll once and park for good (no timed park left to wake them), and the
+ * next region, which needs them, wakes every one. A 3-worker team on any
+ * CPUs: the wake tree's second level is in it. */
+Test(executor_rhythm, a_stopped_stream_ends_parked_and_the_next_region_wakes_its_workers,
+     .timeout = 90)
+{
+    enum { SIZE = 3, STREAM = 200 };
+    struct nxr__team *team = make_team(SIZE);
+    atomic_store(&slot_calls, 0);
+    for (int r = 0; r < STREAM; r++)
+        nxr__team_run(team, count_slot, NULL, SIZE, false);
+    cr_expect_eq(atomic_load(&slot_calls), SIZE * STREAM);
+    cr_expect(await_parked_for_good(team, SIZE),
+              "a worker is still spinning or in a timed park after the stream stopped");
+    nxr__team_run(team, count_slot, NULL, SIZE, false);
+    cr_expect_eq(atomic_load(&slot_calls), SIZE * (STREAM + 1));
+    cr_expect(await_parked_for_good(team, SIZE), "the workers did not park again");
+    nxr__team_destroy(team);
+}
