@@ -386,8 +386,16 @@ static void record_wait(struct nxr__arbiter *a, uint64_t ns)
  * SPIN_ITERATIONS without the lock, then sleeps on its own condition
  * variable until serve() grants it or the deadline passes.
  */
+/* A waiter's stall report (nxr__arbiter_acquire_reporting): called once,
+ * without the mutex, when the wait passes `at`; 0 or NULL fn: none. */
+struct stall_note {
+    uint64_t at;
+    void (*fn)(void *arg, uint64_t waited_ns);
+    void *arg;
+};
+
 static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
-                        uint64_t deadline_ns)
+                        uint64_t deadline_ns, struct stall_note *note)
 {
     struct waiter w = {.req = r, .sleeping = false};
     atomic_init(&w.granted, false);
@@ -412,6 +420,23 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
         struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
                               .tv_nsec = (long)(deadline_ns % 1000000000u)};
         while (!atomic_load_explicit(&w.granted, memory_order_acquire)) {
+            if (note != NULL && note->fn != NULL && note->at != 0) {
+                /* A timed sleep to the report's time, then the report
+                 * without the mutex (it reads the arbiter's state through
+                 * the stats call). The waiter stays queued meanwhile: a
+                 * grant made then is seen by the loop's re-check. */
+                struct timespec at = {.tv_sec = (time_t)(note->at / 1000000000u),
+                                      .tv_nsec = (long)(note->at % 1000000000u)};
+                if (pthread_cond_clockwait(&w.cond, &a->lock, CLOCK_MONOTONIC, &at) ==
+                        ETIMEDOUT &&
+                    !atomic_load_explicit(&w.granted, memory_order_acquire)) {
+                    note->at = 0;
+                    pthread_mutex_unlock(&a->lock);
+                    note->fn(note->arg, now_ns() - start);
+                    pthread_mutex_lock(&a->lock);
+                }
+                continue;
+            }
             if (deadline_ns == 0) {
                 pthread_cond_wait(&w.cond, &a->lock);
                 continue;
@@ -441,7 +466,7 @@ out_record:
 enum mode { MODE_BLOCK, MODE_TRY, MODE_TIMED };
 
 static inline int acquire(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
-                          enum mode mode, uint64_t timeout_ns)
+                          enum mode mode, uint64_t timeout_ns, struct stall_note *note)
 {
     pthread_mutex_lock(&a->lock);
     if (grantable_now(a, r)) {
@@ -464,7 +489,7 @@ static inline int acquire(struct nxr__arbiter *a, const struct nxr__arbiter_requ
         uint64_t now = now_ns();
         deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
     }
-    return wait_granted(a, r, deadline);
+    return wait_granted(a, r, deadline, note);
 }
 
 static inline bool request_ok(const struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
@@ -476,14 +501,24 @@ int nxr__arbiter_acquire(struct nxr__arbiter *a, const struct nxr__arbiter_reque
 {
     if (!request_ok(a, r))
         return -EINVAL;
-    return acquire(a, r, MODE_BLOCK, 0);
+    return acquire(a, r, MODE_BLOCK, 0, NULL);
+}
+
+int nxr__arbiter_acquire_reporting(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
+                                   uint64_t report_at_ns,
+                                   void (*report)(void *arg, uint64_t waited_ns), void *arg)
+{
+    if (!request_ok(a, r))
+        return -EINVAL;
+    struct stall_note note = {.at = report_at_ns, .fn = report, .arg = arg};
+    return acquire(a, r, MODE_BLOCK, 0, &note);
 }
 
 int nxr__arbiter_try_acquire(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
 {
     if (!request_ok(a, r))
         return -EINVAL;
-    return acquire(a, r, MODE_TRY, 0);
+    return acquire(a, r, MODE_TRY, 0, NULL);
 }
 
 int nxr__arbiter_acquire_timed(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
@@ -491,7 +526,7 @@ int nxr__arbiter_acquire_timed(struct nxr__arbiter *a, const struct nxr__arbiter
 {
     if (!request_ok(a, r))
         return -EINVAL;
-    return acquire(a, r, MODE_TIMED, timeout_ns);
+    return acquire(a, r, MODE_TIMED, timeout_ns, NULL);
 }
 
 void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
@@ -537,21 +572,21 @@ int nxr__arbiter_acquire_exclusive(struct nxr__arbiter *a)
 {
     if (a == NULL)
         return -EINVAL;
-    return acquire(a, NULL, MODE_BLOCK, 0);
+    return acquire(a, NULL, MODE_BLOCK, 0, NULL);
 }
 
 int nxr__arbiter_try_acquire_exclusive(struct nxr__arbiter *a)
 {
     if (a == NULL)
         return -EINVAL;
-    return acquire(a, NULL, MODE_TRY, 0);
+    return acquire(a, NULL, MODE_TRY, 0, NULL);
 }
 
 int nxr__arbiter_acquire_exclusive_timed(struct nxr__arbiter *a, uint64_t timeout_ns)
 {
     if (a == NULL)
         return -EINVAL;
-    return acquire(a, NULL, MODE_TIMED, timeout_ns);
+    return acquire(a, NULL, MODE_TIMED, timeout_ns, NULL);
 }
 
 void nxr__arbiter_release_exclusive(struct nxr__arbiter *a)

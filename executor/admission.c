@@ -50,6 +50,7 @@
  * takes the team's queue_lock, and a synchronous pool runs items inline).
  */
 #include <errno.h>
+#include <time.h>
 
 #include "base/internal/sys.h"
 #include "executor/internal/exec.h"
@@ -74,6 +75,8 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->deferrals = 0;
     exec->deferred_head = exec->deferred_tail = NULL;
     exec->deferred = 0;
+    exec->batches = 0;
+    exec->waiting = 0;
     exec->arbiter = NULL;
     if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
@@ -128,6 +131,7 @@ static struct nxr__deferred *take_deferred(struct nxr__exec *exec)
 {
     struct nxr__deferred *d = exec->deferred_head;
     exec->active += exec->deferred;
+    exec->batches += exec->deferred;
     exec->deferred_head = exec->deferred_tail = NULL;
     exec->deferred = 0;
     return d;
@@ -144,10 +148,52 @@ static void submit_taken(struct nxr__exec *exec, struct nxr__deferred *d)
         int rc = exec->executor.ops->submit(exec->executor.self, d->fn, d->arg, d->count, d->done,
                                             d->done_arg);
         if (rc != 0) {
-            nxr__exec_leave(exec);
+            nxr__exec_leave_batch(exec);
             d->fail(d->done_arg, rc);
         }
         d = next;
+    }
+}
+
+static void report_deferred(void *p, uint64_t waited_ns)
+{
+    struct nxr__exec *exec = p;
+    nxr__stall_report(exec->stall, exec, "admission of deferred batches", waited_ns);
+}
+
+/* A region's caller in admission: what it reports, once per call. */
+struct admission_wait {
+    struct nxr__exec *exec;
+    uint64_t start;
+    bool reported;
+};
+
+static void report_region(void *p, uint64_t waited_ns)
+{
+    struct admission_wait *w = p;
+    w->reported = true;
+    nxr__stall_report(w->exec->stall, w->exec, "admission of a region", waited_ns);
+}
+
+/* One wait on exec->changed (exec->lock held) for a region's caller. Bounded
+ * by what it waits for: the domain's operations in flight leaving, or the
+ * acquiring thread's grant (itself bounded by the arbiter). Sleeps to the
+ * stall threshold first, reports once with the lock dropped, then sleeps
+ * untimed. */
+static void wait_changed(struct admission_wait *w)
+{
+    struct nxr__exec *exec = w->exec;
+    uint64_t at = w->reported ? 0 : nxr__stall_deadline(exec->stall, w->start);
+    if (at == 0) {
+        pthread_cond_wait(&exec->changed, &exec->lock);
+        return;
+    }
+    struct timespec ts = {.tv_sec = (time_t)(at / 1000000000u),
+                          .tv_nsec = (long)(at % 1000000000u)};
+    if (pthread_cond_clockwait(&exec->changed, &exec->lock, CLOCK_MONOTONIC, &ts) == ETIMEDOUT) {
+        pthread_mutex_unlock(&exec->lock);
+        report_region(w, nxr__now_ns() - w->start);
+        pthread_mutex_lock(&exec->lock);
     }
 }
 
@@ -158,8 +204,11 @@ static void acquire_for_deferred(void *p, size_t index)
 {
     struct nxr__exec *exec = p;
     (void)index;
-    /* Cannot fail: the request was prepared for this arbiter. */
-    (void)nxr__arbiter_acquire(exec->arbiter, &exec->request);
+    /* Cannot fail: the request was prepared for this arbiter. Bounded by
+     * the overlapping holders and earlier waiters; reported as a stall. */
+    (void)nxr__arbiter_acquire_reporting(exec->arbiter, &exec->request,
+                                         nxr__stall_deadline(exec->stall, nxr__now_ns()),
+                                         report_deferred, exec);
     pthread_mutex_lock(&exec->lock);
     exec->acquiring = false;
     struct nxr__deferred *d = take_deferred(exec);
@@ -196,10 +245,14 @@ static void start_acquirer(struct nxr__exec *exec)
 static int enter_arbitrated(struct nxr__exec *exec)
 {
     bool deferred = false;
+    struct admission_wait w = {.exec = exec, .start = 0, .reported = false};
     pthread_mutex_lock(&exec->lock);
+    exec->waiting++;
     for (;;) {
+        if (w.start == 0 && (exec->acquiring || exec->active > 0))
+            w.start = nxr__now_ns(); /* only a wait that may happen pays the clock */
         if (exec->acquiring) {
-            pthread_cond_wait(&exec->changed, &exec->lock);
+            wait_changed(&w);
             continue;
         }
         if (exec->active == 0)
@@ -211,6 +264,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
         if (exec->deferred == 0 && !nxr__arbiter_contended(exec->arbiter, &exec->request)) {
             exec->active++;
             exec->joins++;
+            exec->waiting--;
             pthread_mutex_unlock(&exec->lock);
             return 0;
         }
@@ -219,12 +273,19 @@ static int enter_arbitrated(struct nxr__exec *exec)
             exec->deferrals++;
         }
         /* Woken when the last operation leaves (or one enters or fails). */
-        pthread_cond_wait(&exec->changed, &exec->lock);
+        wait_changed(&w);
     }
     exec->acquiring = true;
     pthread_mutex_unlock(&exec->lock);
-    int rc = nxr__arbiter_acquire(exec->arbiter, &exec->request);
+    if (w.start == 0)
+        w.start = nxr__now_ns();
+    /* Bounded by the overlapping holders and earlier waiters (the arbiter's
+     * FIFO); reported once past the threshold unless already reported. */
+    int rc = nxr__arbiter_acquire_reporting(
+        exec->arbiter, &exec->request,
+        w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start), report_region, &w);
     pthread_mutex_lock(&exec->lock);
+    exec->waiting--;
     exec->acquiring = false;
     struct nxr__deferred *d = NULL;
     if (rc == 0) {
@@ -256,6 +317,7 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
         }
         if (admitted) {
             exec->active++;
+            exec->batches++;
             pthread_mutex_unlock(&exec->lock);
             retain(exec);
             return 0;
@@ -320,6 +382,16 @@ void nxr__exec_leave(struct nxr__exec *exec)
         start_acquirer(exec);
 }
 
+void nxr__exec_leave_batch(struct nxr__exec *exec)
+{
+    if (exec->arbiter != NULL) {
+        pthread_mutex_lock(&exec->lock);
+        exec->batches--;
+        pthread_mutex_unlock(&exec->lock);
+    }
+    nxr__exec_leave(exec);
+}
+
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
 {
     pthread_mutex_lock(&exec->lock);
@@ -327,7 +399,10 @@ void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_sta
         .joins = exec->joins,
         .deferrals = exec->deferrals,
         .active = exec->active,
-        .deferred = exec->deferred};
+        .deferred = exec->deferred,
+        .batches = exec->batches,
+        .waiting = exec->waiting,
+        .acquiring = exec->acquiring};
     pthread_mutex_unlock(&exec->lock);
 }
 

@@ -224,7 +224,7 @@ static void job_item(void *p, size_t index)
 static void job_done(void *p)
 {
     struct nxr_job *job = p;
-    nxr__exec_leave(job->exec); /* before waiters wake: a drained domain is idle */
+    nxr__exec_leave_batch(job->exec); /* before waiters wake: a drained domain is idle */
     /* Release pairs with the acquire load in nxr_job_wait. */
     atomic_store_explicit(&job->finished, 1, memory_order_release);
     nxr__futex_wake(&job->finished, INT_MAX);
@@ -286,7 +286,7 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
     }
     rc = exec->executor.ops->submit(exec->executor.self, job_item, job, count, job_done, job);
     if (rc != 0) {
-        nxr__exec_leave(exec);
+        nxr__exec_leave_batch(exec);
         free(job);
         return rc;
     }
@@ -302,9 +302,24 @@ int nxr_job_wait(nxr_job_t *job)
     if (nxr__tls.depth > 0)
         return NXR_EREENTRANT; /* could wait for the very worker it runs on */
     /* Acquire pairs with the release store in job_done: the tasks' writes
-     * and the status are visible once finished reads 1. */
-    while (atomic_load_explicit(&job->finished, memory_order_acquire) == 0)
-        nxr__futex_wait(&job->finished, 0);
+     * and the status are visible once finished reads 1. Bounded by the
+     * job's tasks (and, deferred, by its admission); past the stall
+     * threshold it reports once and waits on (executor/internal/stall.h). */
+    uint64_t start = 0, at = 0;
+    while (atomic_load_explicit(&job->finished, memory_order_acquire) == 0) {
+        if (start == 0) {
+            start = nxr__now_ns();
+            at = nxr__stall_deadline(job->exec->stall, start);
+        }
+        if (at == 0) {
+            nxr__futex_wait(&job->finished, 0);
+        } else if (!nxr__futex_wait_until(&job->finished, 0, at) &&
+                   atomic_load_explicit(&job->finished, memory_order_acquire) == 0) {
+            nxr__stall_report(job->exec->stall, job->exec, "nxr_job_wait",
+                              nxr__now_ns() - start);
+            at = 0;
+        }
+    }
     int rc = atomic_load_explicit(&job->status, memory_order_relaxed);
     job_release(job);
     return rc;

@@ -171,6 +171,11 @@ struct nxr__team {
     /* Instrumentation (nxr__team_late_arrivals): a participant that saw a
      * region and found every slot claimed. Relaxed. */
     atomic_ullong late_arrivals;
+    /* The dispatcher's stall report (nxr__team_set_stall): after this long
+     * waiting for its slots (0: never), stalled(stall_arg, slots left). */
+    uint64_t stall_after_ns;
+    void (*stalled)(void *arg, unsigned left, uint64_t waited_ns);
+    void *stall_arg;
     /* Test hook (nxr__team_set_claim_hook); NULL almost always. */
     _Atomic(const struct nxr__team_claim_hook *) claim_hook;
     /* Participants count down; the dispatcher parks on it. */
@@ -945,9 +950,20 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
             goto out_done;
         nxr__cpu_relax();
     }
+    /* Parked until the last running slot ends: bounded by the slots' own
+     * bodies (every slot is claimed by a thread that runs it). A region
+     * body that never returns is reported once past the stall threshold. */
     atomic_store_explicit(&team->dispatcher_parked, 1, memory_order_seq_cst);
-    while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0)
-        nxr__futex_wait(&team->remaining, left);
+    uint64_t report_at = team->stall_after_ns == 0 ? 0 : now + team->stall_after_ns;
+    while ((left = atomic_load_explicit(&team->remaining, memory_order_seq_cst)) != 0) {
+        if (report_at == 0) {
+            nxr__futex_wait(&team->remaining, left);
+        } else if (!nxr__futex_wait_until(&team->remaining, left, report_at) &&
+                   atomic_load_explicit(&team->remaining, memory_order_seq_cst) != 0) {
+            report_at = 0;
+            team->stalled(team->stall_arg, left, nxr__now_ns() - now);
+        }
+    }
 out_done:
     nxr__rhythm_end(&team->rhythm, gen, nxr__now_ns());
     pthread_mutex_unlock(&team->run_lock);
@@ -969,6 +985,14 @@ uint64_t nxr__team_late_arrivals(const struct nxr__team *team)
 {
     /* Relaxed: a counter; pairs with nothing. */
     return atomic_load_explicit(&team->late_arrivals, memory_order_relaxed);
+}
+
+void nxr__team_set_stall(struct nxr__team *team, uint64_t after_ns,
+                         void (*stalled)(void *arg, unsigned left, uint64_t waited_ns), void *arg)
+{
+    team->stalled = stalled;
+    team->stall_arg = arg;
+    team->stall_after_ns = stalled == NULL ? 0 : after_ns;
 }
 
 void nxr__team_set_claim_hook(struct nxr__team *team, const struct nxr__team_claim_hook *hook)

@@ -8,6 +8,7 @@
  * instead and every participant is a worker.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "executor/internal/exec.h"
 #include "base/internal/sys.h"
@@ -40,9 +41,20 @@ static const struct nxr_executor_ops team_ops = {
     .release = NULL,
 };
 
+/* The team's dispatcher has waited past the stall threshold (team.c). */
+static void region_stalled(void *p, unsigned left, uint64_t waited_ns)
+{
+    struct nxr__exec *exec = p;
+    char what[96];
+    snprintf(what, sizeof(what), "a region (%u slot(s) still running)", left);
+    nxr__stall_report(exec->stall, exec, what, waited_ns);
+}
+
 void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team)
 {
     exec->team = team;
+    if (exec->stall != NULL)
+        nxr__team_set_stall(team, exec->stall->after_ns, region_stalled, exec);
     exec->executor = (struct nxr_executor){
         .ops = &team_ops,
         .self = exec,

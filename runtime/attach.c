@@ -141,6 +141,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     d->exec.budget = d->spec.budget;
     d->exec.domain_id = d->spec.id;
     d->exec.admission = decl->admission;
+    d->exec.stall = &rt->stall;
     if (coop && d->spec.cpus == NULL)
         goto out_free;
     rc = nxr__exec_admission_init(&d->exec, rt->arbiter);

@@ -145,6 +145,12 @@ static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            rounding_name(nxr_fpenv_rounding(&rt->fpenv)));
 }
 
+static unsigned long long stalls_reported(const nxr_runtime_t *rt)
+{
+    /* Relaxed: a counter. */
+    return atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
+}
+
 static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
     nxr__strbuf_printf(sb,
@@ -180,6 +186,8 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     nxr__strbuf_printf(sb, "]");
     placement_json(rt, sb);
     providers_json(rt, sb);
+    nxr__strbuf_printf(sb, ",\"stalls\":{\"threshold_ms\":%u,\"reported\":%llu}",
+                       rt->settings.stall_ms, stalls_reported(rt));
     nxr__strbuf_printf(sb, "}\n");
 }
 
@@ -216,6 +224,50 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        nxr_affinity_policy_name(rt->settings.affinity), rt->default_domain->spec.id,
                        (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
     providers_text(rt, sb);
+    if (rt->settings.stall_ms == 0)
+        nxr__strbuf_printf(sb, "stalls: reporting off, %llu reported\n", stalls_reported(rt));
+    else
+        nxr__strbuf_printf(sb, "stalls: waits past %u ms reported, %llu so far\n",
+                           rt->settings.stall_ms, stalls_reported(rt));
+}
+
+void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__strbuf *sb)
+{
+    nxr_runtime_t *rt = p;
+    /* Lock order: domains_lock, then each exec->lock (in the stats call),
+     * then the arbiter's leaf mutex. The waiter holds none of them. */
+    pthread_mutex_lock(&rt->domains_lock);
+    for (int pass = 0; pass < 2; pass++) {
+        unsigned named = 0;
+        nxr__strbuf_printf(sb, pass == 0 ? "; its CPUs are held by" : "; waiting for them");
+        for (size_t i = 0; i < rt->domain_count; i++) {
+            struct nxr__exec *e = &rt->domains[i]->exec;
+            /* The domain itself, and those whose CPUs overlap it. */
+            if (e != exec && (e->cpus == NULL || exec->cpus == NULL ||
+                              !hwloc_bitmap_intersects(e->cpus, exec->cpus)))
+                continue;
+            struct nxr__admission_stats st;
+            nxr__exec_admission_stats(e, &st);
+            if (pass == 0 && st.active > 0) {
+                nxr__strbuf_printf(sb, "%s domain %d (%u batch(es), %u region(s) in flight)",
+                                   named++ ? "," : ":", e->domain_id, st.batches,
+                                   st.active - st.batches);
+            } else if (pass == 1 && (st.waiting > 0 || st.deferred > 0 || st.acquiring)) {
+                nxr__strbuf_printf(sb, "%s domain %d (%u caller(s) in admission, %u deferred "
+                                       "batch(es)%s)",
+                                   named++ ? "," : ":", e->domain_id, st.waiting, st.deferred,
+                                   st.acquiring ? ", acquiring the permit" : "");
+            }
+        }
+        if (named == 0)
+            nxr__strbuf_printf(sb, pass == 0 ? ": no domain of this runtime" : ": nobody else");
+    }
+    pthread_mutex_unlock(&rt->domains_lock);
+    struct nxr__arbiter_stats as;
+    nxr__arbiter_stats(rt->arbiter, &as);
+    nxr__strbuf_printf(sb, "; process arbiter: %u permit(s) held%s, %u request(s) queued", as.holders,
+                       as.exclusive_held ? " and the exclusive one (a provider call)" : "",
+                       as.waiters);
 }
 
 int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format format, char **out)

@@ -84,6 +84,11 @@ struct nxr_runtime_opts {
      * (-1: NXR_AFFINITY=most-bytes|single-domain, else most-bytes; see
      * runtime/nxr_place.h). */
     int affinity_policy;
+    /* Milliseconds after which an admission wait, a region's dispatcher or
+     * nxr_job_wait still waiting prints one line to stderr naming the
+     * domain, who holds its CPUs and who else waits (once per wait; counted
+     * in nxr_runtime_describe). -1: NXR_STALL_REPORT_MS, else 5000; 0: off. */
+    int stall_report_ms;
     /* Ignore every NXR_* environment variable (tests, embedders that
      * configure nxr only through this struct). */
     bool ignore_env;

@@ -19,6 +19,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
     opts->provider_policy = -1;
     opts->pool_cap = NXR_POOL_CAP_UNSET;
     opts->affinity_policy = -1;
+    opts->stall_report_ms = -1;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -77,6 +78,10 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         snprintf(err, errsz, "opts.num_threads must be >= 0 and opts.spin >= -1");
         return -EINVAL;
     }
+    if (opts->stall_report_ms < -1) {
+        snprintf(err, errsz, "opts.stall_report_ms must be >= -1 (-1: NXR_STALL_REPORT_MS)");
+        return -EINVAL;
+    }
     s->topology = opts->topology != NULL ? opts->topology : env(opts, "NXR_TOPOLOGY");
     s->domains = opts->domains;
     if (s->domains == NULL && opts->domain_decls == NULL)
@@ -93,6 +98,12 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         s->spin = (unsigned)opts->spin;
     else if ((v = env(opts, "NXR_SPIN")) != NULL &&
              (rc = env_uint("NXR_SPIN", v, INT_MAX, &s->spin, err, errsz)) != 0)
+        return rc;
+    s->stall_ms = NXR__STALL_DEFAULT_MS;
+    if (opts->stall_report_ms >= 0)
+        s->stall_ms = (unsigned)opts->stall_report_ms;
+    else if ((v = env(opts, "NXR_STALL_REPORT_MS")) != NULL &&
+             (rc = env_uint("NXR_STALL_REPORT_MS", v, INT_MAX, &s->stall_ms, err, errsz)) != 0)
         return rc;
     s->policy = NXR_PROVIDER_STRICT;
     if (opts->provider_policy >= 0) {

@@ -83,6 +83,7 @@ static int adopt_plan(nxr_runtime_t *rt, struct nxr__plan *plan)
         d->exec.budget = d->spec.budget;
         d->exec.domain_id = d->spec.id;
         d->exec.admission = NXR_ADMISSION_MANAGED;
+        d->exec.stall = &rt->stall;
         rc = nxr__exec_admission_init(&d->exec, rt->arbiter);
         d->admission_ready = rc == 0;
         if (rc == 0)
@@ -213,6 +214,10 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
     if (rc != 0)
         goto out_free;
+    rt->stall.after_ns = (uint64_t)rt->settings.stall_ms * 1000000u;
+    atomic_init(&rt->stall.reports, 0);
+    rt->stall.who = nxr__runtime_stall_who;
+    rt->stall.who_ctx = rt;
     rc = nxr__topology_load(&rt->topo, rt->settings.topology, opts->allowed_cpus, err, errsz);
     if (rc != 0)
         goto out_free;

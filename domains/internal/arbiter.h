@@ -147,6 +147,17 @@ void nxr__arbiter_request_fini(struct nxr__arbiter_request *r);
  */
 int nxr__arbiter_acquire(struct nxr__arbiter *a, const struct nxr__arbiter_request *r);
 
+/*
+ * As acquire (the same queue position, the same bound), and, when the
+ * wait is still going at report_at_ns (CLOCK_MONOTONIC; 0: never), calls
+ * report(arg, waited so far) once on the waiting thread, without the
+ * arbiter's mutex, then goes on waiting. The report may call
+ * nxr__arbiter_stats; it must not acquire or release a permit.
+ */
+int nxr__arbiter_acquire_reporting(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
+                                   uint64_t report_at_ns,
+                                   void (*report)(void *arg, uint64_t waited_ns), void *arg);
+
 /* Grants the permit only if the policy grants it at once: 0, or -EBUSY when
  * it overlaps a held permit or a waiting request. Never queues or blocks.
  * -EINVAL as for acquire. */

@@ -20,6 +20,7 @@
 
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
+#include "executor/internal/stall.h"
 #include "executor/internal/team.h"
 #include "executor/nxr_executor.h"
 
@@ -50,6 +51,11 @@ struct nxr__exec {
      * (admission.c, "Deferred batches"). Under lock. */
     struct nxr__deferred *deferred_head, *deferred_tail;
     unsigned deferred;
+    unsigned batches; /* of `active`, submitted batches (the rest: regions) */
+    unsigned waiting; /* threads waiting in admission for this domain */
+    /* The runtime's stall reporter (executor/internal/stall.h); NULL: none.
+     * Set before admission init, immutable after. */
+    struct nxr__stall *stall;
     /* Counters, under lock (nxr__exec_admission_stats). */
     uint64_t joins;     /* operations admitted onto a permit already held */
     uint64_t deferrals; /* operations that could not join or take the
@@ -183,8 +189,10 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d);
 int nxr__exec_enter(struct nxr__exec *exec);
 
 /* Ends one admitted operation: releases the executor and, with the last
- * operation, the permit or the guard. Any thread (a done callback too). */
+ * operation, the permit or the guard. Any thread (a done callback too).
+ * nxr__exec_leave_batch ends a batch admitted by nxr__exec_enter_batch. */
 void nxr__exec_leave(struct nxr__exec *exec);
+void nxr__exec_leave_batch(struct nxr__exec *exec);
 
 /* Admission counters of an arbitrated domain (a caller-managed one never
  * joins: zeroes), and the operations in flight now. Any thread. */
@@ -193,6 +201,9 @@ struct nxr__admission_stats {
     uint64_t deferrals;
     unsigned active;
     unsigned deferred; /* batches waiting for the permit now */
+    unsigned batches;  /* of active, submitted batches */
+    unsigned waiting;  /* threads waiting in admission now */
+    bool acquiring;    /* someone is acquiring the permit now */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
 

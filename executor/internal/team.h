@@ -102,6 +102,15 @@ uint64_t nxr__team_nested_regions(const struct nxr__team *team);
 uint64_t nxr__team_late_arrivals(const struct nxr__team *team);
 
 /*
+ * The dispatcher's stall report: a region whose dispatcher has waited
+ * after_ns (0: never) for slots still running calls stalled(arg, slots
+ * left, waited) once on the dispatcher, with no team lock but run_lock
+ * held, then waits on. Set before the team's first region.
+ */
+void nxr__team_set_stall(struct nxr__team *team, uint64_t after_ns,
+                         void (*stalled)(void *arg, unsigned left, uint64_t waited_ns), void *arg);
+
+/*
  * Test hook: fn(arg, worker, gen) runs on a worker that has seen region
  * `gen` as a participant, before it claims anything (a test blocks it there
  * to play a worker that wakes late). NULL removes it. The hook must outlive

@@ -52,6 +52,7 @@ struct nxr__settings {
     bool gemm_openblas; /* NXR_GEMM=openblas */
     size_t pool_cap;    /* each pool's cap on cached bytes */
     enum nxr_affinity_policy affinity; /* placing contexts (runtime/nxr_place.h) */
+    unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
 };
 
 struct nxr_runtime {
@@ -59,6 +60,9 @@ struct nxr_runtime {
     struct nxr__topology topo;
     struct nxr__settings settings;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
+    /* Every domain's waits report through it (executor/internal/stall.h);
+     * immutable after creation but for its counter. */
+    struct nxr__stall stall;
     nxr_provider_bundle_t *providers;
     /* Which domain each address of nxr's memory belongs to: every domain's
      * arena records its extents here (alloc/internal/registry.h). */
@@ -90,6 +94,10 @@ int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
 /* Tears one domain down (drained already): team, admission, executor
  * reference, CPU set; frees it. */
 void nxr__domain_free(struct nxr_domain *d);
+
+/* The stall reporter's `who` (runtime/describe.c): the runtime's domains
+ * that hold or wait for CPUs of exec's domain, and the arbiter's state. */
+void nxr__runtime_stall_who(void *rt, const struct nxr__exec *exec, struct nxr__strbuf *sb);
 
 /* Creates every domain's pool (runtime/memory.c); on failure the pools made
  * so far are left for nxr__runtime_pools_destroy. 0, -ENOMEM. */
