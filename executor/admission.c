@@ -219,13 +219,20 @@ static void acquire_for_deferred(void *p, size_t index)
     submit_taken(exec, d);
 }
 
+/* The acquiring item's done callback: the contract requires one (a pool
+ * may free its latch there); nothing is left to do by then. */
+static void acquired(void *p)
+{
+    (void)p;
+}
+
 /* Starts the acquiring item; the caller set exec->acquiring (no lock held
  * now). When the executor refuses it, the deferred batches fail with its
  * status: they cannot run without the permit. */
 static void start_acquirer(struct nxr__exec *exec)
 {
-    int rc = exec->executor.ops->submit(exec->executor.self, acquire_for_deferred, exec, 1, NULL,
-                                        NULL);
+    int rc = exec->executor.ops->submit(exec->executor.self, acquire_for_deferred, exec, 1,
+                                        acquired, NULL);
     if (rc == 0)
         return;
     pthread_mutex_lock(&exec->lock);

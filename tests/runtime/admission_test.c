@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/internal/sys.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
@@ -386,5 +387,56 @@ Test(runtime_admission, a_task_may_wait_for_a_submission_while_an_overlapping_re
                  atomic_load(&stamp9));
     nxr_ctx_destroy(ctx0);
     nxr_ctx_destroy(ctx0b);
+    nxr_ctx_destroy(ctx9);
+}
+
+/*
+ * A deferred batch that can never be admitted fails instead of waiting: the
+ * domain's executor refuses the item that would wait for the permit (its
+ * allocation fails), so the batch ends with that status, its task not run,
+ * and the domain is left idle with nothing deferred.
+ */
+static atomic_int ran_refused;
+
+static int mark_ran(void *arg, size_t i)
+{
+    (void)arg, (void)i;
+    atomic_store(&ran_refused, 1);
+    return 0;
+}
+
+Test(runtime_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its_status)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1;9:%0,%1 shared");
+    nxr_ctx_t *ctx0, *ctx9;
+    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    /* Domain 9 holds CPUs %0,%1: domain 0 can neither join nor acquire. */
+    atomic_store(&gate, 0);
+    atomic_store(&gated_in, 0);
+    nxr_job_t *held;
+    cr_assert_eq(nxr_submit(ctx9, 1, gated_task, NULL, &held), 0);
+    AWAIT(atomic_load(&gated_in) == 1);
+    atomic_store(&ran_refused, 0);
+    /* Allocation 1: the job; 2: the team's batch for the acquiring item. */
+    nxr__fault_arm(NXR_FAULT_ALLOC, 2);
+    nxr_job_t *job;
+    int rc = nxr_submit(ctx0, 1, mark_ran, NULL, &job);
+    nxr__fault_arm(NXR_FAULT_ALLOC, 0);
+    cr_assert_eq(rc, 0, "the submission itself succeeds (deferred): %s", nxr_strerror(rc));
+    cr_expect_eq(nxr_job_wait(job), -ENOMEM);
+    cr_expect_eq(atomic_load(&ran_refused), 0, "the refused batch's task ran");
+    struct nxr__admission_stats st = stats_of(0);
+    cr_expect_eq(st.deferred, 0);
+    cr_expect_eq(st.active, 0);
+    cr_expect(!st.acquiring);
+    atomic_store(&gate, 1);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    /* The domain still works afterwards. */
+    cr_expect_eq(nxr_submit(ctx0, 1, mark_ran, NULL, &job), 0);
+    cr_expect_eq(nxr_job_wait(job), 0);
+    cr_expect_eq(atomic_load(&ran_refused), 1);
+    nxr_ctx_destroy(ctx0);
     nxr_ctx_destroy(ctx9);
 }
