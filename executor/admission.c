@@ -289,8 +289,8 @@ static int enter_arbitrated(struct nxr__exec *exec)
     /* Bounded by the overlapping holders and earlier waiters (the arbiter's
      * FIFO); reported once past the threshold unless already reported. */
     int rc = nxr__arbiter_acquire_reporting(
-        exec->arbiter, &exec->request,
-        w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start), report_region, &w);
+        exec->arbiter, &exec->request, w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start),
+        report_region, &w);
     pthread_mutex_lock(&exec->lock);
     exec->waiting--;
     exec->acquiring = false;
@@ -402,14 +402,13 @@ void nxr__exec_leave_batch(struct nxr__exec *exec)
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
 {
     pthread_mutex_lock(&exec->lock);
-    *out = (struct nxr__admission_stats){
-        .joins = exec->joins,
-        .deferrals = exec->deferrals,
-        .active = exec->active,
-        .deferred = exec->deferred,
-        .batches = exec->batches,
-        .waiting = exec->waiting,
-        .acquiring = exec->acquiring};
+    *out = (struct nxr__admission_stats){.joins = exec->joins,
+                                         .deferrals = exec->deferrals,
+                                         .active = exec->active,
+                                         .deferred = exec->deferred,
+                                         .batches = exec->batches,
+                                         .waiting = exec->waiting,
+                                         .acquiring = exec->acquiring};
     pthread_mutex_unlock(&exec->lock);
 }
 

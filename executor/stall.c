@@ -27,8 +27,8 @@ void nxr__stall_report(struct nxr__stall *stall, const struct nxr__exec *exec, c
         return;
     char list[256];
     struct nxr__strbuf sb = {0};
-    nxr__strbuf_printf(&sb, "nxr: stall: %s on domain %d (cpus %s) has waited %" PRIu64 " ms",
-                       what, exec->domain_id,
+    nxr__strbuf_printf(&sb, "nxr: stall: %s on domain %d (cpus %s) has waited %" PRIu64 " ms", what,
+                       exec->domain_id,
                        exec->cpus != NULL ? nxr__cpuset_list(exec->cpus, list, sizeof(list))
                                           : "none, caller-managed",
                        waited_ns / 1000000u);

@@ -59,8 +59,8 @@
  * before it runs its own slot. A worker busy with a queued item is a node
  * that would pass the wake-up on only when its item ends, so whoever wakes
  * it wakes its children instead (wake_pair: every worker a region needs is
- * woken, busy or parked; at most one futex call per participant then); a dispatcher that takes part may make none
- * (wake_for_joining_caller: a worker about to wake by itself, or regions too
+ * woken, busy or parked; at most one futex call per participant then). A
+ * dispatcher that takes part may make none (wake_for_joining_caller: a worker about to wake by itself, or regions too
  * short for a woken worker to arrive in time, are left alone). `parked` and
  * the published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
  * worker sets parked then re-reads the work; a waker publishes the work then

@@ -111,10 +111,10 @@ Test(executor_team_wake, a_region_starts_at_the_next_task_boundary, .timeout = 6
 /* ---- busy workers: their share of the wake tree still wakes -------------- */
 
 /* Tasks that hold the worker running them until the region finished. */
-static atomic_int busy_in;       /* tasks holding a worker */
-static atomic_int region_done;   /* the region returned */
-static atomic_int gave_up;       /* a task's bound ran out first */
-static atomic_int region_slots;  /* slot calls of the region */
+static atomic_int busy_in;      /* tasks holding a worker */
+static atomic_int region_done;  /* the region returned */
+static atomic_int gave_up;      /* a task's bound ran out first */
+static atomic_int region_slots; /* slot calls of the region */
 
 static void busy_task(void *arg, size_t i)
 {
@@ -174,8 +174,8 @@ Test(executor_team_wake, busy_workers_with_the_adaptive_policy, .timeout = 90)
 /* The claim hook runs on each participant that saw a region, before it
  * claims: counted per worker for the region under test. */
 struct seen_log {
-    atomic_uint gen;       /* the region under test; 0 before it */
-    atomic_int saw[8];     /* per worker: saw it */
+    atomic_uint gen;   /* the region under test; 0 before it */
+    atomic_int saw[8]; /* per worker: saw it */
     atomic_int total;
     struct nxr__team_claim_hook hook;
 };

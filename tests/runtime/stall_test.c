@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,8 +125,8 @@ static unsigned long long describe_count(void)
     cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_JSON, &text), 0);
     const char *at = strstr(text, "\"stalls\":{\"threshold_ms\":1,\"reported\":");
     cr_assert_not_null(at, "no stalls object in: %s", text);
-    unsigned long long n = strtoull(at + strlen("\"stalls\":{\"threshold_ms\":1,\"reported\":"),
-                                    NULL, 10);
+    unsigned long long n =
+        strtoull(at + strlen("\"stalls\":{\"threshold_ms\":1,\"reported\":"), NULL, 10);
     free(text);
     cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), 0);
     char want[96];
@@ -145,9 +146,8 @@ Test(runtime_stall, an_admission_wait_names_the_holder_and_the_waiters)
     atomic_store(&hold_gave_up, 0);
     /* Domain 0's permit, held by a batch until domain 9's wait reported. */
     nxr_job_t *held;
-    cr_assert_eq(nxr_submit(ctx0, 1, hold_until_reported, "admission of a region on domain 9",
-                            &held),
-                 0);
+    cr_assert_eq(
+        nxr_submit(ctx0, 1, hold_until_reported, "admission of a region on domain 9", &held), 0);
     struct loop_on nine = {.ctx = ctx9};
     pthread_t t9;
     pthread_create(&t9, NULL, loop_thread, &nine);
@@ -159,11 +159,11 @@ Test(runtime_stall, an_admission_wait_names_the_holder_and_the_waiters)
                  "one report per wait, %d seen", count_lines("admission of a region on domain 9"));
     char *line = first_line("admission of a region on domain 9");
     cr_assert_not_null(line);
-    cr_log_info("the stall line: %s", line);
+    printf("the stall line: %s\n", line);
     cr_expect_not_null(strstr(line, "its CPUs are held by: domain 0 (1 batch(es), 0 region(s)"),
                        "%s", line);
-    cr_expect_not_null(strstr(line, "waiting for them: domain 9 (1 caller(s) in admission"),
-                       "%s", line);
+    cr_expect_not_null(strstr(line, "waiting for them: domain 9 (1 caller(s) in admission"), "%s",
+                       line);
     free(line);
     cr_expect_geq(describe_count(), 1);
     nxr_ctx_destroy(ctx0);
