@@ -58,8 +58,10 @@ enum nxr_status {
     NXR_EFPENV = -1015,
     /* An executor table is incomplete or inconsistent. */
     NXR_EEXECUTOR = -1016,
-    /* A provider's classification is an impossible combination, or its
-     * function table is incomplete for its family (a configuration error). */
+    /* A provider's classification is an impossible combination, its
+     * function table is incomplete for its family, or it brings a global
+     * thread count without being GLOBAL_OR_UNCONTROLLED (a configuration
+     * error). */
     NXR_EPROVIDER = -1017,
     /* A call's inputs lie on several domains and the runtime's placement
      * policy requires one (NXR_AFFINITY_SINGLE_DOMAIN). */

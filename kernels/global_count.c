@@ -23,7 +23,13 @@
  * Lock order: any permit (the exclusive one included) before the gate.
  * The writer holds the exclusive permit when it takes the gate; readers hold
  * the gate only around a read or a provider call and never wait for a permit
- * meanwhile.
+ * meanwhile. That holds because only GLOBAL_OR_UNCONTROLLED providers take
+ * the gate (nxr__provider_new refuses a count on any other), and those run
+ * on threads of their own: nxr gives them no call->parallel_for, so nothing
+ * inside their call asks for a permit. A PER_CALL_BOUND x ENGINE_WORKERS
+ * provider with a count would have taken each region's permit under the
+ * gate, against an exclusive call holding its permit and waiting for the
+ * gate (tests/runtime/gate_order_test.c).
  *
  * Fairness: the gate prefers writers, so a steady stream of strict calls
  * cannot hold an exclusive call back (at most one writer is ever waiting:
@@ -78,8 +84,8 @@ int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void
 {
     if (p == NULL || fn == NULL)
         return -EINVAL;
-    if (p->global_threads == NULL)
-        return fn(arg);
+    if (p->global_threads == NULL || p->count != NXR_COUNT_GLOBAL_OR_UNCONTROLLED)
+        return fn(arg); /* no count to hold still (and never a gate around a permit) */
     gate_enter_shared();
     int rc = fn(arg);
     gate_leave();

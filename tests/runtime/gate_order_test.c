@@ -7,7 +7,8 @@
  * and a PER_CALL_BOUND x ENGINE_WORKERS provider (its calls fan out through
  * call->parallel_for, each region asking for the domain's permit). If the
  * second held the gate around its call, each would wait for what the other
- * holds.
+ * holds: only GLOBAL providers take the gate, and only they may bring a
+ * count (nxr_provider_create refuses one elsewhere).
  *
  * The interleaving is forced, not hoped for: the per-call provider's op
  * waits (bounded) until the exclusive call holds the exclusive permit or has
@@ -110,10 +111,13 @@ static nxr_provider_t *percall_create(void)
     d.count = NXR_COUNT_PER_CALL_BOUND;
     d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
     d.elementwise = &percall_elementwise;
-    /* A host wrapping a library that also has a global count might pass
-     * its ops here; the gate must not then wrap the fan-out's permits. */
+    /* A host wrapping a library that also has a global count might pass its
+     * ops here: the gate would then wrap the fan-out's permits (this test
+     * deadlocked so, before the combination was refused). */
     d.global_threads = &global_ops;
     nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
+    d.global_threads = NULL;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
     return p;
 }
