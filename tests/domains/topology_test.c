@@ -115,15 +115,15 @@ Test(domains_topology, oversized_synthetic_descriptions_are_esyntax)
         "synthetic:pack:16 core:64 pu:64",             /* the issue's: 65,536 PUs */
         "synthetic:pack:100 core:100 pu:100",          /* 1,000,000 PUs */
         "synthetic:pack:0x1000 core:0x1000 pu:0x1000", /* hex counts, as hwloc reads them */
-        "synthetic:pack:2 core:1024 pu:2",             /* 4,097 PUs: one over */
+        "synthetic:pack:17 core:241 pu:1",             /* 4,097 PUs: one over */
         "synthetic:pack:2 core:1025 pu:1",             /* 1,025 children of one package */
-        "synthetic:pack:4 core:1024 group:1 group:1 pu:1", /* 16,388 objects */
+        "synthetic:pack:4 core:1024 group:1 group:1 pu:1", /* 16,389 objects, the machine too */
         "synthetic:pack:2 core:1024 [numa] group:1 group:1 group:1 group:1 group:1 pu:1",
-        /* 16,386 objects with the 2,048 attached nodes, 14,338 without */
+        /* 16,387 objects with the 2,048 attached nodes, 14,339 without */
     };
     static const char *const named[] = {
         "65536 PUs", "1000000 PUs", "4096 children", "4097 PUs", "1025 children",
-        "16388 objects", "16386 objects",
+        "16389 objects", "16387 objects",
     };
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
         struct nxr__topology topo;
