@@ -33,6 +33,8 @@ static const char *const nxr_messages[] = {
         "NXR_EPROVIDER: impossible provider classification, incomplete table or misplaced global count",
     [NXR_ERANGE_FIRST - NXR_EMIXED] =
         "NXR_EMIXED: inputs on several domains under the single-domain policy",
+    [NXR_ERANGE_FIRST - NXR_EFORKED] =
+        "NXR_EFORKED: object inherited through fork(); create a new runtime in the child",
 };
 
 bool nxr_status_is_nxr(int status)
