@@ -198,6 +198,8 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rt == NULL)
         return explain(-ENOMEM, err, errsz);
     rt->magic = NXR__HANDLE_LIVE;
+    nxr__fork_watch();
+    rt->fork_gen = nxr__fork_generation();
     int rc = nxr__mutex_init(&rt->domains_lock);
     if (rc != 0) {
         free(rt);
@@ -301,11 +303,45 @@ static void report_open_contexts(nxr_runtime_t *rt)
         abort();
 }
 
+/*
+ * Destroying a runtime inherited through fork, in the child. Its workers do
+ * not exist here (nothing to join or drain), and any of its locks may have
+ * been held by a parent thread at the fork (the team's, the pools', the
+ * registry's, ctx_lock, domains_lock): nothing here takes one. What is freed
+ * needs no lock and is referenced by nothing that can still run: the domain
+ * table, each domain's CPU set and record, the topology, the providers'
+ * references. What is left allocated, because freeing it would take a lock
+ * or touch the parent's workers: the teams, the pools and their arenas (the
+ * memory mapped for them stays mapped), the registry, and the contexts
+ * still open (nxr_ctx_destroy frees each; they do not point back here once
+ * inherited: every call on them checks the generation first).
+ */
+static void destroy_inherited(nxr_runtime_t *rt)
+{
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        struct nxr_domain *d = rt->domains[i];
+        if (d->spec.cpus != NULL)
+            hwloc_bitmap_free(d->spec.cpus);
+        free(d);
+    }
+    free(rt->domains);
+    nxr_provider_bundle_destroy(rt->providers);
+    /* The arbiter reference is not put: the child's process arbiter was
+     * reset at the fork and never held this one (domains/process_arbiter.c). */
+    nxr__topology_fini(&rt->topo);
+    rt->magic = NXR__HANDLE_DEAD;
+    free(rt);
+}
+
 void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt)) {
+        destroy_inherited(rt);
+        return;
+    }
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);
