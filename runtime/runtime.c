@@ -342,6 +342,19 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
         destroy_inherited(rt);
         return;
     }
+    if (nxr__tls.depth > 0) {
+        /* Inside a body (a task, a chunk, a provider call on a worker or a
+         * joining caller): the drain below would wait for the operation
+         * running this very call. Refused, reported, nothing changed. */
+        fprintf(stderr,
+                "nxr: nxr_runtime_destroy(%p) called inside a body of domain %d: refused "
+                "(NXR_EREENTRANT: it would wait for the operation running it); the runtime is "
+                "left as it was, destroy it from outside every body (runtime/nxr.h)\n",
+                (void *)rt, nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1);
+        if (NXR__CHECKED_BUILD)
+            abort();
+        return;
+    }
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);
