@@ -15,6 +15,12 @@
  * report and need a valid handle. Using a runtime or context after its
  * destroy is a caller bug: checked builds (-DNXR_CHECKED=1) catch it and
  * abort with a message; other builds do not check.
+ * fork(): in the child, every fallible call on a runtime made before the
+ * fork (its domains, contexts and jobs too) returns NXR_EFORKED at once;
+ * accessors that only read what creation fixed (ids, CPU sets, counts)
+ * still answer. Create a new runtime in the child. Buffers and scopes made
+ * before the fork belong to the parent's pools: do not use them in the child.
+ * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
  * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY (see README "Knobs").
