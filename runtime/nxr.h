@@ -122,8 +122,8 @@ NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opt
  * operation running it: it is refused instead (NXR_EREENTRANT, reported on
  * stderr; checked builds abort), and the runtime is left as it was. In a
  * child of fork() for a runtime made before the fork, it joins nothing and
- * takes no lock: it frees what needs neither and leaves the rest (teams,
- * pools, contexts still open) allocated (docs/contracts.md, "fork").
+ * takes no lock: it frees what needs neither and leaves the rest (domains,
+ * teams, pools, contexts still open) allocated (docs/contracts.md, "fork").
  * Destroy every context first: contexts still open are a caller bug that is
  * reported, never ignored. Checked builds (-DNXR_CHECKED=1) abort with a
  * message naming how many are open on which domains; other builds print

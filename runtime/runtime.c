@@ -309,21 +309,16 @@ static void report_open_contexts(nxr_runtime_t *rt)
  * been held by a parent thread at the fork (the team's, the pools', the
  * registry's, ctx_lock, domains_lock): nothing here takes one. What is freed
  * needs no lock and is referenced by nothing that can still run: the domain
- * table, each domain's CPU set and record, the topology, the providers'
- * references. What is left allocated, because freeing it would take a lock
- * or touch the parent's workers: the teams, the pools and their arenas (the
- * memory mapped for them stays mapped), the registry, and the contexts
- * still open (nxr_ctx_destroy frees each; they do not point back here once
- * inherited: every call on them checks the generation first).
+ * table, the topology, the providers' references and the runtime itself
+ * (inherited contexts check the generation before they look at it). What is
+ * left allocated, because freeing it would take a lock, touch the parent's
+ * workers or pull memory from under a context: the domains (contexts still
+ * open point at them: nxr_ctx_domain, nxr_ctx_budget), the teams, the pools
+ * and their arenas (the memory mapped for them stays mapped), the registry,
+ * and the contexts still open (nxr_ctx_destroy frees each).
  */
 static void destroy_inherited(nxr_runtime_t *rt)
 {
-    for (size_t i = 0; i < rt->domain_count; i++) {
-        struct nxr_domain *d = rt->domains[i];
-        if (d->spec.cpus != NULL)
-            hwloc_bitmap_free(d->spec.cpus);
-        free(d);
-    }
     free(rt->domains);
     nxr_provider_bundle_destroy(rt->providers);
     /* The arbiter reference is not put: the child's process arbiter was

@@ -207,8 +207,16 @@ static void child(nxr_runtime_t *rt, nxr_ctx_t *ctx, nxr_job_t *job, nxr_provide
     EXPECT(nxr_buffer_acquire(d, 64, &buf), NXR_EFORKED);
     if (strstr(nxr_ctx_last_error(ctx), "forked") == NULL)
         fail("last error does not say why: '%s'", nxr_ctx_last_error(ctx));
-    nxr_ctx_destroy(ctx);
+    const unsigned budget = nxr_ctx_budget(ctx);
+    /* The runtime first, the context after (the order a child that only
+     * wants to drop everything inherited may use). */
     nxr_runtime_destroy(rt);
+    struct nxr_place place;
+    EXPECT(nxr_ctx_last_place(ctx, &place), NXR_EFORKED);
+    EXPECT(nxr_parallel_for(ctx, 0, 64, 1, noop_body, NULL), NXR_EFORKED);
+    if (nxr_ctx_budget(ctx) != budget)
+        fail("the context's budget changed: %u, was %u", nxr_ctx_budget(ctx), budget);
+    nxr_ctx_destroy(ctx);
 
     /* A runtime of the child's own: the arbiter and the gate start clean. */
     nxr_runtime_t *mine;
