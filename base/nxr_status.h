@@ -58,13 +58,21 @@ enum nxr_status {
     NXR_EFPENV = -1015,
     /* An executor table is incomplete or inconsistent. */
     NXR_EEXECUTOR = -1016,
-    /* A provider's classification is an impossible combination, or its
-     * function table is incomplete for its family (a configuration error). */
+    /* A provider's classification is an impossible combination, its
+     * function table is incomplete for its family, or it brings a global
+     * thread count without being GLOBAL_OR_UNCONTROLLED (a configuration
+     * error). */
     NXR_EPROVIDER = -1017,
     /* A call's inputs lie on several domains and the runtime's placement
      * policy requires one (NXR_AFFINITY_SINGLE_DOMAIN). */
     NXR_EMIXED = -1018,
-    NXR_ERANGE_LAST = -1018,
+    /* The object was made before this process was forked from its parent:
+     * its workers, permits and locks are the parent's. Returned at once by
+     * every fallible call on an inherited runtime (and its domains), context
+     * or job; destroy still frees what it safely can. Create a new runtime in
+     * the child (docs/contracts.md, "fork"). */
+    NXR_EFORKED = -1019,
+    NXR_ERANGE_LAST = -1019,
 };
 
 /*

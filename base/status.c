@@ -30,9 +30,11 @@ static const char *const nxr_messages[] = {
         "NXR_EFPENV: foreign code changed the floating-point environment",
     [NXR_ERANGE_FIRST - NXR_EEXECUTOR] = "NXR_EEXECUTOR: executor table incomplete or inconsistent",
     [NXR_ERANGE_FIRST - NXR_EPROVIDER] =
-        "NXR_EPROVIDER: impossible provider classification or incomplete table",
+        "NXR_EPROVIDER: impossible provider classification, incomplete table or misplaced global count",
     [NXR_ERANGE_FIRST - NXR_EMIXED] =
         "NXR_EMIXED: inputs on several domains under the single-domain policy",
+    [NXR_ERANGE_FIRST - NXR_EFORKED] =
+        "NXR_EFORKED: object inherited through fork(); create a new runtime in the child",
 };
 
 bool nxr_status_is_nxr(int status)

@@ -151,6 +151,12 @@ int nxr__getaffinity_self(cpu_set_t *mask, size_t size)
     return 0;
 }
 
+int nxr__getaffinity_raw_self(void *buf, size_t size)
+{
+    long bytes = syscall(SYS_sched_getaffinity, 0, size, buf);
+    return bytes < 0 ? -errno : (int)bytes;
+}
+
 void nxr__futex_wait(atomic_uint *word, unsigned expected)
 {
     /* atomic_uint has the size and alignment of a 32-bit futex word. */

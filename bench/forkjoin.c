@@ -24,13 +24,16 @@
  * its socket), and each runtime keeps its own spin defaults.
  *
  * Also: the CPU an idle nxr team uses per wall second after its window.
- * `--json` prints {region_ratio, idle_cpu_fraction, sweep[...]}; region_ratio
- * is back to back, no work, chunks = budget, nxr/libgomp. `--rounds N`
+ * And the inside check's cost on the region path (inside_check_cost below;
+ * `--inside-check` prints that row alone).
+ * `--json` prints {region_ratio, idle_cpu_fraction, inside_check_*, sweep[...]};
+ * region_ratio is back to back, no work, chunks = budget, nxr/libgomp. `--rounds N`
  * (default 3), `--scale X` multiplies the regions per cell.
  */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,7 @@
 
 #include "bench/forkjoin_peer.h"
 #include "domains/internal/cpuset.h"
+#include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 
 enum { NXR, GOMP, LIBOMP, TBB, CONTENDERS };
@@ -148,6 +152,79 @@ static double idle_cpu_fraction(void)
     return f;
 }
 
+/* ---- the inside check: its cost on the region path --------------------------- */
+
+/* Every operation asks whether the caller may run work itself
+ * (nxr__exec_caller_inside, executor/placement.c): it reads the caller's
+ * mask back, one system call. Measured in the same process against its
+ * peer, the check it replaced (sched_getcpu, a vDSO read, and one bit test:
+ * cheap, and wrong for a thread that widened its own mask), and against the
+ * region it sits in front of (back to back, no work, chunks = budget). Each
+ * figure is the median of 7 batches. */
+struct inside_cost {
+    double check_ns, old_check_ns, region_ns;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median7(double *v)
+{
+    qsort(v, 7, sizeof(*v), cmp_double);
+    return v[3];
+}
+
+volatile int forkjoin_inside_sink;
+
+static struct inside_cost inside_check_cost(void)
+{
+    struct inside_cost r = {NAN, NAN, NAN};
+    nxr_runtime_t *rt;
+    nxr_ctx_t *ctx;
+    if (open_runtime(&rt, &ctx) != 0)
+        return r;
+    bind_inside(nxr_ctx_domain(ctx));
+    const struct nxr__exec *exec = &ctx->domain->exec;
+    hwloc_const_bitmap_t cpus = exec->cpus;
+    const unsigned calls = 20000, regions = 2000, budget = nxr_ctx_budget(ctx);
+    double check[7], old[7], region[7];
+    for (int b = 0; b < 7; b++) {
+        uint64_t t0 = fj_now();
+        for (unsigned i = 0; i < calls; i++)
+            forkjoin_inside_sink += nxr__exec_caller_inside(exec);
+        uint64_t t1 = fj_now();
+        for (unsigned i = 0; i < calls; i++) {
+            int cpu = sched_getcpu();
+            forkjoin_inside_sink += cpu >= 0 && hwloc_bitmap_isset(cpus, (unsigned)cpu);
+        }
+        uint64_t t2 = fj_now();
+        for (unsigned i = 0; i < regions; i++)
+            nxr_region(ctx, budget, 0);
+        uint64_t t3 = fj_now();
+        check[b] = (double)(t1 - t0) / calls;
+        old[b] = (double)(t2 - t1) / calls;
+        region[b] = (double)(t3 - t2) / regions;
+    }
+    r.check_ns = median7(check);
+    r.old_check_ns = median7(old);
+    r.region_ns = median7(region);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    return r;
+}
+
+static void print_inside_cost(const struct inside_cost *c)
+{
+    printf("  inside check: %.0f ns per call (the sched_getcpu check it replaced: %.0f ns); a "
+           "region (back to back, no work, chunks = budget): %.0f ns; the check is %.1f%% of a "
+           "region, +%.1f%% over the old one\n",
+           c->check_ns, c->old_check_ns, c->region_ns, 100 * c->check_ns / c->region_ns,
+           100 * (c->check_ns - c->old_check_ns) / c->region_ns);
+}
+
 struct result {
     double ns[ROUNDS];
     double cpu[ROUNDS];
@@ -234,6 +311,12 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
             scale = atof(argv[++i]);
+        else if (strcmp(argv[i], "--inside-check") == 0) {
+            /* That row alone: no contenders, no sweep. */
+            struct inside_cost c = inside_check_cost();
+            print_inside_cost(&c);
+            return 0;
+        }
     }
     if (rounds < 1 || rounds > ROUNDS || !(scale > 0)) {
         fprintf(stderr, "forkjoin: --rounds 1..%d, --scale > 0\n", ROUNDS);
@@ -275,6 +358,7 @@ int main(int argc, char **argv)
         }
     }
     const double idle = idle_cpu_fraction();
+    const struct inside_cost inside = inside_check_cost();
 
     double ns[CONTENDERS][GAPS][WORKS][2], cpu[CONTENDERS][GAPS][WORKS][2];
     for (int who = 0; who < CONTENDERS; who++)
@@ -289,7 +373,9 @@ int main(int argc, char **argv)
     const double region_ratio = ns[NXR][0][0][cb] / ns[GOMP][0][0][cb];
 
     if (json) {
-        printf("{\"region_ratio\":%.3f,\"idle_cpu_fraction\":%.5f,\"sweep\":[", region_ratio, idle);
+        printf("{\"region_ratio\":%.3f,\"idle_cpu_fraction\":%.5f,\"inside_check_ns\":%.1f,"
+               "\"inside_check_old_ns\":%.1f,\"inside_check_region_ns\":%.0f,\"sweep\":[",
+               region_ratio, idle, inside.check_ns, inside.old_check_ns, inside.region_ns);
         bool first = true;
         for (int gi = 0; gi < GAPS; gi++)
             for (int w = 0; w < WORKS; w++)
@@ -328,5 +414,6 @@ int main(int argc, char **argv)
     printf("  region_ratio (back to back, no work, nxr/gomp): %.2f; idle nxr team: %.3f%% of a "
            "core\n",
            region_ratio, idle * 100);
+    print_inside_cost(&inside);
     return 0;
 }

@@ -22,6 +22,15 @@
  * runtime leaves nothing behind, and LeakSanitizer sees no leak). The lock
  * is held only around the count and create/destroy; it is never held while
  * a permit is acquired.
+ *
+ * After fork: the child inherits the arbiter with the parent's permits held
+ * and waiters queued (threads that do not exist in the child), and `lock`
+ * possibly held by one of them. The child's runtimes must start from a clean
+ * arbiter, so a pthread_atfork child handler (registered by the first get)
+ * abandons the inherited one (its memory stays allocated: freeing it would
+ * take its mutex) and resets `lock`, `shared` and `refs`. The inherited
+ * runtimes never touch the arbiter again (every call on them answers
+ * NXR_EFORKED, and their destroy does not put their reference).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,11 +43,30 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nxr__arbiter *shared; /* under lock */
 static unsigned long refs;          /* under lock: runtimes holding `shared` */
 
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* The child's only thread, before fork returns in it: nothing else runs, so
+ * plain stores are enough, and re-initialising `lock` is how a mutex another
+ * (now absent) thread held is released. */
+static void child_after_fork(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    lock = fresh;
+    shared = NULL; /* abandoned: see the file comment */
+    refs = 0;
+}
+
+static void watch_fork(void)
+{
+    (void)pthread_atfork(NULL, NULL, child_after_fork);
+}
+
 int nxr__arbiter_process_get(struct nxr__arbiter **out)
 {
     if (out == NULL)
         return -EINVAL;
     *out = NULL;
+    pthread_once(&fork_once, watch_fork);
     int rc = 0;
     pthread_mutex_lock(&lock);
     if (shared == NULL) {

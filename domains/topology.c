@@ -95,6 +95,92 @@ static int synthetic_indexes_check(const char *desc, char *err, size_t errsz)
     return 0;
 }
 
+/*
+ * The size of a synthetic description, bounded before hwloc builds it:
+ * hwloc's work grows faster than the objects it makes (children are
+ * inserted one by one into their parent's list, and identical levels are
+ * merged pairwise): "pack:16 core:64 pu:64" (65,536 PUs) took 17 s and
+ * 970 MB in nxr_runtime_create, "pack:4096 pu:1" 10 s, and arity-1 groups
+ * repeated over a wide level about as long. A synthetic topology is a test
+ * fixture of at most a real machine's size, so nxr takes at most
+ * NXR__SYNTHETIC_PU_MAX PUs, NXR__SYNTHETIC_OBJECT_MAX objects over all
+ * levels (attached NUMA nodes included) and NXR__SYNTHETIC_ARITY_MAX
+ * children per object; the worst description inside all three loads in
+ * a few seconds here ("pack:4 core:1024 pu:1": 2.6 s on a loaded CPU).
+ *
+ * The walk follows hwloc 2.9's grammar: an optional "(attrs)" for the root;
+ * then levels "[type:]count[(attrs)]" (count read as strtoul base 0 reads
+ * it, so "0x10" is 16), and "[numa...]" attached to the level before it (one
+ * per object of that level). Where the walk cannot read a level it stops:
+ * hwloc rejects the description at the same place.
+ */
+static int synthetic_size_check(const char *desc, char *err, size_t errsz)
+{
+    /* Saturating: far above every bound, far below overflow. */
+    const unsigned long cap = 1ul << 40;
+    unsigned long width = 1, objects = 1; /* the machine */
+    unsigned long widest = 0;             /* the most children of one object */
+    const char *p = desc;
+    if (*p == '(') {
+        p = strchr(p, ')');
+        if (p == NULL)
+            return 0; /* hwloc rejects it */
+        p++;
+    }
+    for (;;) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p == '[') {
+            const char *close = strchr(p, ']');
+            if (close == NULL)
+                return 0;
+            objects += width; /* one attached node per object of the level above */
+            p = close + 1;
+            continue;
+        }
+        if (!isdigit((unsigned char)*p)) {
+            const char *colon = strchr(p, ':');
+            if (colon == NULL)
+                return 0;
+            p = colon + 1;
+        }
+        char *end;
+        const unsigned long count = strtoul(p, &end, 0);
+        if (end == p || count == 0)
+            return 0;
+        if (count > widest)
+            widest = count;
+        width = count >= cap || width >= cap / count ? cap : width * count;
+        objects = objects >= cap - width ? cap : objects + width;
+        p = end;
+        if (*p == '(') {
+            const char *close = strchr(p, ')');
+            if (close == NULL)
+                return 0;
+            p = close + 1;
+        }
+    }
+    /* The last level is the PUs (hwloc insists), so width is their count. */
+    const char *what = NULL;
+    unsigned long n = 0;
+    if (widest > NXR__SYNTHETIC_ARITY_MAX)
+        what = "children of one object", n = widest;
+    else if (width > NXR__SYNTHETIC_PU_MAX)
+        what = "PUs", n = width;
+    else if (objects > NXR__SYNTHETIC_OBJECT_MAX)
+        what = "objects", n = objects;
+    if (what == NULL)
+        return 0;
+    snprintf(err, errsz,
+             "synthetic topology: %lu%s %s; nxr takes at most %u PUs, %u objects over all levels "
+             "and %u children per object",
+             n, n >= cap ? " or more" : "", what, NXR__SYNTHETIC_PU_MAX,
+             NXR__SYNTHETIC_OBJECT_MAX, NXR__SYNTHETIC_ARITY_MAX);
+    return NXR_ESYNTAX;
+}
+
 static int parse_spec(const char *spec, enum nxr__topology_source *source, const char **arg,
                       char *err, size_t errsz)
 {
@@ -106,7 +192,8 @@ static int parse_spec(const char *spec, enum nxr__topology_source *source, const
     if (strncmp(spec, "synthetic:", 10) == 0 && spec[10] != '\0') {
         *source = NXR_TOPOLOGY_SYNTHETIC;
         *arg = spec + 10;
-        return synthetic_indexes_check(*arg, err, errsz);
+        int rc = synthetic_size_check(*arg, err, errsz);
+        return rc != 0 ? rc : synthetic_indexes_check(*arg, err, errsz);
     }
     if (strncmp(spec, "xml:", 4) == 0 && spec[4] != '\0') {
         *source = NXR_TOPOLOGY_XML;

@@ -29,6 +29,7 @@
  *   wide exclusive permit              |                       |
  *   nxr_job_wait (any job)             | NXR_EREENTRANT, the handle is kept
  *   nxr_run_across (any domains)       | NXR_EREENTRANT
+ *   nxr_runtime_destroy (any runtime)  | refused, reported as NXR_EREENTRANT (void)
  *
  * "In place" is one fan-out level: the call runs sequentially on the
  * body's thread, as the body's participant, and never starts a nested team.
@@ -152,7 +153,9 @@ typedef struct nxr_job nxr_job_t;
 /* Blocks until the job finished, releases the handle and returns the job's
  * status (0 or its first task error). NXR_EREENTRANT (the handle is kept)
  * when called from inside any task or loop body: waiting there could wait
- * for the very worker it runs on. -EINVAL for NULL. */
+ * for the very worker it runs on. -EINVAL for NULL. In a child of fork()
+ * for a job submitted before the fork: NXR_EFORKED at once (its tasks were
+ * the parent's workers' to run; the handle is released). */
 NXR_API int nxr_job_wait(nxr_job_t *job);
 
 /* Gives the handle up without waiting; the job still runs to completion.

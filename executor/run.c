@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "base/internal/fork.h"
 #include "executor/internal/exec.h"
 #include "base/internal/sys.h"
 
@@ -195,6 +196,7 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
 
 struct nxr_job {
     struct nxr__deferred deferred; /* how admission holds it, if it must */
+    unsigned long fork_gen; /* base/internal/fork.h: inherited, every call is NXR_EFORKED */
     nxr_task_fn fn;
     void *arg;
     struct nxr__exec *exec;
@@ -257,6 +259,7 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
     struct nxr_job *job = nxr__malloc(sizeof(*job));
     if (job == NULL)
         return -ENOMEM;
+    job->fork_gen = nxr__fork_generation();
     job->fn = fn;
     job->arg = arg;
     job->exec = exec;
@@ -299,6 +302,13 @@ int nxr_job_wait(nxr_job_t *job)
 {
     if (job == NULL)
         return -EINVAL;
+    if (nxr__forked_since(job->fork_gen)) {
+        /* Its tasks ran, or were to run, on the parent's workers: nothing
+         * here will ever finish it. The caller's reference goes (the
+         * workers' one is never released in this process: the job leaks). */
+        job_release(job);
+        return NXR_EFORKED;
+    }
     if (nxr__tls.depth > 0)
         return NXR_EREENTRANT; /* could wait for the very worker it runs on */
     /* Acquire pairs with the release store in job_done: the tasks' writes

@@ -23,7 +23,13 @@
  * Lock order: any permit (the exclusive one included) before the gate.
  * The writer holds the exclusive permit when it takes the gate; readers hold
  * the gate only around a read or a provider call and never wait for a permit
- * meanwhile.
+ * meanwhile. That holds because only GLOBAL_OR_UNCONTROLLED providers take
+ * the gate (nxr__provider_new refuses a count on any other), and those run
+ * on threads of their own: nxr gives them no call->parallel_for, so nothing
+ * inside their call asks for a permit. A PER_CALL_BOUND x ENGINE_WORKERS
+ * provider with a count would have taken each region's permit under the
+ * gate, against an exclusive call holding its permit and waiting for the
+ * gate (tests/runtime/gate_order_test.c).
  *
  * Fairness: the gate prefers writers, so a steady stream of strict calls
  * cannot hold an exclusive call back (at most one writer is ever waiting:
@@ -33,6 +39,14 @@
  * call) does not take it again: `held` counts this thread's hold, so a
  * nested read neither re-locks nor queues behind a waiting writer (which
  * would deadlock on its own hold), and a nested write is refused.
+ *
+ * After fork: the child inherits the gate as the parent's threads held it
+ * (shared by a provider call in flight, or exclusively by a set-and-restore)
+ * and those threads do not exist in the child. A pthread_atfork child
+ * handler, registered at the first use of the gate, re-initialises it and
+ * clears this thread's `held` (the child's only thread is the copy of the
+ * one that forked). A count a parent thread had set and not yet restored
+ * stays set in the library's copy in the child; nxr does not guess it back.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +58,24 @@ static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 /* How deeply the calling thread is inside the gate (shared or exclusive). */
 static _Thread_local unsigned held;
 
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* In the child's only thread, before fork returns there (see above). */
+static void child_after_fork(void)
+{
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+    gate = fresh;
+    held = 0;
+}
+
+static void watch_fork(void)
+{
+    (void)pthread_atfork(NULL, NULL, child_after_fork);
+}
+
 static void gate_enter_shared(void)
 {
+    pthread_once(&fork_once, watch_fork);
     if (held++ == 0)
         pthread_rwlock_rdlock(&gate);
 }
@@ -78,8 +108,8 @@ int nxr__global_threads_hold(const nxr_provider_t *p, int (*fn)(void *arg), void
 {
     if (p == NULL || fn == NULL)
         return -EINVAL;
-    if (p->global_threads == NULL)
-        return fn(arg);
+    if (p->global_threads == NULL || p->count != NXR_COUNT_GLOBAL_OR_UNCONTROLLED)
+        return fn(arg); /* no count to hold still (and never a gate around a permit) */
     gate_enter_shared();
     int rc = fn(arg);
     gate_leave();
@@ -93,6 +123,7 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
     const nxr_global_threads_ops_t *g = p->global_threads;
     if (held > 0)
         return NXR_EREENTRANT; /* inside this thread's own hold: it cannot wait for itself */
+    pthread_once(&fork_once, watch_fork);
     pthread_rwlock_wrlock(&gate);
     held = 1;
     const int previous = g->get(p->self);

@@ -253,7 +253,7 @@ typedef struct nxr_norm_ops {
 
 /* A process-global thread count (required for GLOBAL_OR_UNCONTROLLED
  * providers, which nxr only ever runs at count 1 or under the process-wide
- * exclusive permit with set-and-restore). */
+ * exclusive permit with set-and-restore; refused on any other provider). */
 typedef struct nxr_global_threads_ops {
     int (*get)(void *self);
     void (*set)(void *self, int count);
@@ -294,8 +294,11 @@ NXR_API void nxr_provider_desc_init(nxr_provider_desc_t *desc);
  * PER_CALL_BOUND x ENGINE_WORKERS, PER_CALL_BOUND x EXTERNAL_WORKERS,
  * SEQUENTIAL x CALLING_THREAD, CLAMP_TO_ONE x CALLING_THREAD,
  * GLOBAL_OR_UNCONTROLLED x EXTERNAL_WORKERS), a missing or extra ops table,
- * a table whose family op set is empty, or a GLOBAL_OR_UNCONTROLLED
- * provider without global_threads get and set. -ENOMEM. On failure *out is
+ * a table whose family op set is empty, a GLOBAL_OR_UNCONTROLLED
+ * provider without global_threads get and set, or global_threads on any
+ * other classification (the count gate is held around a call with a count,
+ * and a provider that asks for permits inside its call would take them
+ * under the gate: the lock order is permit, then gate). -ENOMEM. On failure *out is
  * NULL and release was not called. Providers created here are foreign: nxr
  * checks the floating-point environment around each of their calls.
  */

@@ -63,6 +63,14 @@ int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provide
         (desc->global_threads == NULL || desc->global_threads->get == NULL ||
          desc->global_threads->set == NULL))
         return NXR_EPROVIDER;
+    /* ... and only such a provider may bring one. nxr holds the count gate
+     * around every call of a provider with a count; a provider that fans
+     * out on nxr's workers (PER_CALL_BOUND x ENGINE_WORKERS) would then ask
+     * for the domain's permit under the gate, while an exclusive call holds
+     * the exclusive permit and waits for the gate: the lock order is permit
+     * before gate (kernels/global_count.c), so the pairing is refused. */
+    if (desc->count != NXR_COUNT_GLOBAL_OR_UNCONTROLLED && desc->global_threads != NULL)
+        return NXR_EPROVIDER;
 
     nxr_provider_t *p = nxr__calloc(1, sizeof *p);
     if (p == NULL)

@@ -117,6 +117,10 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     if (rt == NULL || decl == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt)) {
+        snprintf(err, errsz, "the runtime was created before this process forked");
+        return NXR_EFORKED;
+    }
     pthread_mutex_lock(&rt->domains_lock);
     int rc = validate(rt, decl, err, errsz);
     if (rc != 0)

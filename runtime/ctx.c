@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/fork.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
@@ -95,6 +96,8 @@ int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
     if (rt == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     bool placing = domain_id == NXR_DOMAIN_AUTO;
     const nxr_domain_t *d = rt->default_domain;
     if (!placing) {
@@ -106,6 +109,7 @@ int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
     if (ctx == NULL)
         return -ENOMEM;
     ctx->magic = NXR__HANDLE_LIVE;
+    ctx->fork_gen = rt->fork_gen;
     ctx->rt = rt;
     ctx->domain = (struct nxr_domain *)d; /* the runtime's; immutable once published */
     ctx->exec = &ctx->domain->exec;
@@ -131,6 +135,14 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
     if (ctx == NULL)
         return;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (nxr__forked_since(ctx->fork_gen)) {
+        /* Inherited: its runtime's list and its scopes' pools may be locked
+         * by a parent thread; only the context's own memory goes. */
+        free(ctx->scopes);
+        ctx->magic = NXR__HANDLE_DEAD;
+        free(ctx);
+        return;
+    }
     if (ctx->rt != NULL) { /* else orphaned: its runtime already unlinked it */
         pthread_mutex_lock(&ctx->rt->ctx_lock);
         unlink_locked(ctx->rt, ctx);
@@ -210,6 +222,11 @@ static void default_reason(const nxr_ctx_t *ctx, const struct nxr_domain *d, int
     case NXR_EBROKEN:
         snprintf(buf, size, "the context's runtime was destroyed before the context");
         return;
+    case NXR_EFORKED:
+        snprintf(buf, size,
+                 "the context was created before this process forked: its runtime's workers "
+                 "and locks are the parent's; create a new runtime here");
+        return;
     default:
         snprintf(buf, size, "%s (domain %d%s)", nxr_strerror(rc), id,
                  ctx->placing ? ", placed" : "");
@@ -283,6 +300,8 @@ void nxr_ctx_reset(nxr_ctx_t *ctx)
     if (ctx == NULL)
         return;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (nxr__forked_since(ctx->fork_gen))
+        return; /* the scopes' pools are the parent's */
     for (size_t i = 0; i < ctx->nscopes; i++)
         nxr_scope_reset(ctx->scopes[i].scope);
 }
@@ -306,6 +325,8 @@ int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (nxr__forked_since(ctx->fork_gen))
+        return NXR_EFORKED;
     if (ctx->rt == NULL)
         return NXR_EBROKEN;
     /* A call from inside a body belongs to the enclosing operation: it runs
@@ -333,6 +354,8 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
 int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
+    if (nxr__forked_since(ctx->fork_gen))
+        return NXR_EFORKED;
     return ctx->rt == NULL ? NXR_EBROKEN : 0;
 }
 

@@ -81,6 +81,8 @@ int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out)
     if (ctx == NULL || out == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(ctx, "context");
+    if (nxr__forked_since(ctx->fork_gen))
+        return NXR_EFORKED;
     if (ctx->rt == NULL)
         return NXR_EBROKEN;
     if (!ctx->placing) {

@@ -277,6 +277,8 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
     *out = NULL;
     if (rt == NULL || (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON))
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED; /* its pools' and teams' locks may be a parent thread's */
     struct nxr__strbuf sb = {0};
     /* The table may grow under an attach. */
     pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);

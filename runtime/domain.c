@@ -13,12 +13,17 @@
 static void lock(const nxr_runtime_t *rt)
 {
     NXR__HANDLE_CHECK(rt, "runtime");
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
+    /* Inherited through fork: a parent thread may have held the lock, and no
+     * thread of this process can attach to this runtime (every call on it
+     * is NXR_EFORKED), so the accessors read without it. */
+    if (!nxr__runtime_forked(rt))
+        pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
 }
 
 static void unlock(const nxr_runtime_t *rt)
 {
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
+    if (!nxr__runtime_forked(rt))
+        pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
 }
 
 size_t nxr_runtime_domain_count(const nxr_runtime_t *rt)
@@ -44,6 +49,8 @@ int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out
     *out = NULL;
     if (rt == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     /* Linear: a runtime has a handful of domains, and ids are sparse. */
     int rc = NXR_ENODOMAIN;
     lock(rt);
@@ -78,6 +85,8 @@ int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain
     *out = NULL;
     if (rt == NULL || cpu < 0)
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     const struct nxr_domain *best = NULL;
     lock(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -98,6 +107,8 @@ int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, const nxr_doma
     *out = NULL;
     if (rt == NULL || node < 0)
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     const struct nxr_domain *best = NULL;
     lock(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -117,6 +128,8 @@ int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out)
     *out = NULL;
     if (rt == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     hwloc_bitmap_t mine = nxr__cpuset_alloc();
     if (mine == NULL)
         return -ENOMEM;

@@ -93,6 +93,8 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
 {
     if (rt == NULL || ids == NULL || fn == NULL || n == 0 || n > GROUP_MAX)
         return -EINVAL;
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     struct nxr_domain *doms[GROUP_MAX];
     hwloc_const_bitmap_t sets[GROUP_MAX];
     int rc = collect(rt, ids, n, doms, sets);

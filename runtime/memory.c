@@ -49,6 +49,8 @@ int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out)
     *out = NULL;
     if (d == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     return nxr__pool_acquire(d->pool, size, out);
 }
 
@@ -56,6 +58,8 @@ int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out)
 {
     if (d == NULL || out == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     nxr__pool_stats(d->pool, out);
     return 0;
 }
@@ -64,6 +68,8 @@ int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes)
 {
     if (d == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     nxr__pool_set_cap(d->pool, cap_bytes);
     return 0;
 }
@@ -72,6 +78,8 @@ int nxr_pool_trim(const nxr_domain_t *d)
 {
     if (d == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     nxr__pool_trim(d->pool);
     return 0;
 }
@@ -88,6 +96,8 @@ int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void
     *out = NULL;
     if (d == NULL || size == 0 || (alignment & (alignment - 1)) != 0)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     return nxr__arena_alloc(nxr__pool_arena(d->pool), size, alignment != 0 ? alignment : 16, out);
 }
 
@@ -103,6 +113,8 @@ int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts, n
     *out = NULL;
     if (d == NULL)
         return -EINVAL;
+    if (nxr__runtime_forked(d->rt))
+        return NXR_EFORKED;
     return nxr__scope_create(d->pool, opts, out);
 }
 
@@ -114,6 +126,8 @@ int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t 
     if (rt == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     int id;
     if (ptr == NULL || !nxr__registry_find(rt->registry, ptr, &id))
         return NXR_ENODOMAIN;

@@ -15,6 +15,12 @@
  * report and need a valid handle. Using a runtime or context after its
  * destroy is a caller bug: checked builds (-DNXR_CHECKED=1) catch it and
  * abort with a message; other builds do not check.
+ * fork(): in the child, every fallible call on a runtime made before the
+ * fork (its domains, contexts and jobs too) returns NXR_EFORKED at once;
+ * accessors that only read what creation fixed (ids, CPU sets, counts)
+ * still answer. Create a new runtime in the child. Buffers and scopes made
+ * before the fork belong to the parent's pools: do not use them in the child.
+ * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
  * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY (see README "Knobs").
@@ -116,7 +122,13 @@ NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opt
 /*
  * Drains submitted work (jobs' side effects are visible when it returns),
  * stops and joins every worker and frees the runtime. NULL is a no-op. Must
- * not be called from an nxr worker or while other threads use the runtime.
+ * not be called while other threads use the runtime. Called inside a body
+ * (a task or chunk of any runtime's operation) it would wait for the
+ * operation running it: it is refused instead (NXR_EREENTRANT, reported on
+ * stderr; checked builds abort), and the runtime is left as it was. In a
+ * child of fork() for a runtime made before the fork, it joins nothing and
+ * takes no lock: it frees what needs neither and leaves the rest (domains,
+ * teams, pools, contexts still open) allocated (docs/contracts.md, "fork").
  * Destroy every context first: contexts still open are a caller bug that is
  * reported, never ignored. Checked builds (-DNXR_CHECKED=1) abort with a
  * message naming how many are open on which domains; other builds print

@@ -35,6 +35,10 @@
  * context is destroyed (they belong to the domain); the runtime must outlive
  * every context (nxr_runtime_destroy reports contexts still open).
  *
+ * After fork(), in the child, every fallible call on a context created
+ * before the fork returns NXR_EFORKED at once (nxr_ctx_last_error says
+ * why); nxr_ctx_destroy only frees the context itself.
+ *
  * State a context keeps for its driver (the thread rule makes it safe):
  * step memory (nxr_ctx_alloc, until nxr_ctx_reset), the last failed call's
  * detail (nxr_ctx_last_error) and, for a placing context, the last kernel

@@ -119,6 +119,8 @@ int nxr_runtime_place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs,
     if (rt == NULL || out == NULL || (inputs == NULL && n > 0))
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     struct nxr_domain *d;
     return nxr__place(rt, inputs, n, out, &d);
 }

@@ -199,6 +199,8 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     if (rt == NULL)
         return explain(-ENOMEM, err, errsz);
     rt->magic = NXR__HANDLE_LIVE;
+    nxr__fork_watch();
+    rt->fork_gen = nxr__fork_generation();
     int rc = nxr__mutex_init(&rt->domains_lock);
     if (rc != 0) {
         free(rt);
@@ -306,11 +308,53 @@ static void report_open_contexts(nxr_runtime_t *rt)
         abort();
 }
 
+/*
+ * Destroying a runtime inherited through fork, in the child. Its workers do
+ * not exist here (nothing to join or drain), and any of its locks may have
+ * been held by a parent thread at the fork (the team's, the pools', the
+ * registry's, ctx_lock, domains_lock): nothing here takes one. What is freed
+ * needs no lock and is referenced by nothing that can still run: the domain
+ * table, the topology, the providers' references and the runtime itself
+ * (inherited contexts check the generation before they look at it). What is
+ * left allocated, because freeing it would take a lock, touch the parent's
+ * workers or pull memory from under a context: the domains (contexts still
+ * open point at them: nxr_ctx_domain, nxr_ctx_budget), the teams, the pools
+ * and their arenas (the memory mapped for them stays mapped), the registry,
+ * and the contexts still open (nxr_ctx_destroy frees each).
+ */
+static void destroy_inherited(nxr_runtime_t *rt)
+{
+    free(rt->domains);
+    nxr_provider_bundle_destroy(rt->providers);
+    /* The arbiter reference is not put: the child's process arbiter was
+     * reset at the fork and never held this one (domains/process_arbiter.c). */
+    nxr__topology_fini(&rt->topo);
+    rt->magic = NXR__HANDLE_DEAD;
+    free(rt);
+}
+
 void nxr_runtime_destroy(nxr_runtime_t *rt)
 {
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt)) {
+        destroy_inherited(rt);
+        return;
+    }
+    if (nxr__tls.depth > 0) {
+        /* Inside a body (a task, a chunk, a provider call on a worker or a
+         * joining caller): the drain below would wait for the operation
+         * running this very call. Refused, reported, nothing changed. */
+        fprintf(stderr,
+                "nxr: nxr_runtime_destroy(%p) called inside a body of domain %d: refused "
+                "(NXR_EREENTRANT: it would wait for the operation running it); the runtime is "
+                "left as it was, destroy it from outside every body (runtime/nxr.h)\n",
+                (void *)rt, nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1);
+        if (NXR__CHECKED_BUILD)
+            abort();
+        return;
+    }
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);

@@ -87,6 +87,13 @@ int nxr__setaffinity_self(const cpu_set_t *mask, size_t size);
 /* Reads the calling thread's affinity; 0 or a negative errno. */
 int nxr__getaffinity_self(cpu_set_t *mask, size_t size);
 
+/* The raw system call behind it: the kernel copies its mask (nr_cpu_ids
+ * bits rounded up to a long) into buf and nothing else is touched (glibc's
+ * wrapper also zeroes the rest of the buffer). Returns the bytes copied, or
+ * a negative errno (-EINVAL: size is smaller than the kernel's mask). No
+ * fault point: callers use it only to see whether a mask changed. */
+int nxr__getaffinity_raw_self(void *buf, size_t size);
+
 /* An anonymous, private, read-write mapping of size bytes (a multiple of the
  * page size), not yet populated. 0 and *out, or a negative errno (-ENOMEM). */
 int nxr__mmap_anon(size_t size, void **out);

@@ -35,13 +35,22 @@ struct nxr__topology {
     int cpu_count;  /* PUs in the topology */
 };
 
+/* The largest synthetic description nxr takes (domains/topology.c,
+ * synthetic_size_check): PUs, objects over all levels, children per
+ * object. A test fixture needs far less (the VMs use 2-4 nodes of a few PUs),
+ * and inside all three hwloc builds any description in about a second. */
+#define NXR__SYNTHETIC_PU_MAX     4096u
+#define NXR__SYNTHETIC_OBJECT_MAX 16384u
+#define NXR__SYNTHETIC_ARITY_MAX  1024u
+
 /*
  * Loads a topology. `spec` is NULL or "hwloc" (this system),
  * "synthetic:<hwloc synthetic description>" or "xml:<path>". `narrow`, when
  * not NULL, is intersected with the process affinity.
- * Returns 0, NXR_ESYNTAX (bad spec, or synthetic indexes interleaved by
+ * Returns 0, NXR_ESYNTAX (bad spec, synthetic indexes interleaved by
  * object type or with loop counts that multiply to 0: hwloc 2.9 aborts on
- * some of those), NXR_ETOPOLOGY (hwloc refused it, or it
+ * some of those, or a synthetic description past the size bounds above,
+ * refused before hwloc builds anything), NXR_ETOPOLOGY (hwloc refused it, or it
  * names one NUMA node id twice) or -ENOMEM, with a message in err. On
  * failure *topo holds nothing.
  */

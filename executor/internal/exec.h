@@ -120,9 +120,10 @@ static inline enum nxr__nesting nxr__exec_nesting(const struct nxr__exec *exec)
 /*
  * True when the calling thread may run exec's work itself: its whole
  * affinity lies inside the domain's CPU set (always false for a
- * caller-managed domain, which declares no set). Cached per thread and
- * re-confirmed per call with sched_getcpu (executor/placement.c), so the
- * common case costs no system call.
+ * caller-managed domain, which declares no set). Cached per thread for
+ * the mask it was computed for; every call reads the mask back (one
+ * sched_getaffinity) and recomputes when it changed (executor/placement.c),
+ * so the answer follows any change the thread makes to its own affinity.
  */
 bool nxr__exec_caller_inside(const struct nxr__exec *exec);
 

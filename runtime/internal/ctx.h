@@ -25,6 +25,9 @@ struct nxr__ctx_scope {
 
 struct nxr_ctx {
     unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
+    /* The fork generation it was made in: inherited through fork, every call
+     * is NXR_EFORKED without a look at rt (which the child may have freed). */
+    unsigned long fork_gen;
     /* NULL once orphaned: the runtime was destroyed while the context was
      * open (reported then); every later call is NXR_EBROKEN, destroy frees. */
     nxr_runtime_t *rt;

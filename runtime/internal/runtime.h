@@ -12,6 +12,7 @@
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
 #include "executor/internal/team.h"
+#include "base/internal/fork.h"
 #include "runtime/nxr.h"
 
 /* The default spin policy (see README "Knobs"): no fixed bound; workers
@@ -57,6 +58,9 @@ struct nxr__settings {
 
 struct nxr_runtime {
     unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
+    /* The fork generation it was made in (base/internal/fork.h): in a child
+     * of a fork every call answers NXR_EFORKED. Immutable. */
+    unsigned long fork_gen;
     struct nxr__topology topo;
     struct nxr__settings settings;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
@@ -86,6 +90,13 @@ struct nxr_runtime {
     pthread_mutex_t ctx_lock;
     struct nxr_ctx *contexts;
 };
+
+/* True in a child of a fork for a runtime made before it: its workers,
+ * permits and locks are the parent's, so nothing may wait on them. */
+static inline bool nxr__runtime_forked(const nxr_runtime_t *rt)
+{
+    return nxr__forked_since(rt->fork_gen);
+}
 
 /* Appends d to the runtime's table (growing it); 0 or -ENOMEM. Caller holds
  * domains_lock or owns the runtime exclusively. */

@@ -102,3 +102,41 @@ Test(domains_topology, index_lists_and_loops_load_as_given)
         nxr__topology_fini(&topo);
     }
 }
+
+/* Synthetic descriptions are bounded before hwloc sees them: hwloc's work
+ * grows faster than the objects it builds ("pack:16 core:64 pu:64" took 17 s
+ * and 970 MB in nxr_runtime_create; "pack:4096 pu:1" 10 s), and a test
+ * topology never needs a machine larger than Linux can run. The limits
+ * (domains/internal/topology.h): PUs, objects over all levels, children of
+ * one object. Each case is one past a limit; the largest taken still loads. */
+Test(domains_topology, oversized_synthetic_descriptions_are_esyntax)
+{
+    static const char *const specs[] = {
+        "synthetic:pack:16 core:64 pu:64",             /* the issue's: 65,536 PUs */
+        "synthetic:pack:100 core:100 pu:100",          /* 1,000,000 PUs */
+        "synthetic:pack:0x1000 core:0x1000 pu:0x1000", /* hex counts, as hwloc reads them */
+        "synthetic:pack:17 core:241 pu:1",             /* 4,097 PUs: one over */
+        "synthetic:pack:2 core:1025 pu:1",             /* 1,025 children of one package */
+        "synthetic:pack:4 core:1024 group:1 group:1 pu:1", /* 16,389 objects, the machine too */
+        "synthetic:pack:2 core:1024 [numa] group:1 group:1 group:1 group:1 group:1 pu:1",
+        /* 16,387 objects with the 2,048 attached nodes, 14,339 without */
+    };
+    static const char *const named[] = {
+        "65536 PUs", "1000000 PUs", "4096 children", "4097 PUs", "1025 children",
+        "16389 objects", "16387 objects",
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        struct nxr__topology topo;
+        err[0] = '\0';
+        cr_assert_eq(nxr__topology_load(&topo, specs[i], NULL, err, sizeof(err)), NXR_ESYNTAX, "%s",
+                     specs[i]);
+        cr_assert_null(topo.hw, "a refused spec holds nothing");
+        cr_assert_not_null(strstr(err, named[i]), "%s: message '%s'", specs[i], err);
+    }
+    struct nxr__topology topo;
+    cr_assert_eq(nxr__topology_load(&topo, "synthetic:pack:4 core:1024 pu:1", NULL, err,
+                                    sizeof(err)),
+                 0, "%s", err);
+    cr_assert_eq(topo.cpu_count, 4096);
+    nxr__topology_fini(&topo);
+}

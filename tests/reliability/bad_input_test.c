@@ -743,6 +743,59 @@ Test(reliability_bad_input, provider_create_impossible_classification_or_tables_
     expect_provider(&d, NXR_EPROVIDER);
 }
 
+static int global_get(void *self)
+{
+    (void)self;
+    return 1;
+}
+
+static void global_set(void *self, int count)
+{
+    (void)self, (void)count;
+}
+
+static int released;
+
+static void count_release(void *self)
+{
+    (void)self;
+    released++;
+}
+
+/* Only a GLOBAL_OR_UNCONTROLLED provider may bring a global count: nxr
+ * holds the count gate around a call that has one, and a provider that fans
+ * out on nxr's workers (or runs with a count of its own) would then ask for
+ * permits under the gate, the reverse of the lock order (permit, then gate). */
+Test(reliability_bad_input, provider_create_global_count_on_a_non_global_provider_is_eprovider)
+{
+    static const nxr_global_threads_ops_t ops = {.get = global_get, .set = global_set};
+    static const struct {
+        enum nxr_count_control count;
+        enum nxr_provider_placement placement;
+    } valid[] = {
+        {NXR_COUNT_PER_CALL_BOUND, NXR_RUNS_ON_ENGINE_WORKERS},
+        {NXR_COUNT_PER_CALL_BOUND, NXR_RUNS_ON_EXTERNAL_WORKERS},
+        {NXR_COUNT_SEQUENTIAL, NXR_RUNS_ON_CALLING_THREAD},
+        {NXR_COUNT_CLAMP_TO_ONE, NXR_RUNS_ON_CALLING_THREAD},
+    };
+    released = 0;
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        nxr_provider_desc_t d;
+        nxr_provider_desc_init(&d);
+        d.name = "x";
+        d.gemm = &fake_gemm;
+        d.count = valid[i].count;
+        d.placement = valid[i].placement;
+        d.release = count_release;
+        nxr_provider_t *p;
+        cr_assert_eq(nxr_provider_create(&d, &p), 0, "row %zu is valid without a count", i);
+        nxr_provider_destroy(p);
+        d.global_threads = &ops;
+        expect_provider(&d, NXR_EPROVIDER);
+    }
+    cr_assert_eq(released, 4, "release ran for the created ones only");
+}
+
 Test(reliability_bad_input, provider_native_and_openblas_bad_arguments_are_einval)
 {
     nxr_provider_t *p = (nxr_provider_t *)0x1;

@@ -5,6 +5,11 @@
  * NXR_EBROKEN (not a use of freed memory), their step memory went back
  * before the pools did, and nxr_ctx_destroy only frees the context. Checked
  * builds (--config=checked, --config=asan) abort with the message instead.
+ *
+ * Destroy from inside a body (a task destroying its own runtime) would wait
+ * for the operation that runs the caller: it is refused at once, reported
+ * as NXR_EREENTRANT, and the runtime is left as it was (checked builds
+ * abort with the report).
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -13,7 +18,16 @@
 #include <string.h>
 
 #include "runtime/nxr.h"
+#include "runtime/nxr_ctx.h"
 #include "tests/support/cpus.h"
+
+/* A task that destroys the runtime it runs on. */
+static int destroying_task(void *arg, size_t index)
+{
+    (void)index;
+    nxr_runtime_destroy(arg);
+    return 0;
+}
 
 static nxr_runtime_t *runtime_with_two_domains(void)
 {
@@ -36,6 +50,17 @@ Test(runtime_destroy_order, open_contexts_at_destroy_abort_in_checked_builds,
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
     nxr_runtime_destroy(rt); /* aborts: ctx is still open */
+}
+
+Test(runtime_destroy_order, destroy_inside_a_body_aborts_in_checked_builds, .signal = SIGABRT,
+     .timeout = 20)
+{
+    nxr_runtime_t *rt = runtime_with_two_domains();
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 1, destroying_task, rt, &job), 0);
+    nxr_job_wait(job); /* the task aborts the process */
 }
 #else
 static void body(void *arg, size_t b, size_t e, unsigned worker)
@@ -109,5 +134,27 @@ Test(runtime_destroy_order, contexts_closed_in_time_leave_stderr_quiet,
     char out[256];
     read_stderr(out, sizeof(out));
     cr_assert_str_eq(out, "");
+}
+
+/* Bounded by the refusal itself: before it, the task's destroy drained the
+ * domain and so waited for the job running it, and nxr_job_wait for ever. */
+Test(runtime_destroy_order, destroy_inside_a_body_is_refused_and_reported,
+     .init = cr_redirect_stderr, .timeout = 20)
+{
+    nxr_runtime_t *rt = runtime_with_two_domains();
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    nxr_job_t *job;
+    cr_assert_eq(nxr_submit(ctx, 1, destroying_task, rt, &job), 0);
+    cr_assert_eq(nxr_job_wait(job), 0);
+    char out[512];
+    read_stderr(out, sizeof(out));
+    cr_assert(strstr(out, "nxr_runtime_destroy") != NULL && strstr(out, "NXR_EREENTRANT") != NULL,
+              "stderr: %s", out);
+    int calls = 0;
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 10, 0, body, &calls), 0, "the runtime still works");
+    cr_assert_eq(calls, 1);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
 }
 #endif

@@ -22,6 +22,7 @@
  */
 #include <criterion/criterion.h>
 #include <numa.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
+#include "tests/support/procfs.h"
 
 /* ---- where work ran ------------------------------------------------------------ */
 
@@ -568,5 +570,82 @@ Test(runtime_work_placement, a_caller_inside_runs_small_work_itself, .timeout = 
     cr_assert_eq(nxr__team_regions(ctx->domain->team), regions,
                  "small work from a caller inside the domain dispatched a region");
     nxr_ctx_destroy(ctx);
+    close_runtime();
+}
+
+/* ---- the caller's own affinity changes ------------------------------------------------ */
+
+static atomic_int body_worker_domain; /* nxr_test_worker_domain() in the body */
+static atomic_int body_on_caller;     /* the body ran on the calling thread */
+static pid_t caller_tid;
+
+static void where_body(void *arg, size_t b, size_t e, unsigned w)
+{
+    (void)arg, (void)b, (void)e, (void)w;
+    record_here();
+    atomic_store(&body_worker_domain, nxr_test_worker_domain());
+    atomic_store(&body_on_caller, (pid_t)syscall(SYS_gettid) == caller_tid);
+}
+
+/* One piece of small work; says whether the caller ran it itself. */
+static bool ran_on_caller(nxr_ctx_t *ctx, const nxr_domain_t *d, const char *what)
+{
+    seen_reset();
+    atomic_store(&body_worker_domain, -2);
+    uint64_t regions = nxr__team_regions(ctx->domain->team);
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 1, 1, where_body, NULL), 0, "%s", what);
+    expect_on(nxr_domain_cpuset(d), what);
+    bool mine = atomic_load(&body_on_caller);
+    if (mine)
+        cr_assert_eq(nxr__team_regions(ctx->domain->team), regions, "%s: a region ran", what);
+    else
+        cr_assert_eq(atomic_load(&body_worker_domain), nxr_domain_id(d),
+                     "%s: handed off, but not to the domain's worker", what);
+    return mine;
+}
+
+static void set_own_affinity(hwloc_const_bitmap_t cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, cpus) CPU_SET((unsigned)cpu, &set);
+    hwloc_bitmap_foreach_end();
+    /* The thread's own call, not nxr_ctx_bind: nxr is not told. */
+    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+}
+
+/* A caller that changes its own mask (pthread_setaffinity_np, nxr not told)
+ * is placed by the new mask on its very next call: widened past the domain
+ * it is outside (its body could migrate off the domain's CPUs mid-run, so a
+ * worker runs it, whatever CPU the caller happens to be on), narrowed back
+ * inside it runs small work itself again. Deterministic: the answer must not
+ * depend on where the scheduler keeps the caller. */
+Test(runtime_work_placement, a_caller_that_changes_its_own_mask_is_placed_by_it_at_once,
+     .timeout = 60)
+{
+    NXR_TEST_NEED_CPUS(2); /* a mask wider than the one-CPU domain */
+    open_runtime(NULL, "0:%0;1:%1");
+    const nxr_domain_t *d = domain(1);
+    caller_tid = (pid_t)syscall(SYS_gettid);
+    hwloc_bitmap_t wide = hwloc_bitmap_dup(nxr_domain_cpuset(d));
+    hwloc_bitmap_or(wide, wide, nxr_domain_cpuset(domain(0)));
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    for (int round = 0; round < 3; round++) {
+        set_own_affinity(nxr_domain_cpuset(d));
+        cr_assert(ran_on_caller(ctx, d, "pinned inside"), "round %d: inside, not run here", round);
+        cr_assert(ran_on_caller(ctx, d, "still inside"), "round %d", round);
+        set_own_affinity(wide);
+        cr_assert_not(ran_on_caller(ctx, d, "widened"),
+                      "round %d: the caller widened its mask past the domain and still ran the "
+                      "work itself",
+                      round);
+        cr_assert_not(ran_on_caller(ctx, d, "still wide"), "round %d", round);
+    }
+    set_own_affinity(nxr_domain_cpuset(d));
+    cr_assert(ran_on_caller(ctx, d, "narrowed back"), "narrowed back inside, still handed off");
+    nxr_ctx_destroy(ctx);
+    hwloc_bitmap_free(wide);
     close_runtime();
 }
