@@ -427,6 +427,8 @@ int main(int argc, char **argv)
             core = argv[++i];
             if (strcmp(core, "none") == 0)
                 core = NULL;
+        } else if (strcmp(argv[i], "--gemv-mib") == 0 && i + 1 < argc) {
+            small_only_mib = (size_t)atol(argv[++i]);
         } else if (strcmp(argv[i], "--only-small") == 0) {
             struct small_report small;
             small_section(&small, reps);

@@ -262,6 +262,8 @@ static void gemm_shape(struct small_report *rep, struct rt *nat, size_t m, size_
     free(c);
 }
 
+size_t small_only_mib; /* kernels.c's --gemv-mib: that GEMV size alone */
+
 void small_section(struct small_report *rep, int reps)
 {
     memset(rep, 0, sizeof *rep);
@@ -270,6 +272,12 @@ void small_section(struct small_report *rep, int reps)
     rep->threads = nxr_ctx_budget(nat.ctx);
     openblas_set_num_threads((int)rep->threads);
     omp_set_dynamic(0);
+    if (small_only_mib != 0) {
+        const size_t k = small_only_mib >= 64 ? 16384 : 1024;
+        gemv_size(rep, &nat, small_only_mib, small_only_mib * ((size_t)1 << 18) / k, k, reps);
+        rt_close(&nat);
+        return;
+    }
     gemv_size(rep, &nat, 4, 1024, 1024, reps);
     gemv_size(rep, &nat, 64, 4096, 4096, reps);
     gemv_size(rep, &nat, 512, 8192, 16384, reps / 2 > 4 ? reps / 2 : 4);

@@ -35,6 +35,9 @@ struct small_report {
     size_t ngemm;
 };
 
+/* Nonzero: small_section runs only the GEMV of that many MiB. */
+extern size_t small_only_mib;
+
 /* Runs both parts; `reps` rounds each (the 512 MiB GEMV: half). */
 void small_section(struct small_report *rep, int reps);
 

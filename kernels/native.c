@@ -88,7 +88,7 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     plan->mc = isa->mc;
     plan->nc = isa->nc;
     plan->kc = isa->kc;
-    plan->scratch_bytes = nxr__sgemm_scratch_for(isa, args);
+    plan->scratch_bytes = nxr__sgemm_scratch_bytes(isa);
     plan->epilogue = NULL;
     plan->packed = NULL;
     if (args->m == 0 || args->n == 0) {
@@ -235,17 +235,15 @@ void nxr__small_chunk(void *arg, size_t begin, size_t end, unsigned worker)
         job->plan.isa->sgemm_small(&job->plan, begin, end, scratch);
 }
 
-size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args)
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+                              const struct nxr__packed_b *packed)
 {
-    const size_t tiles = nxr__sgemm_scratch_bytes(isa);
-    if (args == NULL)
-        return tiles;
-    /* The small path's copy of X: at most NXR_SMALL_MAX rows of k. */
-    const size_t ns = args->m <= args->n ? args->m : args->n;
-    if (ns > NXR_SMALL_MAX || args->k > SIZE_MAX / sizeof(float) / NXR_SMALL_MAX / 2)
-        return tiles;
-    const size_t x = ns * round_up(args->k, 16) * sizeof(float);
-    return x > tiles ? x : tiles;
+    /* The small path packs no operand: at most its copy of X (often
+     * nothing, and then the call acquires no scratch at all). */
+    struct nxr__small_plan small;
+    if (args != NULL && nxr__small_plan_init(&small, isa, args, packed, NULL))
+        return small.scratch_bytes;
+    return nxr__sgemm_scratch_bytes(isa);
 }
 
 void nxr__sgemm_chunk(void *arg, size_t begin, size_t end, unsigned worker)

@@ -74,7 +74,7 @@ static bool reads_operands(const nxr_sgemm_args_t *g)
 
 static size_t native_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
 {
-    return nxr__sgemm_scratch_for(isa_of(self), args);
+    return nxr__sgemm_scratch_for(isa_of(self), args, NULL);
 }
 
 static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
@@ -136,8 +136,10 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     int rc = nxr__sgemm_batch_job_init(&job, isa_of(self), args, call->scratch);
     if (rc != 0)
         return rc;
-    if (args->batch > 0 && reads_operands(&args->gemm) &&
-        (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+    /* What the items' path needs: small items pack nothing but maybe X. */
+    const size_t need = nxr__sgemm_scratch_for(isa_of(self), &args->gemm, NULL);
+    if (args->batch > 0 && reads_operands(&args->gemm) && need > 0 &&
+        (rc = check_scratch(call, need)) != 0)
         return rc;
     const nxr_sgemm_args_t *g = &args->gemm;
     bool outer = args->batch >= call->threads && g->m * g->n * g->k <= BATCH_OUTER_MAX_MACS;

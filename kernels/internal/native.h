@@ -100,7 +100,7 @@ struct nxr__sgemm_plan {
     const struct nxr__native_isa *isa;
     size_t mc, nc, kc;
     size_t tiles_m, tiles_n;
-    size_t scratch_bytes; /* per worker: nxr__sgemm_scratch_for(isa, &args) */
+    size_t scratch_bytes; /* per worker, for any plan of this ISA */
     /* Applied to each micro-tile of C as it is written back after the last
      * kc slice (NULL: none); set by the fused op, never by plan_init. */
     const nxr_sgemm_epilogue_t *epilogue;
@@ -243,8 +243,11 @@ struct nxr__small_job {
 /* Units [begin, end) of job->plan. */
 void nxr__small_chunk(void *job, size_t begin, size_t end, unsigned worker);
 
-/* Per-worker scratch any GEMM with these arguments needs, on either path. */
-size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args);
+/* Per-worker scratch a GEMM with these arguments (and op(B) packed in
+ * panels, or NULL) needs on the path it takes: the small path's copy of X
+ * (often 0), else the tile loop's packing buffers. */
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+                              const struct nxr__packed_b *packed);
 
 /* ---- elementwise ----------------------------------------------------------- */
 

@@ -254,7 +254,8 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
                 /* Unpacked, through the dispatch the provider uses. */
                 struct nxr__small_plan sp;
                 const bool small = nxr__small_plan_init(&sp, isas[ii], &x.g, NULL, NULL);
-                void *scratch = ref_scratch(nxr__sgemm_scratch_for(isas[ii], &x.g));
+                void *scratch = ref_scratch(nxr__sgemm_scratch_bytes(isas[ii]) + nxr__sgemm_scratch_for(isas[ii], &x.g, NULL) +
+                                            (size_t)NXR_SMALL_MAX * 4 * (k + 16));
                 void *const scr[1] = {scratch};
                 struct nxr__sgemm_job job = {.scratch = scr};
                 if (small) {
