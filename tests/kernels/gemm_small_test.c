@@ -239,8 +239,12 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
 {
     const struct nxr__native_isa *isas[3];
     const size_t nisa = ref_isas(isas);
-    static const size_t shapes[][3] = {{1, 70, 33}, {16, 100, 600}, {40, 5, 33}, {3, 1, 17},
-                                       {17, 70, 600}, {40, 100, 20}};
+    /* 1100 wide: unpacked rows that far apart take the streaming form of
+     * the axpy kernel, packed panels the register one. */
+    static const size_t shapes[][3] = {{1, 70, 33},     {16, 100, 600}, {40, 5, 33},
+                                       {3, 1, 17},      {17, 70, 600},  {40, 100, 20},
+                                       {3, 1100, 600},  {1, 2100, 30},  {1100, 4, 40},
+                                       {12, 1100, 40}};
     uint64_t seed = 4000;
     for (size_t ii = 0; ii < nisa; ii++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
