@@ -29,6 +29,7 @@
 #include "kernels/nxr_kernels.h"
 
 struct nxr__sgemm_plan;
+struct nxr__packed_b;
 
 /* Elements per base block of the pairwise sum; parallel reduction blocks
  * are this times a power of two, which keeps them bit-identical to the
@@ -44,6 +45,8 @@ static inline size_t nxr__pow2_below(size_t m)
     return p;
 }
 
+struct nxr__small_plan;
+
 /* One ISA's kernels. Lengths are element counts; nothing here validates. */
 struct nxr__native_isa {
     const char *name; /* "avx512", "avx2", "portable" */
@@ -52,6 +55,9 @@ struct nxr__native_isa {
     unsigned mc, kc, nc;
     /* Macro tiles [begin, end) of C, all of k; scratch: plan->scratch_bytes. */
     void (*sgemm_tiles)(const struct nxr__sgemm_plan *plan, size_t begin, size_t end,
+                        float *scratch);
+    /* Units [begin, end) of a small-shape GEMM (see nxr__small_plan). */
+    void (*sgemm_small)(const struct nxr__small_plan *plan, size_t begin, size_t end,
                         float *scratch);
     void (*add)(size_t n, const float *x, const float *y, float *out);
     void (*mul)(size_t n, const float *x, const float *y, float *out);
@@ -98,6 +104,9 @@ struct nxr__sgemm_plan {
     /* Applied to each micro-tile of C as it is written back after the last
      * kc slice (NULL: none); set by the fused op, never by plan_init. */
     const nxr_sgemm_epilogue_t *epilogue;
+    /* op(B) packed in panels (NULL: B is read through args.b/ldb/trans_b);
+     * the tile loop then reads its micro-panels in place. */
+    const struct nxr__packed_b *packed;
 };
 
 /* 0 when args describe a valid GEMM (see nxr_sgemm_args_t), else -EINVAL. */
@@ -136,6 +145,109 @@ struct nxr__sgemm_batch_job {
 int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
                               const nxr_sgemm_batch_args_t *args, void *const *scratch);
 void nxr__sgemm_batch_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* ---- packed op(B) ----------------------------------------------------------
+ * A weight matrix prepared once (runtime/nxr_weights.h): op(B) is k x n.
+ * From an untransposed source it becomes column panels of nr (the
+ * micro-kernel's width) over all of k, panel q holding op(B)[p][q*nr + j]
+ * at data[q * k * nr + p * nr + j], zero-padded past n: the very micro-panels
+ * pack_b would build per call, so the tile loop reads them in place. From a
+ * transposed source it stays rows of k (op(B)^T, n rows), `ld` floats apart,
+ * which is what the unpacked transposed call reads. Either way each kernel
+ * reads the same values in the same order as the unpacked call: same bits. */
+struct nxr__packed_b {
+    bool panels; /* else rows */
+    size_t k, n;
+    size_t ld; /* rows: floats between rows (>= k, a multiple of 16) */
+    const float *data;
+};
+
+/* Bytes a packed copy of a k x n op(B) takes (k, n >= 1). */
+size_t nxr__sgemm_packed_bytes(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n);
+
+/* Packs op(B) (src as the sgemm args' b, ldb, trans_b) into dst
+ * (nxr__sgemm_packed_bytes, 64-byte aligned) and describes it in *view. */
+void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n,
+                       const float *src, size_t ld, float *dst, struct nxr__packed_b *view);
+
+/* The native GEMM (plain, or fused when epilogue is set) against packed
+ * op(B): args as nxr_sgemm's, b/ldb/trans_b ignored, k and n packed's. Same
+ * bits as the unpacked call. 0, -EINVAL or what the native sgemm returns. */
+int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                             const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
+                             const nxr_sgemm_epilogue_t *epilogue);
+
+/* Whether p is nxr's native GEMM provider, and its ISA table. */
+bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native_isa **isa);
+
+/* ---- small shapes ------------------------------------------------------------
+ * A GEMM whose m or n is at most NXR_SMALL_MAX (a decode step's GEMV, a
+ * small batch through a weight matrix) gets its own path: nothing of the
+ * large operand W is packed, its long dimension is cut into units split over
+ * the participants, and each participant streams its share of W once while
+ * the few rows of the small operand X stay in L1. Written as
+ *     Y[s][l] = alpha * sum_p X[s][p] W[l][p] + beta * Y[s][l],
+ * s < ns (the small side), l < nl (the long one): for small m, X = op(A),
+ * W = op(B)^T, Y = C; for small n, X = op(B)^T, W = op(A), Y = C^T. Two
+ * kernels, by how W lies in memory:
+ *   - dot: W's rows run along k (W(l, p) = w[l * w_ls + p]): each Y element
+ *     is a vector dot product over k, reduced at the end (units: DOT_ROWS
+ *     rows of W);
+ *   - axpy: W runs along l (W(l, p) = w[(l / nr) * w_ps + p * w_rs + l % nr]:
+ *     rows of op(B), or the panels of packed weights): Y's vectors are
+ *     accumulated over k in slices of kc, as the tile loop does (units: nr
+ *     columns).
+ * Every Y element is computed by the same code whichever unit, group or
+ * participant computes it, so the split never changes a bit; a packed W
+ * feeds the same kernel the same values as the unpacked call. */
+#define NXR_SMALL_MAX 16
+#define NXR_SMALL_DOT_ROWS 4
+
+struct nxr__small_plan {
+    const struct nxr__native_isa *isa;
+    bool dot;
+    bool transposed; /* small n: Y = C^T (the epilogue runs along C's rows) */
+    size_t ns, nl, k;
+    float alpha, beta;
+    const float *x;
+    size_t x_ss, x_ps; /* X[s][p] = x[s * x_ss + p * x_ps] */
+    /* X is copied into the worker's scratch first (rows of k): the dot
+     * kernel needs x_ps == 1; packed panels hold X (small n) in panels. */
+    bool x_copy;
+    const float *x_panels; /* non-NULL: X[s][p] = x_panels[(s/nr)*k*nr + p*nr + s%nr] */
+    const float *w;
+    size_t w_ls, w_rs, w_ps;
+    float *y;
+    size_t y_ss, y_ls;
+    float *c; /* C and ldc, for the epilogue */
+    size_t ldc;
+    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+    size_t units;
+    size_t scratch_bytes; /* per worker: the copy of X (0: none) */
+};
+
+/* Whether args (valid, reading A and B) take the small path, and then its
+ * plan; packed (NULL: none) is op(B) packed once. */
+bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native_isa *isa,
+                          const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
+                          const nxr_sgemm_epilogue_t *epilogue);
+
+/* Units per chunk so that a chunk streams enough of W to pay for a region. */
+size_t nxr__small_grain(const struct nxr__small_plan *plan);
+
+struct nxr__small_job {
+    struct nxr__small_plan plan;
+    void *const *scratch;
+};
+
+/* Units [begin, end) of job->plan. */
+void nxr__small_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* Per-worker scratch a GEMM with these arguments (and op(B) packed in
+ * panels, or NULL) needs on the path it takes: the small path's copy of X
+ * (often 0), else the tile loop's packing buffers. */
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+                              const struct nxr__packed_b *packed);
 
 /* ---- elementwise ----------------------------------------------------------- */
 
