@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/internal/cpu.h"
 
@@ -89,6 +90,7 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
     plan->kc = isa->kc;
     plan->scratch_bytes = nxr__sgemm_scratch_bytes(isa);
     plan->epilogue = NULL;
+    plan->packed = NULL;
     if (args->m == 0 || args->n == 0) {
         plan->tiles_m = plan->tiles_n = 0;
         return 0;
@@ -116,6 +118,39 @@ int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_
         plan->tiles_m = ceil_div(args->m, plan->mc);
     }
     return 0;
+}
+
+size_t nxr__sgemm_packed_bytes(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n)
+{
+    if (trans)
+        return n * round_up(k, 16) * sizeof(float);
+    return round_up(n, isa->nr) * k * sizeof(float);
+}
+
+void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n,
+                       const float *src, size_t ld, float *dst, struct nxr__packed_b *view)
+{
+    *view = (struct nxr__packed_b){.panels = !trans, .k = k, .n = n, .data = dst};
+    if (trans) {
+        const size_t ldp = round_up(k, 16);
+        view->ld = ldp;
+        for (size_t j = 0; j < n; ++j) {
+            memcpy(dst + j * ldp, src + j * ld, k * sizeof(float));
+            for (size_t p = k; p < ldp; ++p)
+                dst[j * ldp + p] = 0.0f;
+        }
+        return;
+    }
+    const size_t nr = isa->nr;
+    for (size_t q = 0; q * nr < n; ++q) {
+        float *panel = dst + q * k * nr;
+        const size_t cols = n - q * nr < nr ? n - q * nr : nr;
+        for (size_t p = 0; p < k; ++p) {
+            memcpy(panel + p * nr, src + p * ld + q * nr, cols * sizeof(float));
+            for (size_t j = cols; j < nr; ++j)
+                panel[p * nr + j] = 0.0f;
+        }
+    }
 }
 
 void nxr__sgemm_chunk(void *arg, size_t begin, size_t end, unsigned worker)

@@ -78,21 +78,43 @@ static size_t native_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
     return nxr__sgemm_scratch_bytes(isa_of(self));
 }
 
-static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                        const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep);
+
+/* Every native GEMM, plain, fused or against packed weights, comes here.
+ * ep (NULL: none) rides in the plan and is applied per micro-tile as the
+ * last kc slice is written back (native_gemm.inc). When A and B are not
+ * read (alpha == 0, k == 0) there is no such write-back: C is scaled, then
+ * the epilogue runs over its rows. packed (NULL: none) is op(B) in panels. */
+static int gemm_run(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                    const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *ep,
+                    const struct nxr__packed_b *packed)
 {
     if (call == NULL)
         return -EINVAL;
     struct nxr__sgemm_job job;
     unsigned parts = splits(call) ? call->threads : 1;
-    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, parts);
+    int rc = nxr__sgemm_plan_init(&job.plan, isa, args, parts);
     if (rc != 0)
         return rc;
-    if (reads_operands(args) && (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+    if (!reads_operands(args)) {
+        job.scratch = NULL;
+        rc = run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
+        return rc != 0 || ep == NULL ? rc : run_epilogue(isa, call, args, ep);
+    }
+    if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
+    job.plan.epilogue = ep;
+    job.plan.packed = packed;
     job.scratch = call->scratch;
     /* Static shares keep each worker's tiles contiguous (B packed once per
      * column block). */
     return run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
+}
+
+static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+{
+    return gemm_run(isa_of(self), call, args, NULL, NULL);
 }
 
 /* One fan-out level: items are the unit of work, each GEMM sequential. */
@@ -155,29 +177,26 @@ int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a
     return run_epilogue(nxr__native_isa_best(), call, args, epilogue);
 }
 
-/* The epilogue rides in the plan and is applied per micro-tile as the last
- * kc slice is written back (native_gemm.inc). When A and B are not read
- * (alpha == 0, k == 0) there is no such write-back: C is scaled, then the
- * epilogue runs over its rows. */
 static int native_sgemm_fused(void *self, const nxr_kernel_call_t *call,
                               const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
 {
-    if (call == NULL || args == NULL || epilogue == NULL)
+    if (args == NULL || epilogue == NULL)
         return -EINVAL;
-    if (!reads_operands(args)) {
-        int rc = native_sgemm(self, call, args);
-        return rc != 0 ? rc : run_epilogue(isa_of(self), call, args, epilogue);
-    }
-    struct nxr__sgemm_job job;
-    unsigned parts = splits(call) ? call->threads : 1;
-    int rc = nxr__sgemm_plan_init(&job.plan, isa_of(self), args, parts);
-    if (rc != 0)
-        return rc;
-    if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
-        return rc;
-    job.plan.epilogue = epilogue;
-    job.scratch = call->scratch;
-    return run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
+    return gemm_run(isa_of(self), call, args, epilogue, NULL);
+}
+
+int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                             const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
+                             const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (args == NULL || packed == NULL || args->n != packed->n || args->k != packed->k)
+        return -EINVAL;
+    nxr_sgemm_args_t g = *args;
+    g.b = packed->data;
+    /* Rows are op(B)^T as stored: exactly the unpacked transposed call. */
+    g.trans_b = !packed->panels;
+    g.ldb = packed->panels ? packed->n : packed->ld;
+    return gemm_run(isa, call, &g, epilogue, packed->panels ? packed : NULL);
 }
 
 static const nxr_gemm_ops_t native_gemm_ops = {
@@ -186,6 +205,15 @@ static const nxr_gemm_ops_t native_gemm_ops = {
     .sgemm_batch = native_sgemm_batch,
     .sgemm_fused = native_sgemm_fused,
 };
+
+bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native_isa **isa)
+{
+    if (p == NULL || p->foreign || p->gemm != &native_gemm_ops)
+        return false;
+    if (isa != NULL)
+        *isa = p->self;
+    return true;
+}
 
 /* ---- elementwise ------------------------------------------------------------- */
 

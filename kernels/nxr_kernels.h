@@ -309,13 +309,15 @@ NXR_API int nxr_provider_create(const nxr_provider_desc_t *desc, nxr_provider_t 
 NXR_API int nxr_provider_native_create(enum nxr_provider_family family, nxr_provider_t **out);
 
 /*
- * The OpenBLAS GEMM provider, classified from the linked library
- * (openblas_get_parallel): a sequential build is SEQUENTIAL x
+ * The OpenBLAS GEMM provider, classified from the library (loaded now if
+ * the process does not have it yet, see nxr_openblas_probe;
+ * openblas_get_parallel): a sequential build is SEQUENTIAL x
  * CALLING_THREAD; a pthreads or OpenMP build is GLOBAL_OR_UNCONTROLLED x
  * EXTERNAL_WORKERS. Its sgemm refuses (NXR_EPLACEMENT) to run when
  * OpenBLAS's current count exceeds call->threads, so it never runs wider
  * than it was granted. It never changes OpenBLAS's thread count; nxr does
- * that only inside the exclusive permit. 0, -EINVAL or -ENOMEM.
+ * that only inside the exclusive permit. 0, -EINVAL, -ENOMEM or
+ * NXR_EUNSUPPORTED (no OpenBLAS on this system).
  */
 NXR_API int nxr_provider_openblas_create(nxr_provider_t **out);
 
@@ -409,8 +411,12 @@ enum nxr_openblas_threading {
     NXR_OPENBLAS_UNKNOWN = 3,    /* anything else: classified as GLOBAL */
 };
 
-/* What the linked OpenBLAS says about itself. */
+/* What OpenBLAS says about itself. */
 typedef struct nxr_openblas_info {
+    /* The system has an OpenBLAS nxr can load (libopenblas.so.0 with the
+     * entry points nxr uses); false leaves every other field 0/"" except
+     * threading (UNKNOWN) and diagnostic. */
+    bool present;
     enum nxr_openblas_threading threading;
     int parallel;     /* openblas_get_parallel() as reported */
     int threads;      /* openblas_get_num_threads() at probe time */
@@ -426,7 +432,11 @@ typedef struct nxr_openblas_info {
     char diagnostic[256]; /* why core_fallback is set; "" otherwise */
 } nxr_openblas_info_t;
 
-/* Probes the linked OpenBLAS. Reads, never changes, its state. Any thread. */
+/* Probes OpenBLAS. nxr does not link it: the first probe (or
+ * nxr_provider_openblas_create) loads it into the process, and the pthreads
+ * build starts its threads then; a process that never probes it or creates
+ * its provider runs none of them. Reads, never changes, its state. Any
+ * thread. */
 NXR_API void nxr_openblas_probe(nxr_openblas_info_t *out);
 
 #ifdef __cplusplus

@@ -8,10 +8,21 @@
  * the placement rules (kernels/internal/rules.h) decide where it may run.
  * The provider itself never changes the count; the exclusive-permit path
  * does, through nxr__global_threads_run, and restores it.
+ *
+ * nxr does not link OpenBLAS: it loads it (dlopen) the first time the
+ * provider is created or the library is probed. Loading runs OpenBLAS's
+ * constructor, and the pthreads build starts its worker threads there, before
+ * any call: linked, every process with libnxr had one more thread per CPU
+ * from its first instruction, whether it ever used OpenBLAS or not. A
+ * runtime only looks at an OpenBLAS the process already has
+ * (nxr__openblas_probe_loaded, RTLD_NOLOAD); nxr_runtime_describe loads it to
+ * report it, since that was asked for.
  */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +30,62 @@
 #include "kernels/internal/native.h"
 #include "kernels/internal/openblas.h"
 #include "kernels/internal/provider.h"
+
+/* The library's entry points nxr uses, resolved once (pthread_once), then
+ * read-only: any thread may call through them. */
+static struct {
+    void *handle; /* NULL: no OpenBLAS on this system */
+    int (*get_parallel)(void);
+    int (*get_num_threads)(void);
+    void (*set_num_threads)(int);
+    char *(*get_corename)(void);
+    char *(*get_config)(void);
+    void (*sgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint,
+                  blasint, float, const float *, blasint, const float *, blasint, float, float *,
+                  blasint);
+} ob;
+
+static pthread_once_t ob_once = PTHREAD_ONCE_INIT;
+
+/* Debian's soname (every threading model installs it, through alternatives). */
+#define OB_SONAME "libopenblas.so.0"
+
+static void ob_load(void)
+{
+    void *h = dlopen(OB_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        return;
+    /* POSIX allows object -> function pointers through dlsym's void *. */
+    *(void **)&ob.get_parallel = dlsym(h, "openblas_get_parallel");
+    *(void **)&ob.get_num_threads = dlsym(h, "openblas_get_num_threads");
+    *(void **)&ob.set_num_threads = dlsym(h, "openblas_set_num_threads");
+    *(void **)&ob.get_corename = dlsym(h, "openblas_get_corename");
+    *(void **)&ob.get_config = dlsym(h, "openblas_get_config");
+    *(void **)&ob.sgemm = dlsym(h, "cblas_sgemm");
+    if (ob.get_parallel == NULL || ob.get_num_threads == NULL || ob.set_num_threads == NULL ||
+        ob.get_corename == NULL || ob.get_config == NULL || ob.sgemm == NULL) {
+        dlclose(h); /* not an OpenBLAS nxr can drive */
+        return;
+    }
+    ob.handle = h;
+}
+
+/* Loads OpenBLAS into the process if it is not there yet (its threads start
+ * then); false when the system has none. */
+static bool ob_present(void)
+{
+    pthread_once(&ob_once, ob_load);
+    return ob.handle != NULL;
+}
+
+bool nxr__openblas_loaded(void)
+{
+    void *h = dlopen(OB_SONAME, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return false;
+    dlclose(h); /* drops the reference NOLOAD took */
+    return true;
+}
 
 void nxr__openblas_classify(int parallel, enum nxr_openblas_threading *threading,
                             enum nxr_count_control *count, enum nxr_provider_placement *placement)
@@ -114,18 +181,34 @@ static void copy_string(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src != NULL ? src : "");
 }
 
+void nxr__openblas_probe_loaded(nxr_openblas_info_t *out)
+{
+    if (nxr__openblas_loaded()) {
+        nxr_openblas_probe(out);
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    out->threading = NXR_OPENBLAS_UNKNOWN;
+}
+
 void nxr_openblas_probe(nxr_openblas_info_t *out)
 {
     if (out == NULL)
         return;
     memset(out, 0, sizeof *out);
-    out->parallel = openblas_get_parallel();
+    if (!ob_present()) {
+        out->threading = NXR_OPENBLAS_UNKNOWN;
+        copy_string(out->diagnostic, sizeof out->diagnostic, "no " OB_SONAME " on this system");
+        return;
+    }
+    out->present = true;
+    out->parallel = ob.get_parallel();
     nxr__openblas_classify(out->parallel, &out->threading, &out->count, &out->placement);
     /* The resting count: another runtime's exclusive call may have set its
      * budget for the moment (kernels/global_count.c). */
-    out->threads = nxr__global_count_read(openblas_get_num_threads);
-    copy_string(out->core, sizeof out->core, openblas_get_corename());
-    copy_string(out->config, sizeof out->config, openblas_get_config());
+    out->threads = nxr__global_count_read(ob.get_num_threads);
+    copy_string(out->core, sizeof out->core, ob.get_corename());
+    copy_string(out->config, sizeof out->config, ob.get_config());
     out->core_fallback = nxr__openblas_core_fallback(out->core, nxr__cpu_tier(), out->diagnostic,
                                                      sizeof out->diagnostic);
 }
@@ -135,13 +218,13 @@ void nxr_openblas_probe(nxr_openblas_info_t *out)
 static int ob_get_threads(void *self)
 {
     (void)self;
-    return openblas_get_num_threads();
+    return ob.get_num_threads();
 }
 
 static void ob_set_threads(void *self, int count)
 {
     (void)self;
-    openblas_set_num_threads(count);
+    ob.set_num_threads(count);
 }
 
 static const nxr_global_threads_ops_t ob_threads_ops = {
@@ -178,13 +261,13 @@ static int ob_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_a
         return NXR_EUNSUPPORTED;
     /* Never wider than granted: with the count above the call's threads,
      * OpenBLAS would run on workers nobody admitted. */
-    if (s->global_count && openblas_get_num_threads() > (int)call->threads)
+    if (s->global_count && ob.get_num_threads() > (int)call->threads)
         return NXR_EPLACEMENT;
     /* Operands that are not read still get leading dimensions cblas accepts
      * (it rejects, and prints, ld < max(1, rows of storage)). */
     const size_t lda = at_least(g->lda, g->trans_a ? g->m : g->k);
     const size_t ldb = at_least(g->ldb, g->trans_b ? g->k : g->n);
-    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+    ob.sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
                 g->trans_b ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k, g->alpha,
                 g->a, (int)lda, g->b, (int)ldb, g->beta, g->c, (int)g->ldc);
     return 0;
@@ -226,10 +309,12 @@ int nxr_provider_openblas_create(nxr_provider_t **out)
     if (out == NULL)
         return -EINVAL;
     *out = NULL;
+    if (!ob_present())
+        return NXR_EUNSUPPORTED;
     enum nxr_openblas_threading threading;
     nxr_provider_desc_t d;
     nxr_provider_desc_init(&d);
-    nxr__openblas_classify(openblas_get_parallel(), &threading, &d.count, &d.placement);
+    nxr__openblas_classify(ob.get_parallel(), &threading, &d.count, &d.placement);
     d.name = "openblas";
     d.family = NXR_FAMILY_GEMM;
     d.gemm = &ob_gemm_ops;

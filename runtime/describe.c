@@ -64,6 +64,16 @@ static void placement_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise", "reduction",
                                                           "norm"};
 
+/* The creation-time probe when the process had OpenBLAS then; else a probe
+ * now, which loads it: a description was asked for. */
+static const nxr_openblas_info_t *openblas_of(const nxr_runtime_t *rt, nxr_openblas_info_t *tmp)
+{
+    if (rt->openblas.present)
+        return &rt->openblas;
+    nxr_openblas_probe(tmp);
+    return tmp;
+}
+
 static const char *openblas_threading_name(enum nxr_openblas_threading t)
 {
     switch (t) {
@@ -99,9 +109,13 @@ static void providers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            nxr_count_control_name(nxr_provider_count_control(p)),
                            nxr_provider_placement_name(nxr_provider_placement(p)));
     }
-    const nxr_openblas_info_t *ob = &rt->openblas;
-    nxr__strbuf_printf(sb, ",\"openblas\":{\"threading\":\"%s\",\"threads\":%d,\"core\":",
-                       openblas_threading_name(ob->threading), ob->threads);
+    nxr_openblas_info_t probed;
+    const nxr_openblas_info_t *ob = openblas_of(rt, &probed);
+    nxr__strbuf_printf(sb,
+                       ",\"openblas\":{\"present\":%s,\"threading\":\"%s\",\"threads\":%d,"
+                       "\"core\":",
+                       ob->present ? "true" : "false", openblas_threading_name(ob->threading),
+                       ob->threads);
     nxr__strbuf_json_string(sb, ob->core);
     nxr__strbuf_printf(sb,
                        ",\"count\":\"%s\",\"placement\":\"%s\",\"core_fallback\":%s,"
@@ -129,7 +143,8 @@ static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
         nxr__strbuf_printf(sb, " %s=%s", family_keys[f], nxr_provider_name(p));
     }
-    const nxr_openblas_info_t *ob = &rt->openblas;
+    nxr_openblas_info_t probed;
+    const nxr_openblas_info_t *ob = openblas_of(rt, &probed);
     nxr__strbuf_printf(sb, "\nopenblas: %s, %d thread(s), core %s, %s x %s\n",
                        openblas_threading_name(ob->threading), ob->threads, ob->core,
                        nxr_count_control_name(ob->count),

@@ -38,6 +38,7 @@
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/place.h"
 #include "runtime/internal/runtime.h"
+#include "runtime/internal/weights.h"
 
 /* One kernel call, packed by its public wrapper: what to invoke, the
  * argument check's verdict, and the inputs placement weighs. */
@@ -374,6 +375,89 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
         if (args->m > 0 && args->n > 0)
             input(&k, epilogue->bias, floats(args->n));
     }
+    return run(ctx, &k);
+}
+
+/* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
+
+struct packed_call {
+    const struct nxr__native_isa *isa;
+    nxr_sgemm_args_t gemm; /* b: the copy's data */
+    const struct nxr__packed_b *packed;
+    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+};
+
+static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c,
+                            const void *p)
+{
+    const struct packed_call *pc = p;
+    (void)b; /* the weights' own ISA: the native provider's, checked at creation */
+    return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
+}
+
+/* The packed call's verdict: the copy for ctx's domain, then nxr_sgemm's
+ * rules on the equivalent unpacked arguments (the copy standing in for B),
+ * the epilogue's, and C against the whole copy. */
+static void packed_prepare(nxr_ctx_t *ctx, struct kcall *k, struct packed_call *pc,
+                           const nxr_sgemm_packed_args_t *args, const nxr_sgemm_epilogue_t *ep)
+{
+    if (args == NULL || args->w == NULL) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why, "%s is NULL", args == NULL ? "args" : "args->w");
+        return;
+    }
+    const nxr_weights_t *w = args->w;
+    if (ctx->placing) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why,
+                 "a placing context has no domain to choose a copy by; use a context on a "
+                 "domain that holds one");
+        return;
+    }
+    const struct nxr__weights_copy *copy = nxr__weights_on(w, ctx->domain);
+    if (copy == NULL) {
+        k->bad = NXR_ENODOMAIN;
+        snprintf(k->why, sizeof k->why, "the weights have no copy on domain %d",
+                 ctx->domain->spec.id);
+        return;
+    }
+    pc->isa = w->isa;
+    pc->packed = &copy->view;
+    pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
+                       ? ep
+                       : NULL;
+    pc->gemm = (nxr_sgemm_args_t){
+        .trans_a = args->trans_a, .trans_b = w->trans, .m = args->m, .n = w->n, .k = w->k,
+        .alpha = args->alpha, .a = args->a, .lda = args->lda, .b = copy->data,
+        .ldb = w->trans ? w->k : w->n, .beta = args->beta, .c = args->c, .ldc = args->ldc};
+    /* The whole copy (padding included), named as such, before nxr_sgemm's
+     * rules would call it B. */
+    if (nxr__sgemm_reads_ab(&pc->gemm) && nxr__spans_overlap(pc->gemm.c,
+                                                             nxr__sgemm_c_bytes(&pc->gemm),
+                                                             copy->data, copy->bytes)) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why, "c overlaps the packed weights");
+        return;
+    }
+    k->bad = nxr__check_sgemm(&pc->gemm, k->why, sizeof k->why);
+    if (k->bad == 0)
+        k->bad = nxr__check_epilogue(&pc->gemm, pc->epilogue, k->why, sizeof k->why);
+    if (k->bad == 0) {
+        k->scratch_bytes = nxr__sgemm_scratch_bytes(w->isa);
+        gemm_inputs(k, &pc->gemm, 1, 0, 0, 0);
+    }
+}
+
+int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
+                     const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (ctx == NULL)
+        return -EINVAL;
+    struct packed_call pc = {0};
+    struct kcall k = {.name = "nxr_sgemm_packed", .family = NXR_FAMILY_GEMM,
+                      .invoke = inv_sgemm_packed, .args = &pc};
+    if (ctx->rt != NULL) /* else run() reports the orphaned context */
+        packed_prepare(ctx, &k, &pc, args, epilogue);
     return run(ctx, &k);
 }
 

@@ -43,6 +43,7 @@
 #include "runtime/nxr_ctx_kernels.h"
 #include "runtime/nxr_memory.h"
 #include "runtime/nxr_place.h"
+#include "runtime/nxr_weights.h"
 
 #ifdef __cplusplus
 extern "C" {

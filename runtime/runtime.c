@@ -14,6 +14,7 @@
 #include "alloc/internal/registry.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/ctx.h"
+#include "kernels/internal/openblas.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 
@@ -131,7 +132,9 @@ static int make_providers(nxr_runtime_t *rt, const struct nxr_runtime_opts *opts
     int rc = nxr_provider_bundle_create(&bopts, &rt->providers);
     nxr_provider_destroy(openblas); /* the bundle holds its own reference */
     nxr_fpenv_get(&rt->fpenv);
-    nxr_openblas_probe(&rt->openblas);
+    /* Only an OpenBLAS the process already has: loading one would start its
+     * threads in every process that links nxr (kernels/openblas.c). */
+    nxr__openblas_probe_loaded(&rt->openblas);
     return rc;
 }
 

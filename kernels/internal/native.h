@@ -29,6 +29,7 @@
 #include "kernels/nxr_kernels.h"
 
 struct nxr__sgemm_plan;
+struct nxr__packed_b;
 
 /* Elements per base block of the pairwise sum; parallel reduction blocks
  * are this times a power of two, which keeps them bit-identical to the
@@ -98,6 +99,9 @@ struct nxr__sgemm_plan {
     /* Applied to each micro-tile of C as it is written back after the last
      * kc slice (NULL: none); set by the fused op, never by plan_init. */
     const nxr_sgemm_epilogue_t *epilogue;
+    /* op(B) packed in panels (NULL: B is read through args.b/ldb/trans_b);
+     * the tile loop then reads its micro-panels in place. */
+    const struct nxr__packed_b *packed;
 };
 
 /* 0 when args describe a valid GEMM (see nxr_sgemm_args_t), else -EINVAL. */
@@ -136,6 +140,40 @@ struct nxr__sgemm_batch_job {
 int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
                               const nxr_sgemm_batch_args_t *args, void *const *scratch);
 void nxr__sgemm_batch_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* ---- packed op(B) ----------------------------------------------------------
+ * A weight matrix prepared once (runtime/nxr_weights.h): op(B) is k x n.
+ * From an untransposed source it becomes column panels of nr (the
+ * micro-kernel's width) over all of k, panel q holding op(B)[p][q*nr + j]
+ * at data[q * k * nr + p * nr + j], zero-padded past n: the very micro-panels
+ * pack_b would build per call, so the tile loop reads them in place. From a
+ * transposed source it stays rows of k (op(B)^T, n rows), `ld` floats apart,
+ * which is what the unpacked transposed call reads. Either way each kernel
+ * reads the same values in the same order as the unpacked call: same bits. */
+struct nxr__packed_b {
+    bool panels; /* else rows */
+    size_t k, n;
+    size_t ld; /* rows: floats between rows (>= k, a multiple of 16) */
+    const float *data;
+};
+
+/* Bytes a packed copy of a k x n op(B) takes (k, n >= 1). */
+size_t nxr__sgemm_packed_bytes(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n);
+
+/* Packs op(B) (src as the sgemm args' b, ldb, trans_b) into dst
+ * (nxr__sgemm_packed_bytes, 64-byte aligned) and describes it in *view. */
+void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, size_t n,
+                       const float *src, size_t ld, float *dst, struct nxr__packed_b *view);
+
+/* The native GEMM (plain, or fused when epilogue is set) against packed
+ * op(B): args as nxr_sgemm's, b/ldb/trans_b ignored, k and n packed's. Same
+ * bits as the unpacked call. 0, -EINVAL or what the native sgemm returns. */
+int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
+                             const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
+                             const nxr_sgemm_epilogue_t *epilogue);
+
+/* Whether p is nxr's native GEMM provider, and its ISA table. */
+bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native_isa **isa);
 
 /* ---- elementwise ----------------------------------------------------------- */
 

@@ -32,4 +32,13 @@ bool nxr__openblas_core_fallback(const char *core, enum nxr__isa_tier cpu, char 
 
 const char *nxr__isa_tier_name(enum nxr__isa_tier tier);
 
+/* Whether the process already has OpenBLAS loaded (linked by the host, or
+ * loaded by an earlier probe or provider). Never loads it. */
+bool nxr__openblas_loaded(void);
+
+/* nxr_openblas_probe when OpenBLAS is already loaded; else *out says
+ * nothing (present false, threading UNKNOWN), and nothing is loaded: no
+ * OpenBLAS thread starts. */
+void nxr__openblas_probe_loaded(nxr_openblas_info_t *out);
+
 #endif /* NXR_KERNELS_INTERNAL_OPENBLAS_H */

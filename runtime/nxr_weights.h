@@ -1,0 +1,129 @@
+/*
+ * nxr packed weights: a weight matrix prepared once, at load, into the
+ * layout nxr's native GEMM reads, in the node memory of each domain that
+ * uses it, so that calls against it never pack and never read another
+ * node's memory (docs/contracts.md, "Spans, shards and packed weights").
+ *
+ * Usage. A service loads its model once: for each weight matrix W it fills
+ * an nxr_weights_desc_t (op(W) is k x n, as the B operand of
+ * C = op(A) * op(W); `trans` when W is stored n x k), names the domains that
+ * will run calls against it (NULL: every domain of the runtime) and calls
+ * nxr_weights_create, which copies W into each of those domains' arenas
+ * (bound to the domain's node before first touch: nxr_mem_domain and
+ * nxr_mem_node answer for every page). The caller may then free its own
+ * copy. Each serving thread, on a context of one of those domains, runs
+ * nxr_sgemm_packed (with an optional fused bias + activation epilogue) with
+ * its activations as A: one row for a decode step (a GEMV), a few rows for
+ * a small batch, or many; the call reads that domain's copy. The result is
+ * bit for bit what nxr_sgemm (or nxr_sgemm_fused) gives on the same
+ * arguments with the original W, so packed and plain paths can be compared
+ * exactly. At shutdown, nxr_weights_destroy before nxr_runtime_destroy.
+ *
+ * The layout follows the source's orientation (an untransposed W becomes
+ * column panels of the GEMM micro-kernel's width over all of k; a
+ * transposed one stays rows of k, re-strided and aligned): it is the one
+ * that gives the same bits as the unpacked call. It is nxr's native
+ * kernels' layout: a runtime whose GEMM provider is not nxr's own
+ * (NXR_GEMM=openblas, an injected provider) refuses to pack
+ * (NXR_EUNSUPPORTED), never silently runs another kernel.
+ */
+#ifndef NXR_WEIGHTS_H
+#define NXR_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/nxr_status.h"
+#include "kernels/nxr_kernels.h"
+#include "runtime/nxr_ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nxr_weights nxr_weights_t;
+
+/* What to pack. op(W) is k x n: W[p][j] at w[p * ldw + j] (trans false,
+ * ldw >= n) or at w[j * ldw + p] (trans true, ldw >= k). domain_ids lists
+ * the domains that get a copy (domain_count of them, no duplicates); NULL
+ * means every domain of the runtime. */
+typedef struct nxr_weights_desc {
+    bool trans;
+    size_t k, n;
+    const float *w;
+    size_t ldw;
+    const int *domain_ids;
+    size_t domain_count;
+} nxr_weights_desc_t;
+
+/* Everything zero/NULL/false (every domain). */
+NXR_API void nxr_weights_desc_init(nxr_weights_desc_t *desc);
+
+/*
+ * Packs desc->w once per listed domain, into memory of that domain's arena
+ * (nxr_domain_malloc), and returns the handle in *out. The copying is done
+ * by the calling thread (the pages are bound to each domain's node whoever
+ * writes them); desc->w is only read, and may be freed afterwards. Returns
+ * 0, -EINVAL (NULL argument, k or n 0, ldw too small, NULL w, a duplicate
+ * id), NXR_ENODOMAIN (an id the runtime lacks), NXR_EUNSUPPORTED (the
+ * runtime's GEMM provider is not nxr's native one), -ENOMEM or
+ * NXR_EPLACEMENT; on failure *out is NULL and nothing stays allocated. Any
+ * thread, not from inside a body; blocks while it copies.
+ */
+NXR_API int nxr_weights_create(nxr_runtime_t *rt, const nxr_weights_desc_t *desc,
+                               nxr_weights_t **out);
+
+/* Frees every copy (back to its domain's arena) and the handle. NULL is a
+ * no-op. Not while a call against w is running; before the runtime goes. */
+NXR_API void nxr_weights_destroy(nxr_weights_t *w);
+
+/* op(W)'s shape as packed (0 for NULL). */
+NXR_API size_t nxr_weights_k(const nxr_weights_t *w);
+NXR_API size_t nxr_weights_n(const nxr_weights_t *w);
+
+/*
+ * The copy that lives on domain d: its first byte and its length in bytes
+ * (the packed layout, padding included), for placement checks
+ * (nxr_mem_node page by page, nxr_mem_domain). Returns 0, -EINVAL or
+ * NXR_ENODOMAIN (w has no copy on d). Any thread; the memory stays w's.
+ */
+NXR_API int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, const void **data,
+                             size_t *bytes);
+
+/*
+ * C = alpha * op(A) * op(W) + beta * C, then the epilogue (NULL: none):
+ * C[i][j] = act(C[i][j] + bias[j]), as nxr_sgemm_fused. op(A) is m x k
+ * (lda >= (trans_a ? m : k)), C is m x n (ldc >= n), with k and n those of
+ * w. The rules of nxr_sgemm_args_t hold (beta 0 never reads C, alpha 0
+ * never reads A or W, C must not overlap A or the bias).
+ */
+typedef struct nxr_sgemm_packed_args {
+    bool trans_a;
+    size_t m;
+    float alpha;
+    const float *a;
+    size_t lda;
+    const nxr_weights_t *w;
+    float beta;
+    float *c;
+    size_t ldc;
+} nxr_sgemm_packed_args_t;
+
+/*
+ * Runs the product on ctx's domain against that domain's copy of the
+ * weights, with the domain's workers as nxr_sgemm does (small m splits the
+ * columns of W across them, each streaming its share once; nothing is
+ * packed per call). Same bits as nxr_sgemm_fused with the original W.
+ * Returns 0, nxr_sgemm's errors, -EINVAL (also: a placing context, which
+ * has no domain to choose a copy by; NULL w), NXR_ENODOMAIN (w has no copy
+ * on ctx's domain; the detail names it). The context's thread rule applies;
+ * blocks until the product is done.
+ */
+NXR_API int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
+                             const nxr_sgemm_epilogue_t *epilogue);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_WEIGHTS_H */
