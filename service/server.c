@@ -21,6 +21,7 @@ struct slot {
     const nxr_domain_t *domain, *memory;
     nxr_ctx_t *home; /* a context on `memory`, for binding the serving thread */
     const float *weights;
+    const nxr_weights_t *const *packed;
     struct svc_queue queue;
     /* Workers free to take a batch as a task: at most `budget` tasks are
      * out at once, so a batch that will split waits for at most one task
@@ -91,8 +92,8 @@ static int compute(struct slot *s, struct svc_request *r)
                               nxr_domain_id(s->memory), nxr_strerror(rc));
         return rc;
     }
-    rc = svc_model_forward(&svc_ops_nxr, s->ctx, shape, s->weights, r->rows, r->input, r->output,
-                           nxr_buffer_data(scratch));
+    rc = svc_model_forward_with(&svc_ops_nxr, s->ctx, shape, s->weights, s->packed, r->rows,
+                                r->input, r->output, nxr_buffer_data(scratch));
     nxr_buffer_release(scratch);
     if (rc != 0)
         svc_request_set_error(r, "model on domain %d: %s", nxr_domain_id(s->domain),
@@ -116,7 +117,8 @@ static int pass(struct slot *s, struct svc_request *first, size_t rows)
     size_t at = 0;
     for (const struct svc_request *r = first; r != NULL; at += r->rows, r = r->next)
         memcpy(in + at * shape->hidden, r->input, r->rows * shape->hidden * sizeof(float));
-    rc = svc_model_forward(&svc_ops_nxr, s->ctx, shape, s->weights, rows, in, out, work);
+    rc = svc_model_forward_with(&svc_ops_nxr, s->ctx, shape, s->weights, s->packed, rows, in, out,
+                                work);
     at = 0;
     for (struct svc_request *r = first; rc == 0 && r != NULL; at += r->rows, r = r->next)
         memcpy(r->output, out + at * shape->vocab, r->rows * shape->vocab * sizeof(float));
@@ -434,6 +436,7 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
         s->server = srv;
         s->index = made;
         s->weights = slots[made].weights;
+        s->packed = slots[made].packed;
         svc_queue_init(&s->queue);
         rc = nxr_ctx_create(&s->ctx, rt, slots[made].domain_id);
         if (rc != 0) {

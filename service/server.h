@@ -47,6 +47,9 @@ struct svc_server;
 struct svc_slot_decl {
     int domain_id;        /* the domain the slot's context runs on */
     const float *weights; /* the slot's replica (borrowed) */
+    /* The weight matrices packed for the slot's context's domain (borrowed;
+     * svc_model_matrices of them), or NULL: the matrices of `weights`. */
+    const nxr_weights_t *const *packed;
     /* The slot's home: whose pool request scratch comes from, and whose CPUs
      * the serving thread is bound to (nxr_ctx_bind). NULL: the context's
      * domain. In attach mode the context's domain is the attached executor
