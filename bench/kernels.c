@@ -62,16 +62,8 @@
 #include "kernels/internal/rules.h"
 #include "runtime/internal/runtime.h"
 
-enum family { FAM_NONE, FAM_OPENBLAS, FAM_NXR, FAM_OMP };
-
-/* Sleep before switching to a contender of another family: long enough for
- * the previous family's threads to stop spinning. */
-static const unsigned settle_ms[] = {
-    [FAM_NONE] = 0,
-    [FAM_OPENBLAS] = 150, /* OpenBLAS's server threads spin 2^28 TSC ticks, ~0.1 s */
-    [FAM_NXR] = 20,       /* NXR_SPIN: ~0.1 ms */
-    [FAM_OMP] = 20,       /* libgomp's default spin: a few ms at most */
-};
+#include "bench/kernels_util.h"
+#include "bench/kernels_small.h"
 
 /* Calls per contender's turn (see the file comment): a turn at n = 512 is
  * ~20 ms, so the first calls after the settle weigh in as they do in a
@@ -82,107 +74,7 @@ static const unsigned settle_ms[] = {
 #define BURST_2048  4
 #define BURST_TRIAD 4 /* ~5 ms each at 3 x 64 MiB */
 
-static enum family last_family = FAM_NONE;
-
-static void settle(enum family next)
-{
-    if (last_family != FAM_NONE && last_family != next) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)settle_ms[last_family] * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    last_family = next;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Median over pairs of rounds (2i, 2i+1) of (num[2i] + num[2i+1]) /
- * (den[2i] + den[2i+1]); a last unpaired round is left out. reps >= 2. */
-static double pair_ratio(const double *num, const double *den, int reps)
-{
-    int pairs = reps / 2;
-    double *r = calloc((size_t)pairs, sizeof(double));
-    for (int i = 0; i < pairs; i++)
-        r[i] = (num[2 * i] + num[2 * i + 1]) / (den[2 * i] + den[2 * i + 1]);
-    double m = median(r, pairs);
-    free(r);
-    return m;
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "kernels: %s: %s\n", what, nxr_strerror(rc));
-    exit(1);
-}
-
-static float *alloc_floats(size_t n)
-{
-    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-    if (p == NULL) {
-        fprintf(stderr, "kernels: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* A runtime on the default domains with `gemm` as its GEMM provider (NULL:
- * native); env ignored so that the caller's NXR_* cannot change the run. */
-struct rt {
-    nxr_runtime_t *rt;
-    nxr_ctx_t *ctx;
-};
-
-static void rt_open(struct rt *r, nxr_provider_t *gemm, int policy)
-{
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.providers[NXR_FAMILY_GEMM] = gemm;
-    o.provider_policy = policy;
-    int rc = nxr_runtime_create(&r->rt, &o);
-    if (rc != 0)
-        die("runtime", rc);
-    rc = nxr_ctx_create(&r->ctx, r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)));
-    if (rc != 0)
-        die("context", rc);
-}
-
-/* The native kernels on the default domains, capped at `threads`. */
-static void rt_open_threads(struct rt *r, int threads)
-{
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.num_threads = threads;
-    int rc = nxr_runtime_create(&r->rt, &o);
-    if (rc != 0)
-        die("runtime", rc);
-    rc = nxr_ctx_create(&r->ctx, r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)));
-    if (rc != 0)
-        die("context", rc);
-}
-
-static void rt_close(struct rt *r)
-{
-    nxr_ctx_destroy(r->ctx);
-    nxr_runtime_destroy(r->rt);
-}
+enum family last_family = FAM_NONE;
 
 /* ---- SGEMM ----------------------------------------------------------------- */
 
@@ -520,7 +412,7 @@ static void json_rows(const char *suffix, const struct sgemm_report *rep)
 
 int main(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, skip_small = false;
     int reps = 12;
     size_t triad_mib = 64;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
@@ -535,11 +427,21 @@ int main(int argc, char **argv)
             core = argv[++i];
             if (strcmp(core, "none") == 0)
                 core = NULL;
+        } else if (strcmp(argv[i], "--gemv-mib") == 0 && i + 1 < argc) {
+            small_only_mib = (size_t)atol(argv[++i]);
+        } else if (strcmp(argv[i], "--only-small") == 0) {
+            struct small_report small;
+            small_section(&small, reps);
+            small_print_text(&small, 0.0);
+            return 0;
+        } else if (strcmp(argv[i], "--no-small") == 0) {
+            skip_small = true;
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
             triad_mib = (size_t)atol(argv[++i]);
         } else {
             fprintf(stderr,
-                    "usage: kernels [--json] [--reps N] [--coretype NAME|none] [--triad-mib M]\n");
+                    "usage: kernels [--json] [--reps N] [--coretype NAME|none] [--triad-mib M] "
+                    "[--no-small]\n");
             return 2;
         }
     }
@@ -557,6 +459,9 @@ int main(int argc, char **argv)
     bool have_typed = core != NULL && sgemm_with_coretype(core, reps, &typed);
     struct triad_report triad;
     triad_section(&triad, triad_mib, 3 * reps);
+    struct small_report small;
+    if (!skip_small)
+        small_section(&small, reps);
     openblas_set_num_threads(original_count);
 
     const struct sgemm_row *r2048 = &base.rows[1];
@@ -570,8 +475,12 @@ int main(int argc, char **argv)
             json_rows("_coretype", &typed);
         }
         printf(",\"triad_mib_per_array\":%zu,\"triad_gbs\":%.2f,\"omp_triad_gbs\":%.2f,"
-               "\"triad_vs_omp\":%.4f}\n",
+               "\"triad_vs_omp\":%.4f",
                triad.mib, triad.nxr, triad.omp, triad.ratio);
+        printf(",\"native_2048_gflops\":%.2f", r2048->native);
+        if (!skip_small)
+            small_print_json(&small);
+        printf("}\n");
         return 0;
     }
     printf("nxr kernels benchmark: %u threads (the domain's budget) for every contender\n",
@@ -600,5 +509,7 @@ int main(int argc, char **argv)
            r2048->ctx_vs_direct, goal(r2048->ctx_vs_direct, 0.97), r512->native_vs_direct,
            goal(r512->native_vs_direct, 0.9), r512->native_vs_native1,
            goal(r512->native_vs_native1, 1.7), triad.ratio, goal(triad.ratio, 1.0));
+    if (!skip_small)
+        small_print_text(&small, r2048->native);
     return 0;
 }

@@ -153,6 +153,99 @@ void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, 
     }
 }
 
+/* ---- small shapes ---------------------------------------------------------- */
+
+bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native_isa *isa,
+                          const nxr_sgemm_args_t *g, const struct nxr__packed_b *packed,
+                          const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0f)
+        return false; /* C = beta C: the tile loop's scale */
+    const bool small_m = g->m <= NXR_SMALL_MAX && g->m <= g->n;
+    const bool small_n = !small_m && g->n <= NXR_SMALL_MAX;
+    if (!small_m && !small_n)
+        return false;
+    const size_t nr = isa->nr;
+    *plan = (struct nxr__small_plan){.isa = isa, .k = g->k, .alpha = g->alpha, .beta = g->beta,
+                                     .c = g->c, .ldc = g->ldc, .epilogue = epilogue};
+    const bool panels = packed != NULL && packed->panels;
+    if (small_m) {
+        plan->ns = g->m;
+        plan->nl = g->n;
+        plan->x = g->a;
+        plan->x_ss = g->trans_a ? 1 : g->lda;
+        plan->x_ps = g->trans_a ? g->lda : 1;
+        plan->w = g->b;
+        plan->dot = g->trans_b && !panels;
+        if (panels) {
+            plan->w = packed->data;
+            plan->w_rs = nr;
+            plan->w_ps = g->k * nr;
+        } else if (plan->dot) {
+            plan->w_ls = g->ldb; /* op(B)^T's rows: B's */
+        } else {
+            plan->w_rs = g->ldb;
+            plan->w_ps = nr;
+        }
+        plan->y = g->c;
+        plan->y_ss = g->ldc;
+        plan->y_ls = 1;
+    } else {
+        plan->transposed = true;
+        plan->ns = g->n;
+        plan->nl = g->m;
+        if (panels) {
+            plan->x_panels = packed->data;
+        } else {
+            plan->x = g->b;
+            plan->x_ss = g->trans_b ? g->ldb : 1;
+            plan->x_ps = g->trans_b ? 1 : g->ldb;
+        }
+        plan->w = g->a;
+        plan->dot = !g->trans_a;
+        if (plan->dot) {
+            plan->w_ls = g->lda;
+        } else {
+            plan->w_rs = g->lda;
+            plan->w_ps = nr;
+        }
+        plan->y = g->c;
+        plan->y_ss = 1;
+        plan->y_ls = g->ldc;
+    }
+    plan->x_copy = plan->x_panels != NULL || (plan->dot && plan->x_ps != 1);
+    plan->scratch_bytes = plan->x_copy ? plan->ns * round_up(g->k, 16) * sizeof(float) : 0;
+    plan->units = plan->dot ? ceil_div(plan->nl, NXR_SMALL_DOT_ROWS) : ceil_div(plan->nl, nr);
+    return true;
+}
+
+size_t nxr__small_grain(const struct nxr__small_plan *plan)
+{
+    /* About 64 KiB of W per chunk: a region costs a few microseconds. */
+    const size_t per_unit = (plan->dot ? NXR_SMALL_DOT_ROWS : plan->isa->nr) * plan->k;
+    const size_t want = 16384;
+    return per_unit >= want ? 1 : ceil_div(want, per_unit);
+}
+
+void nxr__small_chunk(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    const struct nxr__small_job *job = arg;
+    float *scratch = job->scratch != NULL ? job->scratch[worker] : NULL;
+    if (begin < end)
+        job->plan.isa->sgemm_small(&job->plan, begin, end, scratch);
+}
+
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+                              const struct nxr__packed_b *packed)
+{
+    /* The small path packs no operand: at most its copy of X (often
+     * nothing, and then the call acquires no scratch at all). */
+    struct nxr__small_plan small;
+    if (args != NULL && nxr__small_plan_init(&small, isa, args, packed, NULL))
+        return small.scratch_bytes;
+    return nxr__sgemm_scratch_bytes(isa);
+}
+
 void nxr__sgemm_chunk(void *arg, size_t begin, size_t end, unsigned worker)
 {
     const struct nxr__sgemm_job *job = arg;
@@ -190,6 +283,11 @@ void nxr__sgemm_batch_chunk(void *arg, size_t begin, size_t end, unsigned worker
             item.args.b += i * job->stride_b;
         if (item.args.c != NULL)
             item.args.c += i * job->stride_c;
+        struct nxr__small_plan small;
+        if (nxr__small_plan_init(&small, item.isa, &item.args, NULL, NULL)) {
+            small.isa->sgemm_small(&small, 0, small.units, scratch);
+            continue;
+        }
         if (tiles > 0)
             item.isa->sgemm_tiles(&item, 0, tiles, scratch);
     }

@@ -74,8 +74,7 @@ static bool reads_operands(const nxr_sgemm_args_t *g)
 
 static size_t native_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
 {
-    (void)args;
-    return nxr__sgemm_scratch_bytes(isa_of(self));
+    return nxr__sgemm_scratch_for(isa_of(self), args, NULL);
 }
 
 static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
@@ -102,6 +101,16 @@ static int gemm_run(const struct nxr__native_isa *isa, const nxr_kernel_call_t *
         rc = run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
         return rc != 0 || ep == NULL ? rc : run_epilogue(isa, call, args, ep);
     }
+    struct nxr__small_job small;
+    if (nxr__small_plan_init(&small.plan, isa, args, packed, ep)) {
+        if (small.plan.scratch_bytes > 0 &&
+            (rc = check_scratch(call, small.plan.scratch_bytes)) != 0)
+            return rc;
+        small.scratch = call->scratch;
+        /* Static shares: each participant streams one contiguous part of W. */
+        return run_range(call, small.plan.units, nxr__small_grain(&small.plan), nxr__small_chunk,
+                         &small);
+    }
     if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
     job.plan.epilogue = ep;
@@ -127,8 +136,10 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     int rc = nxr__sgemm_batch_job_init(&job, isa_of(self), args, call->scratch);
     if (rc != 0)
         return rc;
-    if (args->batch > 0 && reads_operands(&args->gemm) &&
-        (rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
+    /* What the items' path needs: small items pack nothing but maybe X. */
+    const size_t need = nxr__sgemm_scratch_for(isa_of(self), &args->gemm, NULL);
+    if (args->batch > 0 && reads_operands(&args->gemm) && need > 0 &&
+        (rc = check_scratch(call, need)) != 0)
         return rc;
     const nxr_sgemm_args_t *g = &args->gemm;
     bool outer = args->batch >= call->threads && g->m * g->n * g->k <= BATCH_OUTER_MAX_MACS;

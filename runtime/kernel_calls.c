@@ -443,7 +443,8 @@ static void packed_prepare(nxr_ctx_t *ctx, struct kcall *k, struct packed_call *
     if (k->bad == 0)
         k->bad = nxr__check_epilogue(&pc->gemm, pc->epilogue, k->why, sizeof k->why);
     if (k->bad == 0) {
-        k->scratch_bytes = nxr__sgemm_scratch_bytes(w->isa);
+        k->scratch_bytes =
+            nxr__sgemm_scratch_for(w->isa, &pc->gemm, copy->view.panels ? &copy->view : NULL);
         gemm_inputs(k, &pc->gemm, 1, 0, 0, 0);
     }
 }

@@ -45,6 +45,8 @@ static inline size_t nxr__pow2_below(size_t m)
     return p;
 }
 
+struct nxr__small_plan;
+
 /* One ISA's kernels. Lengths are element counts; nothing here validates. */
 struct nxr__native_isa {
     const char *name; /* "avx512", "avx2", "portable" */
@@ -53,6 +55,9 @@ struct nxr__native_isa {
     unsigned mc, kc, nc;
     /* Macro tiles [begin, end) of C, all of k; scratch: plan->scratch_bytes. */
     void (*sgemm_tiles)(const struct nxr__sgemm_plan *plan, size_t begin, size_t end,
+                        float *scratch);
+    /* Units [begin, end) of a small-shape GEMM (see nxr__small_plan). */
+    void (*sgemm_small)(const struct nxr__small_plan *plan, size_t begin, size_t end,
                         float *scratch);
     void (*add)(size_t n, const float *x, const float *y, float *out);
     void (*mul)(size_t n, const float *x, const float *y, float *out);
@@ -174,6 +179,75 @@ int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel
 
 /* Whether p is nxr's native GEMM provider, and its ISA table. */
 bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native_isa **isa);
+
+/* ---- small shapes ------------------------------------------------------------
+ * A GEMM whose m or n is at most NXR_SMALL_MAX (a decode step's GEMV, a
+ * small batch through a weight matrix) gets its own path: nothing of the
+ * large operand W is packed, its long dimension is cut into units split over
+ * the participants, and each participant streams its share of W once while
+ * the few rows of the small operand X stay in L1. Written as
+ *     Y[s][l] = alpha * sum_p X[s][p] W[l][p] + beta * Y[s][l],
+ * s < ns (the small side), l < nl (the long one): for small m, X = op(A),
+ * W = op(B)^T, Y = C; for small n, X = op(B)^T, W = op(A), Y = C^T. Two
+ * kernels, by how W lies in memory:
+ *   - dot: W's rows run along k (W(l, p) = w[l * w_ls + p]): each Y element
+ *     is a vector dot product over k, reduced at the end (units: DOT_ROWS
+ *     rows of W);
+ *   - axpy: W runs along l (W(l, p) = w[(l / nr) * w_ps + p * w_rs + l % nr]:
+ *     rows of op(B), or the panels of packed weights): Y's vectors are
+ *     accumulated over k in slices of kc, as the tile loop does (units: nr
+ *     columns).
+ * Every Y element is computed by the same code whichever unit, group or
+ * participant computes it, so the split never changes a bit; a packed W
+ * feeds the same kernel the same values as the unpacked call. */
+#define NXR_SMALL_MAX 16
+#define NXR_SMALL_DOT_ROWS 4
+
+struct nxr__small_plan {
+    const struct nxr__native_isa *isa;
+    bool dot;
+    bool transposed; /* small n: Y = C^T (the epilogue runs along C's rows) */
+    size_t ns, nl, k;
+    float alpha, beta;
+    const float *x;
+    size_t x_ss, x_ps; /* X[s][p] = x[s * x_ss + p * x_ps] */
+    /* X is copied into the worker's scratch first (rows of k): the dot
+     * kernel needs x_ps == 1; packed panels hold X (small n) in panels. */
+    bool x_copy;
+    const float *x_panels; /* non-NULL: X[s][p] = x_panels[(s/nr)*k*nr + p*nr + s%nr] */
+    const float *w;
+    size_t w_ls, w_rs, w_ps;
+    float *y;
+    size_t y_ss, y_ls;
+    float *c; /* C and ldc, for the epilogue */
+    size_t ldc;
+    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+    size_t units;
+    size_t scratch_bytes; /* per worker: the copy of X (0: none) */
+};
+
+/* Whether args (valid, reading A and B) take the small path, and then its
+ * plan; packed (NULL: none) is op(B) packed once. */
+bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native_isa *isa,
+                          const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
+                          const nxr_sgemm_epilogue_t *epilogue);
+
+/* Units per chunk so that a chunk streams enough of W to pay for a region. */
+size_t nxr__small_grain(const struct nxr__small_plan *plan);
+
+struct nxr__small_job {
+    struct nxr__small_plan plan;
+    void *const *scratch;
+};
+
+/* Units [begin, end) of job->plan. */
+void nxr__small_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* Per-worker scratch a GEMM with these arguments (and op(B) packed in
+ * panels, or NULL) needs on the path it takes: the small path's copy of X
+ * (often 0), else the tile loop's packing buffers. */
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+                              const struct nxr__packed_b *packed);
 
 /* ---- elementwise ----------------------------------------------------------- */
 

@@ -169,7 +169,12 @@ static void gemm_case(size_t m, size_t n, size_t k, bool ta, bool tb, float alph
     snprintf(what, sizeof what, "sgemm %zux%zux%zu ta=%d tb=%d alpha=%g beta=%g", m, n, k, ta, tb,
              alpha, beta);
     void *outs[MAX_TARGETS];
-    run_all(call_sgemm, &gc, m * ldc * sizeof(float), c0, m >= 65, outs, what);
+    /* Small shapes (m or n <= 16) split along the long side once W is a
+     * few chunks of the small path (16384 floats each); others by m. */
+    const bool small = (m <= 16 && m <= n) || (n <= 16 && n < m);
+    const size_t long_side = m <= 16 && m <= n ? n : m;
+    const bool split = small ? long_side * k >= 4 * 16384 : m >= 65;
+    run_all(call_sgemm, &gc, m * ldc * sizeof(float), c0, split, outs, what);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             double dot = 0, mag = 0;
@@ -203,7 +208,9 @@ Test(kernels_ctx_numeric, sgemm_every_shape_and_transpose)
 {
     static const size_t shapes[][3] = {{1, 1, 1},    {7, 7, 7},      {65, 65, 65}, {257, 257, 257},
                                        {7, 65, 257}, {257, 7, 65},   {65, 257, 7}, {1, 257, 65},
-                                       {257, 1, 7},  {130, 33, 300}, {9, 1100, 20}};
+                                       {257, 1, 7},  {130, 33, 300}, {9, 1100, 20},
+                                       {4, 1000, 300}, {700, 3, 200}, {1, 2000, 257},
+                                       {2000, 1, 257}, {16, 3000, 33}, {17, 3000, 33}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
             gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t & 2, 1.0f, 0.0f,

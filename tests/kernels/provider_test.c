@@ -297,9 +297,26 @@ Test(kernels_provider, native_gemm_through_the_bundle)
                           .c = c,
                           .ldc = 2};
     nxr_kernel_call_t call = {.threads = 1};
-    cr_assert_eq(nxr__bundle_sgemm(b, &call, &g), -EINVAL, "no scratch");
-    const size_t bytes = nxr__bundle_sgemm_scratch(b, &g);
-    cr_assert_gt(bytes, 0);
+    /* 2 x 2 is a small shape: its path packs nothing, so needs no scratch;
+     * the tile loop's shapes do. */
+    cr_assert_eq(nxr__bundle_sgemm(b, &call, &g), 0, "a small shape without scratch");
+    nxr_sgemm_args_t big = g;
+    big.m = big.n = 17;
+    big.k = 0; /* no operand read: C = 0 */
+    float cbig[17 * 17];
+    big.c = cbig;
+    big.ldc = 17;
+    cr_assert_eq(nxr__bundle_sgemm(b, &call, &big), 0);
+    big.k = 1;
+    big.a = a;
+    big.lda = 1;
+    big.b = a;
+    big.ldb = 17;
+    cr_assert_eq(nxr__bundle_sgemm(b, &call, &big), -EINVAL, "no scratch");
+    cr_assert_gt(nxr__bundle_sgemm_scratch(b, &big), 0, "the tile loop packs");
+    cr_assert_eq(nxr__bundle_sgemm_scratch(b, &g), 0, "the small path packs nothing");
+    memset(c, 0, sizeof c);
+    const size_t bytes = nxr__bundle_sgemm_scratch(b, &big);
     void *scratch = ref_scratch(bytes);
     void *const scr[1] = {scratch};
     call.scratch = scr;

@@ -1,0 +1,26 @@
+/*
+ * bench/kernels' peers for the small shapes, compiled as a service without
+ * nxr would build them (-Ofast -march=native -fopenmp: bench/BUILD.bazel):
+ * a plain OpenMP row loop of dot products, its column form for x^T W, and
+ * the limit every GEMV is measured against, a streaming read of the same
+ * bytes (a vectorised sum with several accumulators).
+ */
+#ifndef NXR_BENCH_KERNELS_PEERS_H
+#define NXR_BENCH_KERNELS_PEERS_H
+
+#include <stddef.h>
+
+/* y[i] = sum_p w[i * k + p] x[p], rows split statically over `threads`. */
+void peer_omp_gemv_rows(size_t rows, size_t k, const float *w, const float *x, float *y,
+                        int threads);
+
+/* y[j] = sum_p x[p] w[p * n + j] (x^T W), column blocks over `threads`. */
+void peer_omp_gemv_cols(size_t k, size_t n, const float *w, const float *x, float *y,
+                        int threads);
+
+/* The sum of w[0, n) by 64 independent lanes (4 AVX-512 or 8 AVX2
+ * accumulators), n a multiple of 64: the read side of a GEMV and nothing
+ * else. */
+float peer_read_sum(const float *w, size_t n);
+
+#endif /* NXR_BENCH_KERNELS_PEERS_H */
