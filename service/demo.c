@@ -9,6 +9,7 @@
 
 #include "service/compare.h"
 #include "service/load.h"
+#include "service/machine.h"
 #include "service/model.h"
 #include "service/omp_path.h"
 #include "service/server.h"
@@ -17,6 +18,22 @@
 
 #define MAX_DOMAINS 64
 #define MAX_WEIGHT_BYTES ((size_t)4 << 30)
+
+const char *svc_weights_name(enum svc_weights_layout w)
+{
+    return w == SVC_WEIGHTS_PACKED ? "packed" : "plain";
+}
+
+int svc_weights_parse(const char *s, enum svc_weights_layout *out)
+{
+    for (int w = SVC_WEIGHTS_PLAIN; w <= SVC_WEIGHTS_PACKED; w++) {
+        if (strcmp(s, svc_weights_name((enum svc_weights_layout)w)) == 0) {
+            *out = (enum svc_weights_layout)w;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
 
 void svc_demo_config_init(struct svc_demo_config *c)
 {
@@ -34,6 +51,9 @@ void svc_demo_config_init(struct svc_demo_config *c)
         .compare = true,
         .rounds = 8,
         .split_rows = 1,
+        .max_batch = 64,
+        .weights = SVC_WEIGHTS_PACKED,
+        .machine_s = 1.0,
         .time_budget_s = 25.0,
     };
 }
@@ -51,6 +71,11 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
         snprintf(err, errsz, "--hidden: %zu is outside 8..8192", c->hidden);
     else if (c->layers < 1 || c->layers > 256)
         snprintf(err, errsz, "--layers: %zu is outside 1..256", c->layers);
+    else if (c->max_batch < 1 || c->max_batch > 4096)
+        snprintf(err, errsz, "--max-batch: %zu is outside 1..4096", c->max_batch);
+    else if (c->weights == SVC_WEIGHTS_PACKED && c->executor != SVC_EXECUTOR_NXR)
+        snprintf(err, errsz, "--weights: packed weights live in nxr's own domains' memory; "
+                             "--executor %s serves plain weights", svc_executor_name(c->executor));
     else if (c->vocab < 1 || c->rounds < 1)
         snprintf(err, errsz, "vocab and rounds must be positive");
     else {
@@ -71,19 +96,22 @@ struct run {
     nxr_runtime_t *rt, *flat_rt;
     struct svc_attached attached;
     struct svc_replica replicas[MAX_DOMAINS];
+    struct svc_packed packed; /* --weights packed: the matrices, one copy per domain */
     size_t domains;
     float *master;
-    struct svc_server *server, *flat;
+    struct svc_server *server, *baseline, *flat;
     struct svc_omp_path *omp;
 };
 
 static void teardown(struct run *run)
 {
     svc_server_stop(run->server);
+    svc_server_stop(run->baseline);
     svc_server_stop(run->flat);
     svc_omp_path_stop(run->omp);
     for (size_t i = 0; i < run->domains; i++)
         svc_replica_destroy(&run->replicas[i]);
+    svc_packed_destroy(&run->packed);
     nxr_runtime_destroy(run->flat_rt);
     nxr_runtime_destroy(run->rt); /* drains, then releases attached executors */
     svc_attached_release(&run->attached);
@@ -97,6 +125,12 @@ static void settle(void)
      * another's spin. */
     struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
+}
+
+/* The baseline runs unless the configuration is the baseline already. */
+static bool has_baseline(const struct svc_demo_config *c)
+{
+    return c->compare && (c->max_batch != 1 || c->weights != SVC_WEIGHTS_PLAIN);
 }
 
 static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
@@ -141,6 +175,25 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
         }
     }
 
+    if (c->weights == SVC_WEIGHTS_PACKED) {
+        int ids[MAX_DOMAINS];
+        for (size_t i = 0; i < run->domains; i++)
+            ids[i] = nxr_domain_id(nxr_runtime_domain_at(run->rt, i));
+        rc = svc_packed_create(&run->packed, run->rt, &run->shape, run->master, ids, run->domains);
+        if (rc != 0) {
+            *bad_input = rc == NXR_EUNSUPPORTED;
+            snprintf(res->error, sizeof(res->error), "--weights packed: %s%s", nxr_strerror(rc),
+                     rc == NXR_EUNSUPPORTED ? " (packing needs nxr's native GEMM provider; "
+                                              "use --weights plain)"
+                                            : "");
+            return rc;
+        }
+        for (size_t i = 0; i < run->domains; i++) {
+            run->replicas[i].packed = &run->packed;
+            svc_replica_verify(&run->replicas[i]);
+        }
+    }
+
     rc = svc_attach_executors(run->rt, c->executor, &run->attached, why, sizeof(why));
     if (rc != 0) {
         *bad_input = true;
@@ -155,17 +208,37 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
         slots[i] = (struct svc_slot_decl){
             .domain_id = c->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : run->attached.ids[i],
             .weights = run->replicas[i].w,
+            .packed = c->weights == SVC_WEIGHTS_PACKED
+                          ? (const nxr_weights_t *const *)run->packed.m
+                          : NULL,
             .memory = d,
         };
     }
-    struct svc_server_opts so = {.shape = run->shape, .split_rows = c->split_rows};
+    struct svc_server_opts so = {.shape = run->shape, .split_rows = c->split_rows,
+                                 .max_batch = c->max_batch};
     rc = svc_server_start(&run->server, run->rt, slots, run->domains, &so, why, sizeof(why));
     if (rc != 0) {
         snprintf(res->error, sizeof(res->error), "serving threads: %s", why);
         return rc;
     }
+    if (c->machine_s > 0 &&
+        (rc = svc_machine_measure(run->rt, c->machine_s, &res->machine, why, sizeof(why))) != 0) {
+        snprintf(res->error, sizeof(res->error), "measuring the machine: %s", why);
+        return rc;
+    }
     if (!c->compare)
         return 0;
+
+    /* The peers serve each request alone, plain weights: as before batching. */
+    so.max_batch = 1;
+    for (size_t i = 0; i < run->domains; i++)
+        slots[i].packed = NULL;
+    if (has_baseline(c) &&
+        (rc = svc_server_start(&run->baseline, run->rt, slots, run->domains, &so, why,
+                               sizeof(why))) != 0) {
+        snprintf(res->error, sizeof(res->error), "baseline path: %s", why);
+        return rc;
+    }
 
     /* Flat: one declared domain over the whole allowed set. */
     hwloc_const_bitmap_t allowed = nxr_runtime_allowed_cpus(run->rt);
@@ -193,21 +266,29 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     return rc;
 }
 
-enum { PATH_NXR, PATH_FLAT, PATH_OMP, PATHS };
+enum { PATH_NXR, PATH_BASELINE, PATH_FLAT, PATH_OMP, PATHS };
 
 struct path {
     svc_submit_fn submit;
-    void *service;
+    void *service;   /* NULL: the path does not run */
+    struct svc_server *server; /* when it is a server, for its pass counters */
     double *latency; /* per request of the stream */
     int *slot;
     double wall_s;
     size_t served;   /* requests answered in all rounds (its own throughput) */
+    size_t rows;     /* their rows */
     float *out;      /* this round's outputs */
 };
 
-static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_demo_result *res)
+static int serve(struct run *run, struct path *all, struct svc_demo_result *res)
 {
     const struct svc_demo_config *c = run->c;
+    /* The paths that run, in a fixed order (the rounds rotate it). */
+    struct path *paths[PATHS];
+    size_t npaths = 0;
+    for (size_t p = 0; p < PATHS; p++)
+        if (all[p].service != NULL)
+            paths[npaths++] = &all[p];
     struct svc_stream stream = {.shape = run->shape, .seed = c->seed, .batch_min = c->batch_min,
                                 .batch_max = c->batch_max};
     int rc = 0;
@@ -223,8 +304,8 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
         rc = -ENOMEM;
     for (size_t p = 0; p < npaths && rc == 0; p++) {
         struct svc_load_result lr = {.latency_ms = lat, .slot = slot};
-        rc = svc_load_run(&warm, &run->shape, c->clients, paths[p].submit, paths[p].service, out,
-                          0, &lr);
+        rc = svc_load_run(&warm, &run->shape, c->clients, paths[p]->submit, paths[p]->service,
+                          out, 0, &lr);
     }
     free(lat);
     free(slot);
@@ -234,7 +315,9 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
         snprintf(res->error, sizeof(res->error), "warm-up: %s", nxr_strerror(rc));
         return rc;
     }
-    svc_server_reset_stats(run->server);
+    for (size_t p = 0; p < npaths; p++)
+        if (paths[p]->server != NULL)
+            svc_server_reset_stats(paths[p]->server);
 
     const size_t rounds = c->rounds < c->requests ? c->rounds : c->requests;
     const size_t steps = rounds * npaths;
@@ -246,7 +329,7 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
     size_t stream_first = 0, compared = 0, step = 0;
     size_t served[PATHS] = {0}; /* also where each path's next latency goes */
     res->rounds_planned = rounds;
-    res->flat_identical = true;
+    res->flat_identical = res->baseline_identical = true;
     res->omp_max_diff = 0.0;
     for (size_t r = 0; r < rounds && rc == 0; r++) {
         size_t count = c->requests / rounds + (r < c->requests % rounds ? 1 : 0);
@@ -255,12 +338,12 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
             break;
         const size_t nout = round.total_rows * run->shape.vocab;
         for (size_t p = 0; p < npaths && rc == 0; p++)
-            if ((paths[p].out = malloc(nout * sizeof(float))) == NULL)
+            if ((paths[p]->out = malloc(nout * sizeof(float))) == NULL)
                 rc = -ENOMEM;
         size_t common = count;
         for (size_t k = 0; k < npaths && rc == 0; k++) {
             const size_t p = (r + k) % npaths; /* the order rotates every round */
-            struct path *P = &paths[p];
+            struct path *P = paths[p];
             settle();
             struct svc_load_result lr = {.latency_ms = P->latency + served[p],
                                          .slot = P->slot + served[p]};
@@ -269,6 +352,7 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
                               deadline, &lr);
             P->wall_s += lr.wall_s;
             served[p] += lr.served;
+            P->rows += lr.served < count ? round.offset[lr.served] : round.total_rows;
             if (lr.served < common)
                 common = lr.served;
             if (c->progress != NULL)
@@ -278,16 +362,21 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
             res->stopped_early = true;
         const size_t ncommon = (common < count ? round.offset[common] : round.total_rows) *
                                run->shape.vocab;
-        if (rc == 0 && npaths == PATHS) {
-            if (!svc_outputs_identical(paths[PATH_NXR].out, paths[PATH_FLAT].out, ncommon))
-                res->flat_identical = false;
-            double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_OMP].out, ncommon);
+        const float *nxr = all[PATH_NXR].out;
+        if (rc == 0 && all[PATH_BASELINE].out != NULL &&
+            !svc_outputs_identical(nxr, all[PATH_BASELINE].out, ncommon))
+            res->baseline_identical = false;
+        if (rc == 0 && all[PATH_FLAT].out != NULL &&
+            !svc_outputs_identical(nxr, all[PATH_FLAT].out, ncommon))
+            res->flat_identical = false;
+        if (rc == 0 && all[PATH_OMP].out != NULL) {
+            double d = svc_outputs_max_diff(nxr, all[PATH_OMP].out, ncommon);
             if (d > res->omp_max_diff)
                 res->omp_max_diff = d;
         }
         for (size_t p = 0; p < npaths; p++) {
-            free(paths[p].out);
-            paths[p].out = NULL;
+            free(paths[p]->out);
+            paths[p]->out = NULL;
         }
         svc_round_free(&round);
         stream_first += count;
@@ -296,7 +385,7 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
     }
     res->requests_compared = compared;
     for (size_t p = 0; p < npaths; p++)
-        paths[p].served = served[p];
+        paths[p]->served = served[p];
     if (rc != 0)
         snprintf(res->error, sizeof(res->error), "serving: %s", nxr_strerror(rc));
     return rc;
@@ -307,7 +396,18 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
 static struct svc_path_result summarise(const struct path *p)
 {
     const size_t n = p->served;
-    struct svc_path_result r = {.ran = true, .requests = n, .wall_s = p->wall_s};
+    struct svc_path_result r = {.ran = true, .requests = n, .rows = p->rows, .wall_s = p->wall_s};
+    /* A server counts its passes; the OpenMP path computes each request
+     * by itself. */
+    r.passes = n;
+    if (p->server != NULL) {
+        r.passes = 0;
+        for (size_t i = 0; i < svc_server_slots(p->server); i++) {
+            struct svc_slot_stats st;
+            svc_server_slot_stats(p->server, i, &st, NULL);
+            r.passes += (size_t)st.passes;
+        }
+    }
     r.requests_per_s = p->wall_s > 0 ? (double)n / p->wall_s : 0.0;
     double *v = malloc(n * sizeof(double));
     if (v != NULL) {
@@ -340,6 +440,9 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
         svc_server_slot_stats(run->server, i, &st, ran);
         D->requests = (size_t)st.served;
         D->split_requests = (size_t)st.split;
+        D->passes = (size_t)st.passes;
+        D->batched_requests = (size_t)st.batched;
+        D->retried_batches = (size_t)st.retried;
         D->requests_per_s = nxr->wall_s > 0 ? (double)st.served / nxr->wall_s : 0.0;
         hwloc_bitmap_list_snprintf(D->ran_on, sizeof(D->ran_on), ran);
         D->ran_inside = hwloc_bitmap_isincluded(ran, nxr_domain_cpuset(d));
@@ -371,8 +474,16 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
     struct run run = {.c = c, .shape = svc_model_shape_make(c->hidden, c->layers, c->vocab)};
     struct path paths[PATHS] = {0};
     int rc = start(&run, res, bad_input);
-    size_t npaths = c->compare ? PATHS : 1;
-    for (size_t p = 0; p < npaths && rc == 0; p++) {
+    if (rc == 0) {
+        struct svc_server *servers[] = {run.server, run.baseline, run.flat};
+        for (size_t p = PATH_NXR; p <= PATH_FLAT; p++)
+            paths[p] = (struct path){.submit = svc_server_submit, .service = servers[p],
+                                     .server = servers[p]};
+        paths[PATH_OMP] = (struct path){.submit = svc_omp_path_submit, .service = run.omp};
+    }
+    for (size_t p = 0; p < PATHS && rc == 0; p++) {
+        if (paths[p].service == NULL)
+            continue;
         paths[p].latency = calloc(c->requests, sizeof(double));
         paths[p].slot = calloc(c->requests, sizeof(int));
         if (paths[p].latency == NULL || paths[p].slot == NULL) {
@@ -380,23 +491,19 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             snprintf(res->error, sizeof(res->error), "out of memory for the latencies");
         }
     }
+    if (rc == 0)
+        rc = serve(&run, paths, res);
     if (rc == 0) {
-        paths[PATH_NXR].submit = svc_server_submit;
-        paths[PATH_NXR].service = run.server;
-        if (c->compare) {
-            paths[PATH_FLAT].submit = svc_server_submit;
-            paths[PATH_FLAT].service = run.flat;
-            paths[PATH_OMP].submit = svc_omp_path_submit;
-            paths[PATH_OMP].service = run.omp;
-        }
-        rc = serve(&run, paths, npaths, res);
-    }
-    if (rc == 0) {
+        res->flops_per_row = svc_model_flops_per_row(&run.shape);
+        res->weight_bytes = (double)(svc_model_floats(&run.shape) * sizeof(float));
         res->nxr = summarise(&paths[PATH_NXR]);
+        if (run.baseline != NULL)
+            res->baseline = summarise(&paths[PATH_BASELINE]);
         if (c->compare) {
             res->flat = summarise(&paths[PATH_FLAT]);
             res->omp = summarise(&paths[PATH_OMP]);
-            res->outputs_match = res->flat_identical && res->omp_max_diff <= SVC_OMP_TOLERANCE;
+            res->outputs_match = res->flat_identical && res->baseline_identical &&
+                                 res->omp_max_diff <= SVC_OMP_TOLERANCE;
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }

@@ -7,10 +7,18 @@
  *     checked (service/weights.h), a serving thread bound to each domain
  *     (service/server.h); with --executor openmp|pool the domains run on
  *     attached executors instead of nxr's teams (service/attach.h).
- *  2. The peers, unless --no-compare: flat (a second runtime with one
- *     declared domain over every allowed CPU, the same server, weights of
- *     the first domain only: a NUMA-unaware service) and OpenMP
- *     (service/omp_path.h).
+ *     The server coalesces the requests waiting at a domain into one
+ *     forward pass of up to --max-batch rows; with --weights packed the
+ *     weight matrices are packed once per domain (nxr_weights_create).
+ *  2. The peers, unless --no-compare: the baseline (nxr as it served
+ *     before batching: the same runtime and domains, --max-batch 1
+ *     --weights plain; not run when the configuration is that already),
+ *     flat (a second runtime with one declared domain over every allowed
+ *     CPU, the same server unbatched, weights of the first domain only: a
+ *     NUMA-unaware service) and OpenMP (service/omp_path.h).
+ *  2b. The machine, measured on the same domains before serving
+ *     (service/machine.h): the GEMM peak and the streaming-read bandwidth
+ *     the report sets each path's GFLOP/s and weight GB/s against.
  *  3. The same request stream (service/stream.h) served by every path in
  *     alternating rounds, the path order rotating each round, so machine
  *     noise hits each alike; a short warm-up per path first (not counted).
@@ -28,7 +36,18 @@
 
 #include "runtime/nxr.h"
 #include "service/attach.h"
+#include "service/machine.h"
 #include "service/stats.h"
+
+/* How the demo holds its weight matrices (--weights). */
+enum svc_weights_layout {
+    SVC_WEIGHTS_PLAIN = 0,  /* row-major floats, packed by the GEMM on every call */
+    SVC_WEIGHTS_PACKED = 1, /* packed once per domain (nxr_weights_create) */
+};
+
+const char *svc_weights_name(enum svc_weights_layout w);
+/* "plain" or "packed": 0, else -EINVAL. */
+int svc_weights_parse(const char *s, enum svc_weights_layout *out);
 
 struct svc_demo_config {
     size_t requests;            /* per path (--requests) */
@@ -41,7 +60,10 @@ struct svc_demo_config {
     uint64_t seed;              /* --seed */
     bool compare;               /* false with --no-compare */
     size_t rounds;              /* rounds the stream is cut into */
-    size_t split_rows;          /* a lone request this big or bigger runs INNER */
+    size_t split_rows;          /* a lone batch this big or bigger runs INNER */
+    size_t max_batch;           /* --max-batch: rows one forward pass coalesces (1: none) */
+    enum svc_weights_layout weights; /* --weights (packed needs --executor nxr) */
+    double machine_s;           /* seconds for measuring the machine (0: not measured) */
     /* Seconds of serving after which the run stops at the next round
      * boundary (every path has then served the same requests); 0: none. */
     double time_budget_s;
@@ -60,7 +82,8 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
 
 struct svc_path_result {
     bool ran;
-    size_t requests;
+    size_t requests, rows;
+    size_t passes;            /* forward passes that served them (weights read once each) */
     double wall_s, requests_per_s;
     struct svc_latency latency;
 };
@@ -73,6 +96,7 @@ struct svc_domain_result {
     const char *placement, *admission, *binding;
     unsigned workers, budget;
     size_t requests, split_requests;
+    size_t passes, batched_requests, retried_batches;
     double requests_per_s;
     struct svc_latency latency;
     double weights_on_node;   /* -1: the domain has no node */
@@ -83,7 +107,10 @@ struct svc_domain_result {
 struct svc_demo_result {
     struct svc_demo_config config;
     double weights_mib;       /* one replica */
-    struct svc_path_result nxr, flat, omp;
+    struct svc_path_result nxr, baseline, flat, omp;
+    struct svc_machine machine; /* all zero when not measured */
+    double flops_per_row;       /* the model's GEMM FLOPs for one row */
+    double weight_bytes;        /* the model's weights, read once per forward pass */
     size_t domain_count;
     struct svc_domain_result domains[64];
     char flat_cpus[128];
@@ -93,7 +120,7 @@ struct svc_demo_result {
     size_t requests_compared; /* answered by every path: the outputs compared */
     bool stopped_early;       /* the time budget cut a round short */
     /* Comparison (when config.compare). */
-    bool flat_identical;
+    bool flat_identical, baseline_identical;
     double omp_max_diff;
     bool outputs_match;
     char error[256];          /* why a run failed */

@@ -1,6 +1,7 @@
 /* The demo's model (see model.h): layout, seeded weights, the forward pass. */
 #include "service/model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -23,10 +24,33 @@ size_t svc_model_floats(const struct svc_model_shape *s)
     return s->layers * block_floats(s) + s->hidden + s->hidden * s->vocab + s->vocab;
 }
 
+double svc_model_flops_per_row(const struct svc_model_shape *s)
+{
+    return 2.0 * ((double)s->layers * 2.0 * (double)(s->hidden * s->ffn) +
+                  (double)(s->hidden * s->vocab));
+}
+
 size_t svc_model_scratch_floats(const struct svc_model_shape *s, size_t rows)
 {
     /* x, t (hidden each), u (ffn), logits (vocab) */
     return rows * (2 * s->hidden + s->ffn + s->vocab);
+}
+
+size_t svc_model_matrices(const struct svc_model_shape *s)
+{
+    return 2 * s->layers + 1;
+}
+
+struct svc_model_matrix svc_model_matrix(const struct svc_model_shape *s, const float *w,
+                                         size_t index)
+{
+    const size_t h = s->hidden, f = s->ffn, l = index / 2;
+    if (index == 2 * s->layers)
+        return (struct svc_model_matrix){w + s->layers * block_floats(s) + h, h, s->vocab};
+    const float *w_up = w + l * block_floats(s) + h;
+    if (index % 2 == 0)
+        return (struct svc_model_matrix){w_up, h, f};
+    return (struct svc_model_matrix){w_up + h * f + f, f, h};
 }
 
 /* splitmix64: a fixed, portable stream (the weights must not depend on libc). */
@@ -84,6 +108,26 @@ int svc_model_forward(const struct svc_ops *ops, void *self, const struct svc_mo
                       const float *w, size_t rows, const float *input, float *out,
                       float *scratch)
 {
+    return svc_model_forward_with(ops, self, s, w, NULL, rows, input, out, scratch);
+}
+
+/* One linear step with matrix `index`: packed when there are packed
+ * weights, else plain. */
+static int linear(const struct svc_ops *ops, void *self, const nxr_weights_t *const *packed,
+                  size_t index, size_t rows, size_t in, size_t out, const float *x,
+                  const float *w, const float *b, enum svc_act act, bool accumulate, float *y)
+{
+    if (packed == NULL)
+        return ops->linear(self, rows, in, out, x, w, b, act, accumulate, y);
+    return ops->linear_packed(self, rows, x, packed[index], b, act, accumulate, y);
+}
+
+int svc_model_forward_with(const struct svc_ops *ops, void *self, const struct svc_model_shape *s,
+                           const float *w, const nxr_weights_t *const *packed, size_t rows,
+                           const float *input, float *out, float *scratch)
+{
+    if (packed != NULL && ops->linear_packed == NULL)
+        return -EINVAL;
     const size_t h = s->hidden, f = s->ffn;
     float *x = scratch, *t = x + rows * h, *u = t + rows * h, *logits = u + rows * f;
     memcpy(x, input, rows * h * sizeof(float));
@@ -95,15 +139,17 @@ int svc_model_forward(const struct svc_ops *ops, void *self, const struct svc_mo
         enum svc_act act = l % 2 == 0 ? SVC_ACT_SILU : SVC_ACT_GELU;
         rc = ops->rmsnorm(self, rows, h, x, gamma, RMS_EPS, t);
         if (rc == 0)
-            rc = ops->linear(self, rows, h, f, t, w_up, b_up, act, false, u);
+            rc = linear(ops, self, packed, 2 * l, rows, h, f, t, w_up, b_up, act, false, u);
         if (rc == 0)
-            rc = ops->linear(self, rows, f, h, u, w_down, b_down, SVC_ACT_NONE, true, x);
+            rc = linear(ops, self, packed, 2 * l + 1, rows, f, h, u, w_down, b_down,
+                        SVC_ACT_NONE, true, x);
     }
     const float *gamma = w, *w_head = gamma + h, *b_head = w_head + h * s->vocab;
     if (rc == 0)
         rc = ops->rmsnorm(self, rows, h, x, gamma, RMS_EPS, t);
     if (rc == 0)
-        rc = ops->linear(self, rows, h, s->vocab, t, w_head, b_head, SVC_ACT_NONE, false, logits);
+        rc = linear(ops, self, packed, 2 * s->layers, rows, h, s->vocab, t, w_head, b_head,
+                    SVC_ACT_NONE, false, logits);
     if (rc == 0)
         rc = ops->softmax(self, rows, s->vocab, logits, out);
     return rc;

@@ -30,8 +30,24 @@ struct svc_model_shape svc_model_shape_make(size_t hidden, size_t layers, size_t
 /* Floats in one copy of the weights. */
 size_t svc_model_floats(const struct svc_model_shape *s);
 
+/* The GEMM FLOPs of one row of a forward pass (2 per multiply-add of every
+ * weight matrix; the norms, activations and softmax, linear in the widths,
+ * are not counted): what the GEMM peak bounds. */
+double svc_model_flops_per_row(const struct svc_model_shape *s);
+
 /* Floats of scratch one forward pass over `rows` rows needs. */
 size_t svc_model_scratch_floats(const struct svc_model_shape *s, size_t rows);
+
+/* The weight matrices of w, in the order of the forward pass: block l's
+ * W_up is matrix 2l, its W_down 2l + 1, the head's W_head the last, each
+ * k x n row-major (ld = n) inside w. */
+size_t svc_model_matrices(const struct svc_model_shape *s);
+struct svc_model_matrix {
+    const float *w;
+    size_t k, n;
+};
+struct svc_model_matrix svc_model_matrix(const struct svc_model_shape *s, const float *w,
+                                         size_t index);
 
 /* Fills w (svc_model_floats floats) with the weights of `seed`: matrices
  * uniform in +-1/sqrt(fan-in), biases in +-0.02, gammas in 1 +- 0.05. The
@@ -49,5 +65,12 @@ void svc_model_input(const struct svc_model_shape *s, uint64_t seed, uint64_t in
 int svc_model_forward(const struct svc_ops *ops, void *self, const struct svc_model_shape *s,
                       const float *w, size_t rows, const float *input, float *out,
                       float *scratch);
+
+/* The same with the weight matrices packed (packed[i]: matrix i of
+ * svc_model_matrix, through ops->linear_packed; the gammas and biases from
+ * w), or plain when packed is NULL. -EINVAL when ops has no linear_packed. */
+int svc_model_forward_with(const struct svc_ops *ops, void *self, const struct svc_model_shape *s,
+                           const float *w, const nxr_weights_t *const *packed, size_t rows,
+                           const float *input, float *out, float *scratch);
 
 #endif /* NXR_SERVICE_MODEL_H */

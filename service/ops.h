@@ -32,6 +32,11 @@ struct svc_ops {
      * accumulate (act must be NONE), y += x w + b. */
     int (*linear)(void *self, size_t rows, size_t in, size_t out, const float *x, const float *w,
                   const float *b, enum svc_act act, bool accumulate, float *y);
+    /* linear against a matrix packed once (nxr_weights_t, in x out as
+     * op(W)): the same result, bit for bit, as linear with the original.
+     * NULL in a table that has no packed weights. */
+    int (*linear_packed)(void *self, size_t rows, const float *x, const nxr_weights_t *w,
+                         const float *b, enum svc_act act, bool accumulate, float *y);
     /* out[rows x cols] = softmax of each row of x. */
     int (*softmax)(void *self, size_t rows, size_t cols, const float *x, float *out);
 };

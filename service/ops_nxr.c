@@ -17,6 +17,13 @@ static int nxr_ops_rmsnorm(void *self, size_t rows, size_t cols, const float *x,
     return nxr_rmsnorm(self, rows, cols, x, cols, gamma, eps, out, cols);
 }
 
+static enum nxr_activation activation(enum svc_act act)
+{
+    return act == SVC_ACT_SILU   ? NXR_ACTIVATION_SILU
+           : act == SVC_ACT_GELU ? NXR_ACTIVATION_GELU_TANH
+                                 : NXR_ACTIVATION_NONE;
+}
+
 static int nxr_ops_linear(void *self, size_t rows, size_t in, size_t out, const float *x,
                           const float *w, const float *b, enum svc_act act, bool accumulate,
                           float *y)
@@ -27,13 +34,22 @@ static int nxr_ops_linear(void *self, size_t rows, size_t in, size_t out, const 
         .m = rows, .n = out, .k = in, .alpha = 1.0f, .a = x, .lda = in,
         .b = w, .ldb = out, .beta = accumulate ? 1.0f : 0.0f, .c = y, .ldc = out,
     };
-    nxr_sgemm_epilogue_t ep = {
-        .bias = b,
-        .activation = act == SVC_ACT_SILU   ? NXR_ACTIVATION_SILU
-                      : act == SVC_ACT_GELU ? NXR_ACTIVATION_GELU_TANH
-                                            : NXR_ACTIVATION_NONE,
-    };
+    nxr_sgemm_epilogue_t ep = {.bias = b, .activation = activation(act)};
     return nxr_sgemm_fused(self, &g, &ep);
+}
+
+/* The same against W packed once for this context's domain: nothing is
+ * packed per call. */
+static int nxr_ops_linear_packed(void *self, size_t rows, const float *x, const nxr_weights_t *w,
+                                 const float *b, enum svc_act act, bool accumulate, float *y)
+{
+    const size_t in = nxr_weights_k(w), out = nxr_weights_n(w);
+    nxr_sgemm_packed_args_t g = {
+        .m = rows, .alpha = 1.0f, .a = x, .lda = in, .w = w,
+        .beta = accumulate ? 1.0f : 0.0f, .c = y, .ldc = out,
+    };
+    nxr_sgemm_epilogue_t ep = {.bias = b, .activation = activation(act)};
+    return nxr_sgemm_packed(self, &g, &ep);
 }
 
 static int nxr_ops_softmax(void *self, size_t rows, size_t cols, const float *x, float *out)
@@ -44,5 +60,6 @@ static int nxr_ops_softmax(void *self, size_t rows, size_t cols, const float *x,
 const struct svc_ops svc_ops_nxr = {
     .rmsnorm = nxr_ops_rmsnorm,
     .linear = nxr_ops_linear,
+    .linear_packed = nxr_ops_linear_packed,
     .softmax = nxr_ops_softmax,
 };

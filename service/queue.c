@@ -49,15 +49,36 @@ struct svc_request *svc_queue_take_all(struct svc_queue *q)
     return all;
 }
 
-struct svc_request *svc_queue_take_if(struct svc_queue *q,
-                                      bool (*admit)(void *arg, const struct svc_request *r),
-                                      void *arg, bool wait)
+struct svc_request *svc_batch_end(const struct svc_request *first, size_t max_rows)
+{
+    size_t rows = first->rows;
+    const struct svc_request *r = first->next;
+    if (!first->alone)
+        for (; r != NULL && !r->alone && r->rows <= max_rows && rows <= max_rows - r->rows;
+             r = r->next)
+            rows += r->rows;
+    return (struct svc_request *)r;
+}
+
+size_t svc_batch_rows(const struct svc_request *first)
+{
+    size_t rows = 0;
+    for (const struct svc_request *r = first; r != NULL; r = r->next)
+        rows += r->rows;
+    return rows;
+}
+
+struct svc_request *svc_queue_take_batch_if(struct svc_queue *q, size_t max_rows,
+                                            bool (*admit)(void *arg,
+                                                          const struct svc_request *first,
+                                                          const struct svc_request *behind),
+                                            void *arg, bool wait)
 {
     pthread_mutex_lock(&q->lock);
     struct svc_request *r = NULL;
     for (;;) {
-        if (q->head != NULL && admit(arg, q->head)) {
-            r = svc_queue_pop_locked(q);
+        if (q->head != NULL && admit(arg, q->head, svc_batch_end(q->head, max_rows))) {
+            r = svc_queue_pop_batch_locked(q, max_rows);
             break;
         }
         if (!wait || (q->head == NULL && q->closed))
@@ -77,20 +98,38 @@ void svc_queue_update(struct svc_queue *q, bool (*fn)(struct svc_queue *q, void 
     pthread_mutex_unlock(&q->lock);
 }
 
-struct svc_request *svc_queue_pop_locked(struct svc_queue *q)
+struct svc_request *svc_queue_pop_batch_locked(struct svc_queue *q, size_t max_rows)
 {
-    struct svc_request *r = q->head;
-    if (r != NULL) {
-        q->head = r->next;
-        if (q->head == NULL) {
-            q->tail = NULL;
-            /* Empty now: if the consumer sleeps (on a request someone else
-             * just took), only a push can give it work. */
-            q->consumer_waits_for_push = true;
-        }
-        r->next = NULL;
+    struct svc_request *first = q->head;
+    if (first == NULL)
+        return NULL;
+    struct svc_request *end = svc_batch_end(first, max_rows), *last = first;
+    while (last->next != end)
+        last = last->next;
+    last->next = NULL;
+    q->head = end;
+    if (end == NULL) {
+        q->tail = NULL;
+        /* Empty now: if the consumer sleeps (on a request someone else
+         * just took), only a push can give it work. */
+        q->consumer_waits_for_push = true;
     }
-    return r;
+    return first;
+}
+
+void svc_queue_requeue(struct svc_queue *q, struct svc_request *first)
+{
+    if (first == NULL)
+        return;
+    struct svc_request *last = first;
+    while (last->next != NULL)
+        last = last->next;
+    pthread_mutex_lock(&q->lock);
+    last->next = q->head;
+    q->head = first;
+    if (q->tail == NULL)
+        q->tail = last;
+    pthread_mutex_unlock(&q->lock);
 }
 
 void svc_queue_close(struct svc_queue *q)

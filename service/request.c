@@ -25,6 +25,8 @@ void svc_request_arm(struct svc_request *r)
     r->slot = -1;
     r->cpu = -1;
     r->split = false;
+    r->alone = false;
+    r->batch = 0;
     r->next = NULL;
     r->done = false;
 }

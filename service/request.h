@@ -33,6 +33,8 @@ struct svc_request {
     int slot;            /* the serving slot (domain) that took it, -1 none */
     int cpu;             /* CPU its computation started on, -1 unknown */
     bool split;          /* computed over the domain's team (INNER) */
+    bool alone;          /* not to be batched with others (a failed batch's member, retried) */
+    unsigned batch;      /* requests in the forward pass that computed it (1: alone) */
     void *path_data;     /* the path's own (which slot holds it) */
     /* Queue link and completion; the path's. */
     struct svc_request *next;

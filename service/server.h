@@ -3,18 +3,28 @@
  * a context, the thread bound to the domain's CPUs, a request queue and the
  * weight replica on the domain's node). Clients submit requests; the
  * server routes each to the slot with the fewest rows outstanding (ties
- * round-robin); the
- * slot's serving thread takes requests in arrival order and
+ * round-robin). The slot's unit of work is a batch: the oldest request
+ * queued, and the requests waiting behind it while their rows together fit
+ * in max_batch (svc_batch_end), computed as one forward pass, each
+ * request's rows answered to its own client. Whoever takes work (the
+ * serving thread, or a worker that just finished) takes what is queued at
+ * that moment: a lone request is never held back waiting for company, it
+ * simply finds none. The slot's serving thread takes batches in arrival
+ * order and
  *   - submits each as one task (nxr_submit): it runs on one of the
  *     domain's workers, its kernels sequentially in place, so the domain
- *     serves as many requests at once as it has workers, with no fork-join
+ *     runs as many batches at once as it has workers, with no fork-join
  *     per kernel. At most `budget` are out at once (one credit per
  *     worker); a worker that finishes one takes the next itself;
- *   - except a request (of at least split_rows rows) that finds every
- *     worker free and nobody behind it: that one the serving thread runs
- *     itself, its kernels split over the whole domain (INNER), the serving
- *     thread taking part, because no other request could use the idle
- *     workers.
+ *   - except a batch (of at least split_rows rows) that finds every worker
+ *     free and nobody behind it: that one the serving thread runs itself,
+ *     its kernels split over the whole domain (INNER), the serving thread
+ *     taking part, because no other batch could use the idle workers.
+ * A batch fails alone, never its neighbours: when a pass of several
+ * requests fails (its scratch, a kernel), each of them is computed again
+ * by itself and answered with its own output or its own error; when the
+ * hand-off of a batch to the domain's executor fails, its requests go back
+ * to the front of the queue marked to run alone.
  * Nothing spins: serving threads sleep on their queue, clients on their
  * request, workers park (NXR_SPIN) when idle.
  *
@@ -37,6 +47,9 @@ struct svc_server;
 struct svc_slot_decl {
     int domain_id;        /* the domain the slot's context runs on */
     const float *weights; /* the slot's replica (borrowed) */
+    /* The weight matrices packed for the slot's context's domain (borrowed;
+     * svc_model_matrices of them), or NULL: the matrices of `weights`. */
+    const nxr_weights_t *const *packed;
     /* The slot's home: whose pool request scratch comes from, and whose CPUs
      * the serving thread is bound to (nxr_ctx_bind). NULL: the context's
      * domain. In attach mode the context's domain is the attached executor
@@ -46,14 +59,34 @@ struct svc_slot_decl {
 
 struct svc_server_opts {
     struct svc_model_shape shape;
-    size_t split_rows; /* a lone request with at least this many rows runs INNER (0: never) */
+    size_t split_rows; /* a lone batch with at least this many rows runs INNER (0: never) */
+    /* Rows one forward pass may coalesce (0 or 1: every request alone). A
+     * request bigger than this is a batch by itself. */
+    size_t max_batch;
+    /* Called once for each batch of two or more requests that had to be
+     * retried alone: its pass failed with `status` (its members are then
+     * computed again one by one), or its hand-off to the executor did (its
+     * members go back to the queue, to run alone). On the thread that saw
+     * the failure, before any member is answered; must not block. NULL:
+     * not called. Accounting, e.g. for a test that matches every injected
+     * failure to a request or a retried batch. */
+    void (*on_retry)(void *arg, int status);
+    void *on_retry_arg;
 };
+
+/* Passes by the requests they computed: [k] for k = 1..15, [16] for 16
+ * or more ([0] unused). */
+#define SVC_PASS_SIZES 17
 
 /* Per-slot counters, read after a run. */
 struct svc_slot_stats {
     uint64_t served;     /* requests completed */
     uint64_t split;      /* of which ran INNER */
     uint64_t errors;     /* of which failed */
+    uint64_t passes;     /* forward passes run (failed ones and retries included) */
+    uint64_t batched;    /* requests answered from a pass shared with others */
+    uint64_t retried;    /* batches retried alone (see on_retry) */
+    uint64_t pass_sizes[SVC_PASS_SIZES];
 };
 
 /* Opens a context per slot and starts its serving thread, which binds

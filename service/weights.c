@@ -1,7 +1,9 @@
 /* Weight replicas and their placement (see weights.h). */
 #include "service/weights.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,18 +26,68 @@ int svc_replica_create(struct svc_replica *out, const nxr_domain_t *d, const flo
     return 0;
 }
 
-void svc_replica_verify(struct svc_replica *r)
+int svc_packed_create(struct svc_packed *out, nxr_runtime_t *rt, const struct svc_model_shape *s,
+                      const float *master, const int *ids, size_t n)
+{
+    memset(out, 0, sizeof(*out));
+    const size_t count = svc_model_matrices(s);
+    out->m = calloc(count, sizeof(out->m[0]));
+    if (out->m == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (; out->count < count && rc == 0; out->count++) {
+        const struct svc_model_matrix mx = svc_model_matrix(s, master, out->count);
+        nxr_weights_desc_t d;
+        nxr_weights_desc_init(&d);
+        d.k = mx.k;
+        d.n = mx.n;
+        d.w = mx.w;
+        d.ldw = mx.n;
+        d.domain_ids = ids;
+        d.domain_count = n;
+        if ((rc = nxr_weights_create(rt, &d, &out->m[out->count])) != 0)
+            break;
+    }
+    if (rc != 0)
+        svc_packed_destroy(out);
+    return rc;
+}
+
+void svc_packed_destroy(struct svc_packed *p)
+{
+    for (size_t i = 0; i < p->count; i++)
+        nxr_weights_destroy(p->m[i]);
+    free(p->m);
+    p->m = NULL;
+    p->count = 0;
+}
+
+/* Counts the pages of [data, data + bytes) and those on `node`. */
+static void count_pages(const void *data, size_t bytes, int node, size_t *pages, size_t *on_node)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t first = (uintptr_t)r->w / page * page;
-    const uintptr_t end = (uintptr_t)r->w + r->bytes;
+    const uintptr_t first = (uintptr_t)data / page * page;
+    const uintptr_t end = (uintptr_t)data + bytes;
+    for (uintptr_t p = first; p < end; p += page) {
+        (*pages)++;
+        if (node != NXR_NODE_NONE && nxr_mem_node((const void *)p) == node)
+            (*on_node)++;
+    }
+}
+
+void svc_replica_verify(struct svc_replica *r)
+{
     const int node = nxr_domain_node(r->domain);
     r->pages = 0;
     r->pages_on_node = 0;
-    for (uintptr_t p = first; p < end; p += page) {
-        r->pages++;
-        if (node != NXR_NODE_NONE && nxr_mem_node((const void *)p) == node)
-            r->pages_on_node++;
+    count_pages(r->w, r->bytes, node, &r->pages, &r->pages_on_node);
+    for (size_t i = 0; r->packed != NULL && i < r->packed->count; i++) {
+        const void *data;
+        size_t bytes;
+        if (nxr_weights_copy(r->packed->m[i], r->domain, &data, &bytes) == 0)
+            count_pages(data, bytes, node, &r->pages, &r->pages_on_node);
+        else
+            r->pages++; /* no copy here: never claimed to be on the node */
     }
     r->on_node = node == NXR_NODE_NONE || r->pages == 0
                      ? -1.0

@@ -27,6 +27,10 @@ const char nxr_tool_demo_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
     "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
     "             --seed N         weights and requests (default 1)\n"
+    "             --max-batch N    rows one forward pass coalesces from the requests waiting\n"
+    "                              at a domain (default 64; 1: each request alone)\n"
+    "             --weights W      packed (once per domain; the default with --executor nxr)\n"
+    "                              or plain (packed by the GEMM on every call)\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
     "                              0: none, every path serves every request)\n"
     "             --no-compare     serve with nxr only\n"
@@ -114,7 +118,7 @@ int nxr_tool_demo(int argc, char **argv)
     openblas_single_threaded(argv - 2);
     struct svc_demo_config c;
     svc_demo_config_init(&c);
-    bool json = false;
+    bool json = false, weights_given = false;
     for (int i = 0; i < argc; i++) {
         char *flag = argv[i];
         const char *value = NULL;
@@ -137,7 +141,8 @@ int nxr_tool_demo(int argc, char **argv)
         }
         static const char *const with_value[] = {"--requests", "--clients", "--batch",
                                                  "--hidden",   "--layers",  "--domains",
-                                                 "--executor", "--seed",    "--time-budget"};
+                                                 "--executor", "--seed",    "--time-budget",
+                                                 "--max-batch", "--weights"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -171,6 +176,9 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--seed") == 0) {
             if ((rc = parse_size(flag, value, 0, UINT64_MAX, &x)) == 0)
                 c.seed = x;
+        } else if (strcmp(flag, "--max-batch") == 0) {
+            if ((rc = parse_size(flag, value, 1, 4096, &x)) == 0)
+                c.max_batch = (size_t)x;
         } else if (strcmp(flag, "--time-budget") == 0) {
             if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
                 c.time_budget_s = (double)x;
@@ -178,6 +186,10 @@ int nxr_tool_demo(int argc, char **argv)
             if (value[0] == '\0')
                 return bad(flag, "%sis empty", "");
             c.domains = value;
+        } else if (strcmp(flag, "--weights") == 0) {
+            if (svc_weights_parse(value, &c.weights) != 0)
+                return bad(flag, "'%s' is not packed or plain", value);
+            weights_given = true;
         } else if (strcmp(flag, "--executor") == 0) {
             if (svc_executor_parse(value, &c.executor) != 0)
                 return bad(flag, "'%s' is not nxr, openmp or pool", value);
@@ -185,6 +197,10 @@ int nxr_tool_demo(int argc, char **argv)
         if (rc != 0)
             return rc;
     }
+    /* Packed weights live in nxr's own domains; attached executors serve
+     * plain ones unless told otherwise (which the config check refuses). */
+    if (!weights_given && c.executor != SVC_EXECUTOR_NXR)
+        c.weights = SVC_WEIGHTS_PLAIN;
     if (isatty(STDERR_FILENO)) {
         c.progress = progress;
         c.progress_arg = NULL;

@@ -38,6 +38,12 @@
  *           once every 9 requests);
  *   90-100% nothing: the service must have recovered (no error at all).
  *
+ * The server batches: requests waiting at a domain together run as one
+ * forward pass (up to MAX_BATCH rows); a batch whose pass or hand-off fails
+ * is retried alone, request by request (svc_server_opts.on_retry counts
+ * those failures by code), so a fault inside a batch reaches one request,
+ * or none, never its neighbours.
+ *
  * Invariants, counted:
  *   - every request submitted is answered exactly once (svc_request.answers),
  *     with an output bit-identical to the reference (the same model computed
@@ -47,9 +53,11 @@
  *     executor's -EAGAIN) and a line saying what failed (for the
  *     injectors' errors, the nxr call that returned them: nxr_ctx_last_error);
  *   - injected failures reach exactly the requests they should: requests
- *     answered -EIO = GEMM calls the provider failed; -EAGAIN = items of
- *     failed submissions + failed installs; -ENOMEM and NXR_EPLACEMENT
- *     appear when and only when the seam failed a call of theirs;
+ *     answered -EIO + batches retried after -EIO = GEMM calls the provider
+ *     failed; -EAGAIN (requests + retried batches) = items of failed
+ *     submissions + failed installs; -ENOMEM and NXR_EPLACEMENT (requests
+ *     or retried batches) appear when and only when the seam failed a call
+ *     of theirs; no batch is retried for any other error;
  *   - at each epoch's end no permit is held or waited for, no guard is set,
  *     no operation is in flight, no pool buffer is out, no executor
  *     reference is held, and no thread is left (/proc/self/task);
@@ -92,7 +100,8 @@
 #define LAYERS 2
 #define VOCAB 16
 #define BATCH_MAX 6
-#define SPLIT_ROWS 4   /* requests of 4-6 rows split over an idle domain */
+#define SPLIT_ROWS 4   /* batches of 4 rows and more split over an idle domain */
+#define MAX_BATCH 16   /* rows one forward pass coalesces: requests waiting together */
 #define DISTINCT 512   /* distinct ordinary requests; request i is i mod DISTINCT */
 #define CLIENTS 4
 #define MAX_DOMAINS 8
@@ -173,6 +182,9 @@ static void workload_free(void)
 
 struct tally {
     size_t requests, ok, errors, refused, lost, duplicated, wrong;
+    /* Requests answered from a shared pass; batches retried alone, by the
+     * code their pass or hand-off failed with. */
+    long batched, retried_eio, retried_eagain, retried_enomem, retried_eplacement, retried_other;
     size_t untyped, unexplained, undetailed, tail_errors;
     int codes[MAX_CODES];
     size_t code_n[MAX_CODES];
@@ -219,6 +231,9 @@ static void tally_add(struct tally *to, const struct tally *t)
         tally_code(to, t->codes[k], t->code_n[k], t->example[k]);
     to->alloc += t->alloc, to->mmap += t->mmap, to->mbind += t->mbind;
     to->provider += t->provider, to->executor += t->executor, to->restarts += t->restarts;
+    to->batched += t->batched, to->retried_eio += t->retried_eio;
+    to->retried_eagain += t->retried_eagain, to->retried_enomem += t->retried_enomem;
+    to->retried_eplacement += t->retried_eplacement, to->retried_other += t->retried_other;
     to->threads += t->threads, to->permits += t->permits, to->guards += t->guards;
     to->active += t->active, to->buffers += t->buffers, to->refs += t->refs;
 }
@@ -286,8 +301,21 @@ struct epoch {
     pthread_mutex_t sched_lock;
     struct action *actions;
     size_t nactions, cap, next_action;
+    /* Batches retried alone, by code (the server's on_retry, any thread). */
+    atomic_long retried_eio, retried_eagain, retried_enomem, retried_eplacement, retried_other;
     struct tally t;
 };
+
+static void count_retry(void *arg, int status)
+{
+    struct epoch *E = arg;
+    atomic_long *c = status == PROVIDER_ERROR   ? &E->retried_eio
+                     : status == EXECUTOR_ERROR ? &E->retried_eagain
+                     : status == -ENOMEM        ? &E->retried_enomem
+                     : status == NXR_EPLACEMENT ? &E->retried_eplacement
+                                                : &E->retried_other;
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 static struct soak_gate provider_gate, executor_gate;
 static struct soak_provider provider;
@@ -681,7 +709,9 @@ static int start_service(struct epoch *E)
             .memory = d,
         };
     }
-    struct svc_server_opts so = {.shape = shape, .split_rows = SPLIT_ROWS};
+    struct svc_server_opts so = {.shape = shape, .split_rows = SPLIT_ROWS,
+                                 .max_batch = MAX_BATCH, .on_retry = count_retry,
+                                 .on_retry_arg = E};
     /* The first context cannot be allocated: the server starts nothing. */
     threads = nxr_test_thread_count();
     const size_t domains = nxr_runtime_domain_count(E->rt);
@@ -755,6 +785,11 @@ static void run_epoch(struct epoch *E)
     atomic_init(&E->next, 0);
     atomic_init(&E->answered, 0);
     atomic_init(&E->abandoned, false);
+    atomic_init(&E->retried_eio, 0);
+    atomic_init(&E->retried_eagain, 0);
+    atomic_init(&E->retried_enomem, 0);
+    atomic_init(&E->retried_eplacement, 0);
+    atomic_init(&E->retried_other, 0);
     const long provider_before = atomic_load(&provider.failed);
     int rc = start_service(E);
     long alloc0 = seam_failures(NXR_FAULT_ALLOC), mmap0 = seam_failures(NXR_FAULT_MMAP),
@@ -784,6 +819,16 @@ static void run_epoch(struct epoch *E)
         E->t.executor += atomic_load(&E->execs[i].failed_items) +
                          atomic_load(&E->execs[i].failed_installs);
 
+    E->t.retried_eio = atomic_load(&E->retried_eio);
+    E->t.retried_eagain = atomic_load(&E->retried_eagain);
+    E->t.retried_enomem = atomic_load(&E->retried_enomem);
+    E->t.retried_eplacement = atomic_load(&E->retried_eplacement);
+    E->t.retried_other = atomic_load(&E->retried_other);
+    for (size_t i = 0; E->server != NULL && i < svc_server_slots(E->server); i++) {
+        struct svc_slot_stats st;
+        svc_server_slot_stats(E->server, i, &st, NULL);
+        E->t.batched += (long)st.batched;
+    }
     if (E->rt != NULL)
         count_quiet(E);
     svc_server_stop(E->server);
@@ -813,29 +858,38 @@ static void run_epoch(struct epoch *E)
         len += snprintf(line + len, sizeof(line) - (size_t)len, "%s%s %zu", k ? ", " : "",
                         code_name(t->codes[k], name, sizeof(name)), t->code_n[k]);
     snprintf(line + len, sizeof(line) - (size_t)len,
-             "), lost %zu, duplicated %zu, wrong %zu; injected: alloc %ld, mmap %ld, mbind %ld, "
-             "provider %ld, executor %ld, failed starts %ld; left: threads %ld, permits %ld, "
-             "buffers %ld; %.1f s, %.0f requests/s",
-             t->lost, t->duplicated, t->wrong, t->alloc, t->mmap, t->mbind, t->provider,
-             t->executor, t->restarts, t->threads, t->permits, t->buffers, wall,
+             "), lost %zu, duplicated %zu, wrong %zu; batched %ld, retried alone: EIO %ld, "
+             "EAGAIN %ld, ENOMEM %ld, NXR_EPLACEMENT %ld, other %ld; injected: alloc %ld, "
+             "mmap %ld, mbind %ld, provider %ld, executor %ld, failed starts %ld; left: threads "
+             "%ld, permits %ld, buffers %ld; %.1f s, %.0f requests/s",
+             t->lost, t->duplicated, t->wrong, t->batched, t->retried_eio, t->retried_eagain,
+             t->retried_enomem, t->retried_eplacement, t->retried_other, t->alloc, t->mmap,
+             t->mbind, t->provider, t->executor, t->restarts, t->threads, t->permits,
+             t->buffers, wall,
              wall > 0 ? (double)t->requests / wall : 0.0);
     printf("%s\n", line);
     fflush(stdout);
 
     /* The epoch's own invariants (the table's are checked in main). */
     CHECK(t->requests == E->n, "%s: %zu of %zu requests sent", E->name, t->requests, E->n);
-    CHECK(tally_of(t, PROVIDER_ERROR) == (size_t)t->provider,
-          "%s: %zu requests answered %s, the provider failed %ld calls", E->name,
-          tally_of(t, PROVIDER_ERROR), nxr_strerror(PROVIDER_ERROR), t->provider);
-    CHECK(tally_of(t, EXECUTOR_ERROR) == (size_t)t->executor,
-          "%s: %zu requests answered %s, the executor failed %ld items and installs", E->name,
-          tally_of(t, EXECUTOR_ERROR), nxr_strerror(EXECUTOR_ERROR), t->executor);
-    CHECK((tally_of(t, -ENOMEM) > 0) == (t->alloc + t->mmap > 0),
-          "%s: %zu requests answered ENOMEM, %ld alloc and %ld mmap failures", E->name,
-          tally_of(t, -ENOMEM), t->alloc, t->mmap);
-    CHECK((tally_of(t, NXR_EPLACEMENT) > 0) == (t->mbind > 0),
-          "%s: %zu requests answered NXR_EPLACEMENT, %ld mbind failures", E->name,
-          tally_of(t, NXR_EPLACEMENT), t->mbind);
+    CHECK(tally_of(t, PROVIDER_ERROR) + (size_t)t->retried_eio == (size_t)t->provider,
+          "%s: %zu requests answered %s and %ld batches retried, the provider failed %ld calls",
+          E->name, tally_of(t, PROVIDER_ERROR), nxr_strerror(PROVIDER_ERROR), t->retried_eio,
+          t->provider);
+    CHECK(tally_of(t, EXECUTOR_ERROR) + (size_t)t->retried_eagain == (size_t)t->executor,
+          "%s: %zu requests answered %s and %ld batches retried, the executor failed %ld items "
+          "and installs",
+          E->name, tally_of(t, EXECUTOR_ERROR), nxr_strerror(EXECUTOR_ERROR), t->retried_eagain,
+          t->executor);
+    CHECK((tally_of(t, -ENOMEM) + (size_t)t->retried_enomem > 0) == (t->alloc + t->mmap > 0),
+          "%s: %zu requests answered ENOMEM, %ld batches retried, %ld alloc and %ld mmap "
+          "failures",
+          E->name, tally_of(t, -ENOMEM), t->retried_enomem, t->alloc, t->mmap);
+    CHECK((tally_of(t, NXR_EPLACEMENT) + (size_t)t->retried_eplacement > 0) == (t->mbind > 0),
+          "%s: %zu requests answered NXR_EPLACEMENT, %ld batches retried, %ld mbind failures",
+          E->name, tally_of(t, NXR_EPLACEMENT), t->retried_eplacement, t->mbind);
+    CHECK(t->retried_other == 0, "%s: %ld batches retried after an error no fault explains",
+          E->name, t->retried_other);
     CHECK(t->guards == 0 && t->active == 0, "%s: %ld guards, %ld operations left", E->name,
           t->guards, t->active);
     CHECK(t->refs == 0, "%s: %ld executor references left", E->name, t->refs);
@@ -902,8 +956,8 @@ int main(void)
     };
     const size_t nepochs = sizeof(epochs) / sizeof(epochs[0]);
     printf("soak: %zu requests in %zu epochs, %d clients, model hidden %d x %d layers, vocab %d, "
-           "batch 1-%d (split from %d) and jumbo up to %d rows, %d CPUs\n",
-           total, nepochs, CLIENTS, HIDDEN, LAYERS, VOCAB, BATCH_MAX, SPLIT_ROWS, MAX_ROWS,
+           "batch 1-%d (passes of up to %d rows, split from %d) and jumbo up to %d rows, %d CPUs\n",
+           total, nepochs, CLIENTS, HIDDEN, LAYERS, VOCAB, BATCH_MAX, MAX_BATCH, SPLIT_ROWS, MAX_ROWS,
            nxr_test_cpu_count());
     fflush(stdout);
     struct tally all = {0};
@@ -945,6 +999,10 @@ int main(void)
            "faults injected while serving", all.alloc, all.mmap, all.mbind, all.provider,
            all.executor);
     printf("soak:   %-34s %ld\n", "failed starts, restarted", all.restarts);
+    printf("soak:   %-34s %ld\n", "requests answered from a batch", all.batched);
+    printf("soak:   %-34s EIO %ld, EAGAIN %ld, ENOMEM %ld, NXR_EPLACEMENT %ld\n",
+           "batches retried alone", all.retried_eio, all.retried_eagain, all.retried_enomem,
+           all.retried_eplacement);
 
     CHECK(all.ok + all.wrong + all.errors + all.lost == all.requests,
           "%zu ok + %zu wrong + %zu errors + %zu lost != %zu requests", all.ok, all.wrong,
@@ -961,6 +1019,9 @@ int main(void)
     CHECK(all.alloc > 0 && all.mmap > 0 && all.mbind > 0 && all.provider > 0 && all.executor > 0 &&
               all.restarts > 0,
           "a fault kind never fired");
+    /* Batches formed, and faults met them (or the retry proves nothing). */
+    CHECK(all.batched > 0 && all.retried_eio + all.retried_eagain + all.retried_enomem > 0,
+          "%ld requests batched, no batch retried", all.batched);
     const unsigned f = nxr_test_check_failures();
     printf("soak: result: %s (%u checks failed)\n", f == 0 ? "PASSED" : "FAILED", f);
     printf("%d passed, %d failed\n", f == 0 ? 1 : 0, f == 0 ? 0 : 1);

@@ -3,7 +3,10 @@
 #  - its JSON has every key the issue lists, the request counts add up, every
 #    domain served from its own CPUs with its placement verified, the weights
 #    are on the domain's node wherever memory could be bound there;
-#  - outputs match: flat bit-identical to nxr, OpenMP within tolerance;
+#  - outputs match: the baseline (--max-batch 1 --weights plain) and flat
+#    bit-identical to nxr (batched, packed weights), OpenMP within tolerance;
+#  - the machine line: GEMM peak, read bandwidth, the limit and nxr's
+#    fraction of it; batching counted (passes), none with --max-batch 1;
 #  - attach mode (--executor pool, openmp) serves the same requests, same bits;
 #  - on a synthetic 2-node machine (CPUs clipped to the allowed set) both
 #    domains serve requests (skipped, with the reason, on fewer than 2 CPUs);
@@ -19,11 +22,24 @@ check() { # file [executor]
 import json, os, sys
 path, want_exec = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "nxr")
 d = json.load(open(path))
-for k in ("requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "domains", "flat", "omp",
-          "outputs_match", "executor", "config"):
+for k in ("requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "domains", "baseline",
+          "flat", "omp", "outputs_match", "executor", "config", "machine", "fraction_of_limit"):
     assert k in d, ("missing key", k)
+m = d["machine"]
+for k in ("gemm_peak_gflops", "read_gbs", "limit_requests_per_s"):
+    assert m[k] > 0, ("machine", k, m)
+assert abs(m["limit_requests_per_s"] - m["gemm_peak_gflops"] * 1e9 / m["flops_per_request"]) \
+    <= 1e-3 * m["limit_requests_per_s"] + 0.1, m
+assert abs(d["fraction_of_limit"] - d["requests_per_s"] / m["limit_requests_per_s"]) <= 1e-3, d
+for p in ("nxr", "baseline", "flat", "omp"):
+    e = m["paths"][p]
+    assert e["gflops"] > 0 and e["weight_gbs"] > 0 and e["requests_per_pass"] >= 1, (p, e)
+want_weights = "packed" if want_exec == "nxr" else "plain"
+assert d["config"]["max_batch"] == 64 and d["config"]["weights"] == want_weights, d["config"]
+assert d["baseline"]["requests"] == 48 and d["baseline"]["max_batch"] == 1, d["baseline"]
+assert d["outputs"]["baseline"] == "bit-identical", d["outputs"]
 for k in ("requests_per_s", "p50_ms", "p99_ms"):
-    for p in ("flat", "omp"):
+    for p in ("baseline", "flat", "omp"):
         assert k in d[p], ("missing", p, k)
         assert d[p][k] > 0, (p, k, d[p][k])
 assert d["executor"] == want_exec, d["executor"]
@@ -55,8 +71,10 @@ for dom in d["domains"]:
     if dom["memory_binding"] == "bound":
         assert w == 1.0 and dom["weight_pages_on_node"] == dom["weight_pages"] > 0, dom
     assert dom["pool"]["outstanding"] == 0, dom
+    assert 1 <= dom["passes"] <= dom["requests"] and dom["retried_batches"] == 0, dom
     served += dom["requests"]
 assert served == 48, ("domains served", served)
+assert d["passes"] == sum(x["passes"] for x in d["domains"]), d
 print("%s: %d domain(s), outputs match (omp max diff %g)" %
       (want_exec, len(d["domains"]), d["outputs"]["omp_max_abs_diff"]))
 PY
@@ -73,10 +91,21 @@ for e in pool openmp; do
     check "demo-$e.json" "$e"
 done
 
+# Today's path: every request alone, plain weights; no baseline to run.
+"$nxr" demo "${tiny[@]}" --max-batch 1 --weights plain --json > unbatched.json
+python3 -c '
+import json; d = json.load(open("unbatched.json"))
+assert d["config"]["max_batch"] == 1 and d["config"]["weights"] == "plain", d["config"]
+assert d["baseline"] is None and d["outputs"]["baseline"] is None and d["outputs_match"], d
+passes = sum(x["passes"] for x in d["domains"])
+assert passes == d["requests"] == 48 and d["passes"] == 48, ("--max-batch 1 batched", passes)
+print("--max-batch 1: %d passes for %d requests" % (passes, d["requests"]))'
+
 "$nxr" demo "${tiny[@]}" --no-compare --json > nocompare.json
 python3 -c '
 import json; d = json.load(open("nocompare.json"))
 assert d["flat"] is None and d["omp"] is None and d["outputs_match"] is None, d
+assert d["baseline"] is None and d["machine"]["gemm_peak_gflops"] > 0, d
 assert d["requests"] == 48 and d["config"]["compare"] is False, d'
 
 # One client: every request finds its domain idle with nobody behind it, so
@@ -135,6 +164,10 @@ bad --layers --layers 0
 bad --seed --seed x
 bad --time-budget --time-budget -1
 bad --executor --executor tbb
+bad --max-batch --max-batch 0
+bad --max-batch --max-batch x
+bad --weights --weights dense
+bad --weights --weights packed --executor pool
 bad --domains --domains "0:0;1:0"
 bad --domains --domains "zz"
 bad --json --json=yes
