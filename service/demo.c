@@ -10,6 +10,7 @@
 #include "service/compare.h"
 #include "service/load.h"
 #include "service/model.h"
+#include "service/span_path.h"
 #include "service/omp_path.h"
 #include "service/server.h"
 #include "service/stream.h"
@@ -51,6 +52,11 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
         snprintf(err, errsz, "--hidden: %zu is outside 8..8192", c->hidden);
     else if (c->layers < 1 || c->layers > 256)
         snprintf(err, errsz, "--layers: %zu is outside 1..256", c->layers);
+    else if (c->span && !c->compare)
+        snprintf(err, errsz, "--span: serves beside the per-domain mode and the peers; drop "
+                 "--no-compare");
+    else if (c->span && c->executor != SVC_EXECUTOR_NXR)
+        snprintf(err, errsz, "--span: spans run on nxr's own domains (--executor nxr)");
     else if (c->vocab < 1 || c->rounds < 1)
         snprintf(err, errsz, "vocab and rounds must be positive");
     else {
@@ -75,6 +81,7 @@ struct run {
     float *master;
     struct svc_server *server, *flat;
     struct svc_omp_path *omp;
+    struct svc_span_path *span; /* --span */
 };
 
 static void teardown(struct run *run)
@@ -82,6 +89,7 @@ static void teardown(struct run *run)
     svc_server_stop(run->server);
     svc_server_stop(run->flat);
     svc_omp_path_stop(run->omp);
+    svc_span_path_stop(run->span);
     for (size_t i = 0; i < run->domains; i++)
         svc_replica_destroy(&run->replicas[i]);
     nxr_runtime_destroy(run->flat_rt);
@@ -188,12 +196,22 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     }
     res->omp_threads = (unsigned)hwloc_bitmap_weight(allowed);
     rc = svc_omp_path_start(&run->omp, &run->shape, run->replicas[0].w, res->omp_threads);
-    if (rc != 0)
+    if (rc != 0) {
         snprintf(res->error, sizeof(res->error), "OpenMP path: %s", nxr_strerror(rc));
+        return rc;
+    }
+    if (c->span) {
+        /* The model's parameters from the first replica; each matrix is
+         * sharded across every domain at its first use (the warm-up). */
+        rc = svc_span_path_start(&run->span, run->rt, &run->shape, run->replicas[0].w, why,
+                                 sizeof(why));
+        if (rc != 0)
+            snprintf(res->error, sizeof(res->error), "span path: %s: %s", nxr_strerror(rc), why);
+    }
     return rc;
 }
 
-enum { PATH_NXR, PATH_FLAT, PATH_OMP, PATHS };
+enum { PATH_NXR, PATH_FLAT, PATH_OMP, PATH_SPAN, PATHS };
 
 struct path {
     svc_submit_fn submit;
@@ -278,12 +296,19 @@ static int serve(struct run *run, struct path *paths, size_t npaths, struct svc_
             res->stopped_early = true;
         const size_t ncommon = (common < count ? round.offset[common] : round.total_rows) *
                                run->shape.vocab;
-        if (rc == 0 && npaths == PATHS) {
+        if (rc == 0 && npaths > PATH_OMP) {
             if (!svc_outputs_identical(paths[PATH_NXR].out, paths[PATH_FLAT].out, ncommon))
                 res->flat_identical = false;
             double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_OMP].out, ncommon);
             if (d > res->omp_max_diff)
                 res->omp_max_diff = d;
+        }
+        if (rc == 0 && npaths > PATH_SPAN) {
+            /* The inner-sharded products add per-domain partials: within
+             * the OpenMP path's tolerance, not bit for bit. */
+            double d = svc_outputs_max_diff(paths[PATH_NXR].out, paths[PATH_SPAN].out, ncommon);
+            if (d > res->span_max_diff)
+                res->span_max_diff = d;
         }
         for (size_t p = 0; p < npaths; p++) {
             free(paths[p].out);
@@ -351,6 +376,15 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
             D->latency = svc_latency_summarise(v, k);
         svc_replica_verify(&run->replicas[i]); /* again, after serving: nothing moved */
         D->weights_on_node = run->replicas[i].on_node;
+        D->shard_on_node = -1.0;
+        for (size_t m = 0; run->span != NULL && m < svc_span_path_members(run->span); m++) {
+            double on;
+            if (svc_span_path_member(run->span, m, &on) != d)
+                continue;
+            D->shard_on_node = on;
+            if (on < 0 || (D->weights_on_node >= 0 && on < D->weights_on_node))
+                D->weights_on_node = on; /* the lowest of the domain's weights */
+        }
         D->weight_pages = run->replicas[i].pages;
         D->weight_pages_on_node = run->replicas[i].pages_on_node;
         nxr_pool_stats(d, &D->pool);
@@ -371,7 +405,7 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
     struct run run = {.c = c, .shape = svc_model_shape_make(c->hidden, c->layers, c->vocab)};
     struct path paths[PATHS] = {0};
     int rc = start(&run, res, bad_input);
-    size_t npaths = c->compare ? PATHS : 1;
+    size_t npaths = !c->compare ? 1 : c->span ? PATHS : PATH_SPAN;
     for (size_t p = 0; p < npaths && rc == 0; p++) {
         paths[p].latency = calloc(c->requests, sizeof(double));
         paths[p].slot = calloc(c->requests, sizeof(int));
@@ -389,6 +423,10 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             paths[PATH_OMP].submit = svc_omp_path_submit;
             paths[PATH_OMP].service = run.omp;
         }
+        if (c->span) {
+            paths[PATH_SPAN].submit = svc_span_path_submit;
+            paths[PATH_SPAN].service = run.span;
+        }
         rc = serve(&run, paths, npaths, res);
     }
     if (rc == 0) {
@@ -397,6 +435,11 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             res->flat = summarise(&paths[PATH_FLAT]);
             res->omp = summarise(&paths[PATH_OMP]);
             res->outputs_match = res->flat_identical && res->omp_max_diff <= SVC_OMP_TOLERANCE;
+        }
+        if (c->span) {
+            res->span = summarise(&paths[PATH_SPAN]);
+            res->span_members = svc_span_path_members(run.span);
+            res->outputs_match = res->outputs_match && res->span_max_diff <= SVC_OMP_TOLERANCE;
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }

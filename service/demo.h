@@ -10,7 +10,8 @@
  *  2. The peers, unless --no-compare: flat (a second runtime with one
  *     declared domain over every allowed CPU, the same server, weights of
  *     the first domain only: a NUMA-unaware service) and OpenMP
- *     (service/omp_path.h).
+ *     (service/omp_path.h); with --span also the span path (every request
+ *     across every domain, weights sharded: service/span_path.h).
  *  3. The same request stream (service/stream.h) served by every path in
  *     alternating rounds, the path order rotating each round, so machine
  *     noise hits each alike; a short warm-up per path first (not counted).
@@ -40,6 +41,10 @@ struct svc_demo_config {
     enum svc_executor executor; /* --executor */
     uint64_t seed;              /* --seed */
     bool compare;               /* false with --no-compare */
+    /* --span: also serve every request across every domain (a span,
+     * weights sharded; service/span_path.h) beside the per-domain mode;
+     * config.mode "span" (else "per-domain"). Needs the peers (compare). */
+    bool span;
     size_t rounds;              /* rounds the stream is cut into */
     size_t split_rows;          /* a lone request this big or bigger runs INNER */
     /* Seconds of serving after which the run stops at the next round
@@ -75,7 +80,9 @@ struct svc_domain_result {
     size_t requests, split_requests;
     double requests_per_s;
     struct svc_latency latency;
-    double weights_on_node;   /* -1: the domain has no node */
+    double weights_on_node;   /* -1: the domain has no node; in span mode the
+                               * lowest of its replica's and its shards' */
+    double shard_on_node;     /* span mode: its shards' pages on its node (-1: unknown) */
     size_t weight_pages, weight_pages_on_node;
     struct nxr_pool_stats pool;
 };
@@ -83,7 +90,8 @@ struct svc_domain_result {
 struct svc_demo_result {
     struct svc_demo_config config;
     double weights_mib;       /* one replica */
-    struct svc_path_result nxr, flat, omp;
+    struct svc_path_result nxr, flat, omp, span;
+    size_t span_members;      /* span mode: the span's domains */
     size_t domain_count;
     struct svc_domain_result domains[64];
     char flat_cpus[128];
@@ -95,6 +103,7 @@ struct svc_demo_result {
     /* Comparison (when config.compare). */
     bool flat_identical;
     double omp_max_diff;
+    double span_max_diff;     /* span mode: against nxr's per-domain outputs */
     bool outputs_match;
     char error[256];          /* why a run failed */
 };

@@ -15,9 +15,10 @@
 # skip. Layouts: 2 nodes x 2 CPUs, and 4 nodes x 1 CPU. Output: one line per
 # binary (Criterion's synthesis), the last lines of a failing one, and a
 # per-VM total; exits non-zero when any binary fails or a VM does not report.
-# Each VM also runs `nxr demo` on tiny sizes (the demo check): every domain
-# must report weights_on_node = 1.0 (its replica's pages on its own node, as
-# move_pages says), placement verified, its requests computed on its own
+# Each VM also runs `nxr demo --span` on tiny sizes (the demo check): every
+# domain must report weights_on_node = 1.0 (its replica's pages on its own
+# node, as move_pages says) and shard_on_node = 1.0 (its span shards, one
+# span member per node), placement verified, its requests computed on its own
 # CPUs, one domain per node, and matching outputs; --no-demo skips it. With
 # the demo it also runs examples/span_decode (one decode over a span of every
 # node, weights sharded): the span must have one member per node, every
@@ -118,7 +119,7 @@ done
 if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host.
     if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
-        --layers 2 --json >/tmp/demo.json 2>/tmp/demo.err; then
+        --layers 2 --span --json >/tmp/demo.json 2>/tmp/demo.err; then
         echo "vm-demo-json \$(cat /tmp/demo.json)"
     else
         fail=\$((fail + 1))
@@ -197,6 +198,13 @@ for x in d["domains"]:
         bad.append("domain %d served nothing" % x["id"])
 if d["outputs_match"] is not True:
     bad.append("outputs differ: %s" % d["outputs"])
+# --span: every request across every node, each domain's shard on its node.
+s = d.get("span")
+if d["config"].get("mode") != "span" or s is None or s["members"] != nodes:
+    bad.append("span mode: %s" % s)
+for x in d["domains"]:
+    if x.get("shard_on_node") != 1.0:
+        bad.append("domain %d: shard_on_node %s" % (x["id"], x.get("shard_on_node")))
 for b in bad:
     print("vm: nxr demo check: FAILED:", b)
 if not bad:
