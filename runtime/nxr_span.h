@@ -17,8 +17,13 @@
  *
  * What else a span is: a context (runtime/nxr_ctx.h) whose domain
  * (nxr_ctx_domain) is its first member; its step memory, nxr_run and
- * nxr_submit are that member's; nxr_ctx_budget is the members' sum. Kernels
- * of runtime/nxr_ctx_kernels.h on a span run on the first member. The
+ * nxr_submit are that member's; nxr_ctx_budget is the members' sum. The
+ * kernels of runtime/nxr_ctx_kernels.h on a span: nxr's native ones (any
+ * ENGINE_WORKERS provider) split their chunks across the members like a
+ * loop, with one scratch slot per participant from the first member's pool
+ * (same bits as on one domain); a provider with threads of its own runs on
+ * the first member. Their inputs are read wherever they lie: shard the big
+ * ones and use nxr_span_linear to keep each member on its own memory. The
  * thread rule is a context's: one driving thread at a time.
  *
  * Nesting (see the table in executor/nxr_executor.h): inside a body of a

@@ -353,3 +353,115 @@ Test(runtime_span_kernels, the_combine_does_not_depend_on_who_finished_first)
     inner_held(1, parts, second);
     cr_expect(memcmp(first, second, sizeof(first)) == 0, "the finishing order changed the bits");
 }
+
+/* ---- the ordinary kernels on a span ------------------------------------------------ */
+
+/* A GEMM that fans out through call->parallel_for over rows of C, naive,
+ * recording which domain and participant ran each row. */
+static struct {
+    unsigned threads;
+    atomic_int rows_by_domain[4];
+    atomic_int bad_worker;
+} fan;
+
+struct fan_job {
+    const nxr_kernel_call_t *call;
+    const nxr_sgemm_args_t *g;
+};
+
+static void fan_rows(void *p, size_t b, size_t e, unsigned worker)
+{
+    const struct fan_job *j = p;
+    const nxr_sgemm_args_t *g = j->g;
+    if (worker >= j->call->threads || nxr__tls.exec == NULL)
+        atomic_fetch_add(&fan.bad_worker, 1);
+    else
+        atomic_fetch_add(&fan.rows_by_domain[nxr__tls.exec->domain_id & 3], (int)(e - b));
+    for (size_t i = b; i < e; i++)
+        for (size_t n = 0; n < g->n; n++) {
+            float acc = 0.0f;
+            for (size_t p = 0; p < g->k; p++)
+                acc += g->a[i * g->lda + p] * g->b[p * g->ldb + n];
+            g->c[i * g->ldc + n] = acc;
+        }
+}
+
+static int fan_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+{
+    (void)self;
+    fan.threads = call->threads;
+    struct fan_job j = {.call = call, .g = g};
+    if (call->parallel_for == NULL) {
+        fan_rows(&j, 0, g->m, 0);
+        return 0;
+    }
+    return call->parallel_for(call, g->m, 1, fan_rows, &j);
+}
+
+static const nxr_gemm_ops_t fan_ops = {.sgemm = fan_sgemm};
+
+Test(runtime_span_kernels, an_ordinary_kernel_on_a_span_splits_across_the_members)
+{
+    memset(&fan, 0, sizeof(fan));
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = nxr_test_expand("0:%0;1:%0 shared;2:%0 shared");
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "span-fan";
+    d.family = NXR_FAMILY_GEMM;
+    d.count = NXR_COUNT_PER_CALL_BOUND;
+    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.gemm = &fan_ops;
+    nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0);
+    o.providers[NXR_FAMILY_GEMM] = p;
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    nxr_provider_destroy(p);
+    const int ids[] = {2, 0, 1};
+    open_span(ids, 3);
+    enum { M = 30, K = 5, N = 4 };
+    float a[M * K], b[K * N], c[M * N];
+    fill(a, M * K, 9);
+    fill(b, K * N, 10);
+    nxr_sgemm_args_t g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
+                          .ldb = N, .beta = 0.0f, .c = c, .ldc = N};
+    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_ctx_last_error(span));
+    cr_expect_eq(fan.threads, 3, "the span's budget");
+    cr_expect_eq(atomic_load(&fan.bad_worker), 0);
+    /* 30 rows, budgets 1:1:1 in the order 2, 0, 1. */
+    cr_expect_eq(atomic_load(&fan.rows_by_domain[2]), 10);
+    cr_expect_eq(atomic_load(&fan.rows_by_domain[0]), 10);
+    cr_expect_eq(atomic_load(&fan.rows_by_domain[1]), 10);
+    for (size_t i = 0; i < M; i++)
+        for (size_t n = 0; n < N; n++) {
+            double want = 0.0;
+            for (size_t q = 0; q < K; q++)
+                want += (double)a[i * K + q] * b[q * N + n];
+            cr_expect(fabs(c[i * N + n] - want) < 1e-5, "c[%zu][%zu]", i, n);
+        }
+}
+
+Test(runtime_span_kernels, native_kernels_on_a_span_give_the_one_domain_bits)
+{
+    open_runtime("0:%0;1:%0 shared", false);
+    const int ids[] = {0, 1};
+    open_span(ids, 2);
+    enum { M = 70, K = 90, N = 130 };
+    float *a = malloc(M * K * sizeof(float)), *b = malloc(K * N * sizeof(float));
+    float *c1 = malloc(M * N * sizeof(float)), *c2 = malloc(M * N * sizeof(float));
+    fill(a, M * K, 11);
+    fill(b, K * N, 12);
+    nxr_sgemm_args_t g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
+                          .ldb = N, .beta = 0.0f, .c = c1, .ldc = N};
+    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_ctx_last_error(span));
+    g.c = c2;
+    cr_assert_eq(nxr_sgemm(plain, &g), 0);
+    cr_expect(memcmp(c1, c2, M * N * sizeof(float)) == 0, "the span changed the bits");
+    float s1, s2;
+    cr_assert_eq(nxr_sum(span, M * K, a, &s1), 0);
+    cr_assert_eq(nxr_sum(plain, M * K, a, &s2), 0);
+    cr_expect(memcmp(&s1, &s2, sizeof(float)) == 0);
+    free(a), free(b), free(c1), free(c2);
+}

@@ -464,7 +464,15 @@ Test(runtime_span, the_span_waits_holding_nothing_while_a_member_runs)
 
 /* ---- nesting ----------------------------------------------------------------------- */
 
-enum { NEST_SPAN_FOR, NEST_MEMBER_FOR, NEST_OTHER_FOR, NEST_ACROSS, NEST_SUBMIT, NEST_ROWS };
+enum {
+    NEST_SPAN_FOR,
+    NEST_MEMBER_FOR,
+    NEST_OTHER_FOR,
+    NEST_ACROSS,
+    NEST_SUBMIT,
+    NEST_SPAN_KERNEL,
+    NEST_ROWS
+};
 
 struct nest {
     nxr_ctx_t *member; /* a context on member 1 */
@@ -513,6 +521,11 @@ static void outer_body(void *p, size_t b, size_t e, unsigned w)
     const int ids[] = {0, 1};
     atomic_store(&n->rc[NEST_ACROSS], nxr_run_across(rt, ids, 2, 1, noop_task, NULL));
     atomic_store(&n->rc[NEST_SUBMIT], nxr_submit(span, 1, noop_task, NULL, NULL));
+    static const float ones[4] = {1, 1, 1, 1};
+    float sum = 0.0f;
+    atomic_store(&n->rc[NEST_SPAN_KERNEL], nxr_sum(span, 4, ones, &sum));
+    if (sum != 4.0f && atomic_load(&n->rc[NEST_SPAN_KERNEL]) == 0)
+        atomic_store(&n->rc[NEST_SPAN_KERNEL], -EDOM);
     my_tag = 0;
 }
 
@@ -533,6 +546,7 @@ Test(runtime_span, nesting_rows_inside_a_span_body)
     cr_expect_eq(atomic_load(&n.rc[NEST_OTHER_FOR]), NXR_EREENTRANT, "domain 2 is not a member");
     cr_expect_eq(atomic_load(&n.rc[NEST_ACROSS]), NXR_EREENTRANT);
     cr_expect_eq(atomic_load(&n.rc[NEST_SUBMIT]), NXR_EREENTRANT);
+    cr_expect_eq(atomic_load(&n.rc[NEST_SPAN_KERNEL]), 0, "a span kernel runs in place on member 1");
     /* Both in-place loops ran all 64 iterations as one chunk each, on the
      * body's thread; nothing was dispatched elsewhere. */
     cr_expect_eq(atomic_load(&n.ran_here[0]), 2);
@@ -555,6 +569,7 @@ Test(runtime_span, a_span_loop_inside_another_domains_body_is_refused_with_why)
     cr_assert_eq(nxr_parallel_for(n.other, 0, 1, 1, outer_body, &n), 0);
     cr_assert_eq(atomic_load(&n.bodies), 1);
     cr_expect_eq(atomic_load(&n.rc[NEST_SPAN_FOR]), NXR_EREENTRANT);
+    cr_expect_eq(atomic_load(&n.rc[NEST_SPAN_KERNEL]), NXR_EREENTRANT);
     cr_expect(strstr(refusal, "nxr_parallel_for") != NULL &&
                   strstr(refusal, "domain 2, which the span does not cover") != NULL,
               "detail: '%s'", refusal);
