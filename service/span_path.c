@@ -106,6 +106,13 @@ static const struct svc_ops svc_ops_span = {
 static void *span_serving_thread(void *arg)
 {
     struct svc_span_path *p = arg;
+    /* On the first member's CPUs, like a per-domain serving thread: the
+     * steps a span does not split (norms, epilogues, softmax) then run here
+     * instead of being handed to a worker. Unbound (a cpuset narrower than
+     * the domain) it still serves, with that hand-off. */
+    nxr_thread_binding_t *was = NULL;
+    if (nxr_ctx_bind(p->span, &was) != 0)
+        was = NULL;
     float *scratch = NULL;
     size_t scratch_rows = 0;
     struct svc_request *r;
@@ -138,6 +145,7 @@ static void *span_serving_thread(void *arg)
         }
     }
     free(scratch);
+    nxr_thread_binding_restore(was);
     return NULL;
 }
 
