@@ -181,11 +181,11 @@ static void reduce_body(void *p, size_t begin, size_t end, unsigned worker)
     }
 }
 
-int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, size_t grain,
-                              size_t elem_size, const void *identity,
-                              void (*map)(void *arg, size_t b, size_t e, void *partial),
-                              void (*combine)(void *arg, void *result, const void *partial),
-                              void *arg, void *result)
+int nxr__reduce_blocks(nxr__loop_fn loop, void *self, size_t begin, size_t end, size_t grain,
+                       size_t elem_size, const void *identity,
+                       void (*map)(void *arg, size_t b, size_t e, void *partial),
+                       void (*combine)(void *arg, void *result, const void *partial), void *arg,
+                       void *result)
 {
     if (map == NULL || combine == NULL || identity == NULL || result == NULL ||
         elem_size == 0 || begin > end)
@@ -219,7 +219,7 @@ int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, 
     struct nxr_for_opts opts;
     nxr_for_opts_init(&opts);
     opts.grain = block;
-    int rc = nxr__exec_parallel_for(exec, begin, end, &opts, reduce_body, &r);
+    int rc = loop(self, begin, end, &opts, reduce_body, &r);
     if (rc == 0) {
         memmove(result, identity, elem_size);
         for (size_t i = 0; i < blocks; i++)
@@ -228,4 +228,20 @@ int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, 
     if (partials != stack)
         free(partials);
     return rc;
+}
+
+static int exec_loop(void *self, size_t begin, size_t end, const struct nxr_for_opts *opts,
+                     nxr_for_fn fn, void *arg)
+{
+    return nxr__exec_parallel_for(self, begin, end, opts, fn, arg);
+}
+
+int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, size_t grain,
+                              size_t elem_size, const void *identity,
+                              void (*map)(void *arg, size_t b, size_t e, void *partial),
+                              void (*combine)(void *arg, void *result, const void *partial),
+                              void *arg, void *result)
+{
+    return nxr__reduce_blocks(exec_loop, exec, begin, end, grain, elem_size, identity, map,
+                              combine, arg, result);
 }

@@ -15,6 +15,7 @@
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
+#include "runtime/internal/span.h"
 
 /* ---- the runtime's list of open contexts ------------------------------------ */
 
@@ -149,6 +150,7 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
         pthread_mutex_unlock(&ctx->rt->ctx_lock);
         free_scopes(ctx);
     }
+    nxr__span_free(ctx->span); /* its member contexts, its permit request */
     nxr__handle_retire(&ctx->magic, ctx);
 }
 
@@ -161,6 +163,8 @@ const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx)
 unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
 {
     NXR__HANDLE_CHECK(ctx, "context");
+    if (ctx->span != NULL)
+        return ctx->span->prefix[ctx->span->n];
     return ctx->exec != NULL ? ctx->exec->budget : 0;
 }
 

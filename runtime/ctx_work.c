@@ -3,11 +3,12 @@
  * Each checks the context and keeps the thread rule (nxr__ctx_enter), hands
  * the work to the domain's executor (executor/), which applies the
  * placement and nesting rules, and records why a call failed
- * (nxr_ctx_last_error).
+ * (nxr_ctx_last_error). A span's loops go to runtime/span.c instead.
  */
 #include <errno.h>
 
 #include "runtime/internal/ctx.h"
+#include "runtime/internal/span.h"
 
 /* Why a loop's arguments are bad, or NULL when they are fine. */
 static const char *loop_args(size_t begin, size_t end, const struct nxr_for_opts *opts,
@@ -34,8 +35,14 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
     const char *why = loop_args(begin, end, opts, (const void *)fn);
-    rc = why != NULL ? -EINVAL : nxr__exec_parallel_for(ctx->exec, begin, end, opts, fn, arg);
-    nxr__ctx_fail(ctx, ctx->domain, call, rc, why);
+    char span_why[NXR__CTX_ERROR_BYTES] = "";
+    if (why != NULL)
+        rc = -EINVAL;
+    else if (ctx->span != NULL)
+        rc = nxr__span_parallel_for(ctx, begin, end, opts, fn, arg, span_why, sizeof(span_why));
+    else
+        rc = nxr__exec_parallel_for(ctx->exec, begin, end, opts, fn, arg);
+    nxr__ctx_fail(ctx, ctx->domain, call, rc, why != NULL ? why : span_why[0] ? span_why : NULL);
     nxr__ctx_leave(ctx, entered);
     return rc;
 }
@@ -69,10 +76,16 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
                       : elem_size == 0    ? "elem_size is 0"
                       : begin > end       ? "begin > end"
                                           : NULL;
-    rc = why != NULL ? -EINVAL
-                     : nxr__exec_parallel_reduce(ctx->exec, begin, end, grain, elem_size, identity,
-                                                 map, combine, arg, result);
-    nxr__ctx_fail(ctx, ctx->domain, call, rc, why);
+    char span_why[NXR__CTX_ERROR_BYTES] = "";
+    if (why != NULL)
+        rc = -EINVAL;
+    else if (ctx->span != NULL)
+        rc = nxr__span_parallel_reduce(ctx, begin, end, grain, elem_size, identity, map, combine,
+                                       arg, result, span_why, sizeof(span_why));
+    else
+        rc = nxr__exec_parallel_reduce(ctx->exec, begin, end, grain, elem_size, identity, map,
+                                       combine, arg, result);
+    nxr__ctx_fail(ctx, ctx->domain, call, rc, why != NULL ? why : span_why[0] ? span_why : NULL);
     nxr__ctx_leave(ctx, entered);
     return rc;
 }

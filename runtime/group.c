@@ -8,18 +8,18 @@
  * While the union permit is held, the group dispatches straight to each
  * domain's executor (its own permit would overlap the union it already
  * holds); concurrent operations on those domains wait for their permits as
- * usual.
+ * usual. That dispatch (nxr__across_run) is also what a span's loops and
+ * kernels run through (runtime/span.c).
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "runtime/internal/runtime.h"
+#include "runtime/internal/span.h"
 #include "base/internal/sys.h"
 
 #define CACHE_LINE 64
-#define GROUP_MAX  64 /* domains in one group */
 
 struct group_op {
     nxr_task_fn fn;
@@ -27,7 +27,11 @@ struct group_op {
     size_t count;
     _Alignas(CACHE_LINE) atomic_size_t next;
     _Alignas(CACHE_LINE) atomic_int status;
-    atomic_uint pending; /* domain batches not finished; futex word */
+};
+
+/* What nxr__across_run waits on: the parts not finished (a futex word). */
+struct across_wait {
+    atomic_uint pending;
 };
 
 /* What one domain's batch runs: the shared operation, as bodies of that
@@ -60,12 +64,12 @@ static void group_item(void *p, size_t index)
     nxr__body_end(saved);
 }
 
-static void group_done(void *p)
+static void across_done(void *p)
 {
-    struct group_op *g = ((const struct group_part *)p)->g;
-    /* Release pairs with the acquire load in nxr_run_across's wait. */
-    if (atomic_fetch_sub_explicit(&g->pending, 1, memory_order_release) == 1)
-        nxr__futex_wake(&g->pending, INT_MAX);
+    struct across_wait *w = p;
+    /* Release pairs with the acquire load in nxr__across_run's wait. */
+    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_release) == 1)
+        nxr__futex_wake(&w->pending, INT_MAX);
 }
 
 static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domain **doms,
@@ -88,15 +92,62 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
     return 0;
 }
 
+int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
+{
+    struct across_wait w;
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++)
+        live += parts[i].count > 0;
+    atomic_init(&w.pending, (unsigned)live);
+    int rc = 0;
+    size_t started = 0;
+    for (; started < n; started++) {
+        struct nxr__across_part *p = &parts[started];
+        if (p->count == 0)
+            continue;
+        struct nxr_executor *ex = &p->domain->exec.executor;
+        if (ex->ops->retain != NULL)
+            ex->ops->retain(ex->self);
+        rc = ex->ops->submit(ex->self, p->fn, p->arg, p->count, across_done, &w);
+        if (rc != 0) {
+            if (ex->ops->release != NULL)
+                ex->ops->release(ex->self);
+            /* Stop the claims; the parts already started finish. */
+            int none = 0;
+            if (stop != NULL)
+                atomic_compare_exchange_strong(stop, &none, rc);
+            size_t rest = 0;
+            for (size_t j = started; j < n; j++)
+                rest += parts[j].count > 0;
+            atomic_fetch_sub(&w.pending, (unsigned)rest);
+            break;
+        }
+    }
+    unsigned left;
+    /* Bounded by the parts' items: each started part's done callback
+     * decrements once after its last item. Acquire pairs with the release
+     * decrement in across_done, so the items' writes are visible here. */
+    while ((left = atomic_load_explicit(&w.pending, memory_order_acquire)) != 0)
+        nxr__futex_wait(&w.pending, left);
+    for (size_t i = 0; i < started; i++) {
+        if (parts[i].count == 0)
+            continue;
+        struct nxr_executor *ex = &parts[i].domain->exec.executor;
+        if (ex->ops->release != NULL)
+            ex->ops->release(ex->self);
+    }
+    return rc;
+}
+
 int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nxr_task_fn fn,
                    void *arg)
 {
-    if (rt == NULL || ids == NULL || fn == NULL || n == 0 || n > GROUP_MAX)
+    if (rt == NULL || ids == NULL || fn == NULL || n == 0 || n > NXR__SPAN_MAX)
         return -EINVAL;
     if (nxr__runtime_forked(rt))
         return NXR_EFORKED;
-    struct nxr_domain *doms[GROUP_MAX];
-    hwloc_const_bitmap_t sets[GROUP_MAX];
+    struct nxr_domain *doms[NXR__SPAN_MAX];
+    hwloc_const_bitmap_t sets[NXR__SPAN_MAX];
     int rc = collect(rt, ids, n, doms, sets);
     if (rc != 0)
         return rc;
@@ -117,35 +168,14 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     struct group_op g = {.fn = fn, .arg = arg, .count = count};
     atomic_init(&g.next, 0);
     atomic_init(&g.status, 0);
-    atomic_init(&g.pending, (unsigned)n);
-    struct group_part parts[GROUP_MAX];
-    size_t started = 0;
-    for (; started < n; started++) {
-        parts[started] = (struct group_part){.g = &g, .exec = &doms[started]->exec};
-        struct nxr_executor *ex = &doms[started]->exec.executor;
-        if (ex->ops->retain != NULL)
-            ex->ops->retain(ex->self);
-        rc = ex->ops->submit(ex->self, group_item, &parts[started], doms[started]->spec.budget,
-                             group_done, &parts[started]);
-        if (rc != 0) {
-            if (ex->ops->release != NULL)
-                ex->ops->release(ex->self);
-            /* Stop the claims; the batches already started finish. */
-            int none = 0;
-            atomic_compare_exchange_strong(&g.status, &none, rc);
-            atomic_fetch_sub(&g.pending, (unsigned)(n - started));
-            break;
-        }
+    struct group_part gparts[NXR__SPAN_MAX];
+    struct nxr__across_part parts[NXR__SPAN_MAX];
+    for (size_t i = 0; i < n; i++) {
+        gparts[i] = (struct group_part){.g = &g, .exec = &doms[i]->exec};
+        parts[i] = (struct nxr__across_part){
+            .domain = doms[i], .fn = group_item, .arg = &gparts[i], .count = doms[i]->spec.budget};
     }
-    unsigned left;
-    /* Acquire pairs with the release decrement in group_done. */
-    while ((left = atomic_load_explicit(&g.pending, memory_order_acquire)) != 0)
-        nxr__futex_wait(&g.pending, left);
-    for (size_t i = 0; i < started; i++) {
-        struct nxr_executor *ex = &doms[i]->exec.executor;
-        if (ex->ops->release != NULL)
-            ex->ops->release(ex->self);
-    }
+    nxr__across_run(parts, n, &g.status);
     nxr__arbiter_release(rt->arbiter, &req);
     rc = atomic_load_explicit(&g.status, memory_order_relaxed);
 out_fini:

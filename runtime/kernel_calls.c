@@ -4,6 +4,12 @@
  * per-worker scratch from the domain's pool, the domain's permit or the
  * exclusive permit as needed.
  *
+ * On a span (runtime/nxr_span.h) an ENGINE_WORKERS provider's chunks are
+ * split across the members by the span's loop (its per-thread scratch, one
+ * slot per participant of the span, from the first member's pool); inside
+ * a member's body the call runs in place there; other providers run on
+ * the first member.
+ *
  * Every public kernel packs its arguments and an invoker (the bundle's
  * dispatch for that op) into a `struct kcall`, with the verdict of the
  * contract's argument check (kernels/internal/args.h) and the inputs a
@@ -39,6 +45,7 @@
 #include "runtime/internal/place.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/weights.h"
+#include "runtime/internal/span.h"
 
 /* One kernel call, packed by its public wrapper: what to invoke, the
  * argument check's verdict, and the inputs placement weighs. */
@@ -63,6 +70,7 @@ struct kcall {
  * set on that worker for every later operation of the domain. */
 struct runner {
     struct nxr__exec *exec;
+    nxr_ctx_t *span; /* a span's call: chunks split across its members */
     bool foreign;
     atomic_int fpenv_status; /* NXR_EFPENV once a chunk changed its thread's environment */
 };
@@ -93,10 +101,16 @@ static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t g
     nxr_for_opts_init(&o);
     o.grain = grain;
     o.max_threads = call->threads;
-    if (!r->foreign)
-        return nxr__exec_parallel_for(r->exec, 0, n, &o, fn, arg);
     struct checked_chunk c = {.fn = fn, .arg = arg, .runner = r};
-    return nxr__exec_parallel_for(r->exec, 0, n, &o, checked_chunk_body, &c);
+    if (r->foreign) {
+        fn = checked_chunk_body;
+        arg = &c;
+    }
+    if (r->span != NULL) {
+        char why[NXR__CTX_ERROR_BYTES];
+        return nxr__span_parallel_for(r->span, 0, n, &o, fn, arg, why, sizeof(why));
+    }
+    return nxr__exec_parallel_for(r->exec, 0, n, &o, fn, arg);
 }
 
 /* ---- one call ------------------------------------------------------------------ */
@@ -105,6 +119,7 @@ struct invocation {
     nxr_runtime_t *rt;
     struct nxr_domain *domain; /* the domain the call runs on (its scratch too) */
     struct nxr__exec *exec;    /* &domain->exec */
+    nxr_ctx_t *span;           /* fan out across this span's members (else NULL) */
     const struct kcall *k;
     const nxr_provider_t *p;
     unsigned threads;
@@ -153,7 +168,8 @@ static int invoke(void *p)
         for (unsigned i = 0; i < inv->threads; i++)
             ptrs[i] = block + (size_t)i * bytes;
     }
-    struct runner r = {.exec = inv->exec, .foreign = nxr_provider_is_foreign(inv->p)};
+    struct runner r = {
+        .exec = inv->exec, .span = inv->span, .foreign = nxr_provider_is_foreign(inv->p)};
     atomic_init(&r.fpenv_status, 0);
     nxr_kernel_call_t call = {
         .threads = inv->threads,
@@ -181,8 +197,8 @@ out_free:
 /* The call on domain d: the provider rules decide how (see the file
  * comment). A refusal this function can explain writes why (else it stays
  * ""). */
-static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, const struct kcall *k, char *why,
-                  size_t whysz)
+static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const struct kcall *k,
+                  char *why, size_t whysz)
 {
     nxr_runtime_t *rt = ctx->rt;
     struct nxr__exec *exec = &d->exec;
@@ -199,15 +215,21 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, const struct kcall *k, c
                  nxr_provider_name(p), d->spec.id);
         return NXR_EPLACEMENT;
     }
+    /* A span's call fans out over every member only through parallel_for;
+     * a provider of its own threads runs on the first member. */
+    if (placement != NXR_RUNS_ON_ENGINE_WORKERS)
+        span = NULL;
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
-    unsigned budget = nesting == NXR__NEST_INLINE ? 1 : d->spec.budget;
+    unsigned budget = nesting == NXR__NEST_INLINE ? 1
+                      : span != NULL              ? nxr_ctx_budget(span)
+                                                  : d->spec.budget;
     /* "Whole" is the process's set, not the runtime's (opts.allowed_cpus may
      * narrow it): a provider's own threads were made under the process's
      * affinity, and another runtime of the process may own the rest. */
     bool whole = d->spec.cpus != NULL && hwloc_bitmap_isequal(d->spec.cpus, rt->topo.process);
     struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
     struct invocation inv = {
-        .rt = rt, .domain = d, .exec = exec, .k = k, .p = p, .threads = dec.threads};
+        .rt = rt, .domain = d, .exec = exec, .span = span, .k = k, .p = p, .threads = dec.threads};
     int rc;
     switch (dec.run) {
     case NXR_RUN_INLINE:
@@ -267,6 +289,18 @@ static int run(nxr_ctx_t *ctx, const struct kcall *k)
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, k->name, rc, NULL);
     struct nxr_domain *d = ctx->domain;
+    nxr_ctx_t *span = NULL;
+    if (ctx->span != NULL) {
+        /* Inside a member's body: in place on that member, one thread.
+         * Outside any body: split across the members (scratch from the
+         * first member's pool). Inside another domain's body the call is
+         * refused below, as on the first member. */
+        int m = nxr__span_member_of_body(ctx->span);
+        if (m >= 0)
+            d = ctx->span->doms[m];
+        else if (nxr__tls.depth == 0)
+            span = ctx;
+    }
     if (k->bad != 0) {
         rc = nxr__ctx_fail(ctx, d, k->name, k->bad, k->why);
     } else {
@@ -287,7 +321,7 @@ static int run(nxr_ctx_t *ctx, const struct kcall *k)
         if (rc == 0) {
             char why[NXR__CTX_ERROR_BYTES];
             why[0] = '\0';
-            rc = run_on(ctx, d, k, why, sizeof(why));
+            rc = run_on(ctx, d, span, k, why, sizeof(why));
             nxr__ctx_fail(ctx, d, k->name, rc, why[0] != '\0' ? why : NULL);
         }
     }

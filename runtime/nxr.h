@@ -28,7 +28,8 @@
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
  * (runtime/nxr_ctx_kernels.h), memory on a domain (runtime/nxr_memory.h),
- * placement by domain (runtime/nxr_place.h), and the lower packages' types
+ * placement by domain (runtime/nxr_place.h), spans over several domains
+ * and sharded memory (runtime/nxr_span.h), and the lower packages' types
  * and calls (status codes, domain
  * declarations, the executor contract, buffers and scopes, providers).
  */
@@ -50,6 +51,7 @@
 #include "runtime/nxr_memory.h"
 #include "runtime/nxr_place.h"
 #include "runtime/nxr_weights.h"
+#include "runtime/nxr_span.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,6 +18,8 @@
  *    exclusive permit with the count set to the budget and restored after
  *    (placement is then the process's, not the domain's: the one documented
  *    exception). Caller-managed domains never run it (NXR_EPLACEMENT).
+ * On a span (runtime/nxr_span.h), the native kernels' chunks are split
+ * across its domains; other providers run on its first domain.
  * Called from inside a loop body or task, see the nesting table in
  * executor/nxr_executor.h: on the body's own domain a kernel runs in place
  * with one thread; on another domain, or needing the exclusive permit, it is

@@ -11,6 +11,7 @@
 #include "service/load.h"
 #include "service/machine.h"
 #include "service/model.h"
+#include "service/span_path.h"
 #include "service/omp_path.h"
 #include "service/server.h"
 #include "service/stream.h"
@@ -76,6 +77,11 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
     else if (c->weights == SVC_WEIGHTS_PACKED && c->executor != SVC_EXECUTOR_NXR)
         snprintf(err, errsz, "--weights: packed weights live in nxr's own domains' memory; "
                              "--executor %s serves plain weights", svc_executor_name(c->executor));
+    else if (c->span && !c->compare)
+        snprintf(err, errsz, "--span: serves beside the per-domain mode and the peers; drop "
+                 "--no-compare");
+    else if (c->span && c->executor != SVC_EXECUTOR_NXR)
+        snprintf(err, errsz, "--span: spans run on nxr's own domains (--executor nxr)");
     else if (c->vocab < 1 || c->rounds < 1)
         snprintf(err, errsz, "vocab and rounds must be positive");
     else {
@@ -101,6 +107,7 @@ struct run {
     float *master;
     struct svc_server *server, *baseline, *flat;
     struct svc_omp_path *omp;
+    struct svc_span_path *span; /* --span */
 };
 
 static void teardown(struct run *run)
@@ -109,6 +116,7 @@ static void teardown(struct run *run)
     svc_server_stop(run->baseline);
     svc_server_stop(run->flat);
     svc_omp_path_stop(run->omp);
+    svc_span_path_stop(run->span);
     for (size_t i = 0; i < run->domains; i++)
         svc_replica_destroy(&run->replicas[i]);
     svc_packed_destroy(&run->packed);
@@ -261,12 +269,22 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     }
     res->omp_threads = (unsigned)hwloc_bitmap_weight(allowed);
     rc = svc_omp_path_start(&run->omp, &run->shape, run->replicas[0].w, res->omp_threads);
-    if (rc != 0)
+    if (rc != 0) {
         snprintf(res->error, sizeof(res->error), "OpenMP path: %s", nxr_strerror(rc));
+        return rc;
+    }
+    if (c->span) {
+        /* The model's parameters from the first replica; each matrix is
+         * sharded across every domain at its first use (the warm-up). */
+        rc = svc_span_path_start(&run->span, run->rt, &run->shape, run->replicas[0].w, why,
+                                 sizeof(why));
+        if (rc != 0)
+            snprintf(res->error, sizeof(res->error), "span path: %s: %s", nxr_strerror(rc), why);
+    }
     return rc;
 }
 
-enum { PATH_NXR, PATH_BASELINE, PATH_FLAT, PATH_OMP, PATHS };
+enum { PATH_NXR, PATH_BASELINE, PATH_FLAT, PATH_OMP, PATH_SPAN, PATHS };
 
 struct path {
     svc_submit_fn submit;
@@ -374,6 +392,13 @@ static int serve(struct run *run, struct path *all, struct svc_demo_result *res)
             if (d > res->omp_max_diff)
                 res->omp_max_diff = d;
         }
+        if (rc == 0 && all[PATH_SPAN].out != NULL) {
+            /* The inner-sharded products add per-domain partials: within
+             * the OpenMP path's tolerance, not bit for bit. */
+            double d = svc_outputs_max_diff(nxr, all[PATH_SPAN].out, ncommon);
+            if (d > res->span_max_diff)
+                res->span_max_diff = d;
+        }
         for (size_t p = 0; p < npaths; p++) {
             free(paths[p]->out);
             paths[p]->out = NULL;
@@ -454,6 +479,15 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
             D->latency = svc_latency_summarise(v, k);
         svc_replica_verify(&run->replicas[i]); /* again, after serving: nothing moved */
         D->weights_on_node = run->replicas[i].on_node;
+        D->shard_on_node = -1.0;
+        for (size_t m = 0; run->span != NULL && m < svc_span_path_members(run->span); m++) {
+            double on;
+            if (svc_span_path_member(run->span, m, &on) != d)
+                continue;
+            D->shard_on_node = on;
+            if (on < 0 || (D->weights_on_node >= 0 && on < D->weights_on_node))
+                D->weights_on_node = on; /* the lowest of the domain's weights */
+        }
         D->weight_pages = run->replicas[i].pages;
         D->weight_pages_on_node = run->replicas[i].pages_on_node;
         nxr_pool_stats(d, &D->pool);
@@ -480,6 +514,7 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             paths[p] = (struct path){.submit = svc_server_submit, .service = servers[p],
                                      .server = servers[p]};
         paths[PATH_OMP] = (struct path){.submit = svc_omp_path_submit, .service = run.omp};
+        paths[PATH_SPAN] = (struct path){.submit = svc_span_path_submit, .service = run.span};
     }
     for (size_t p = 0; p < PATHS && rc == 0; p++) {
         if (paths[p].service == NULL)
@@ -504,6 +539,11 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             res->omp = summarise(&paths[PATH_OMP]);
             res->outputs_match = res->flat_identical && res->baseline_identical &&
                                  res->omp_max_diff <= SVC_OMP_TOLERANCE;
+        }
+        if (c->span) {
+            res->span = summarise(&paths[PATH_SPAN]);
+            res->span_members = svc_span_path_members(run.span);
+            res->outputs_match = res->outputs_match && res->span_max_diff <= SVC_OMP_TOLERANCE;
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }

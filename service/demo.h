@@ -15,7 +15,9 @@
  *     --weights plain; not run when the configuration is that already),
  *     flat (a second runtime with one declared domain over every allowed
  *     CPU, the same server unbatched, weights of the first domain only: a
- *     NUMA-unaware service) and OpenMP (service/omp_path.h).
+ *     NUMA-unaware service) and OpenMP (service/omp_path.h); with --span
+ *     also the span path (every request across every domain, weights
+ *     sharded: service/span_path.h).
  *  2b. The machine, measured on the same domains before serving
  *     (service/machine.h): the GEMM peak and the streaming-read bandwidth
  *     the report sets each path's GFLOP/s and weight GB/s against.
@@ -59,6 +61,10 @@ struct svc_demo_config {
     enum svc_executor executor; /* --executor */
     uint64_t seed;              /* --seed */
     bool compare;               /* false with --no-compare */
+    /* --span: also serve every request across every domain (a span,
+     * weights sharded; service/span_path.h) beside the per-domain mode;
+     * config.mode "span" (else "per-domain"). Needs the peers (compare). */
+    bool span;
     size_t rounds;              /* rounds the stream is cut into */
     size_t split_rows;          /* a lone batch this big or bigger runs INNER */
     size_t max_batch;           /* --max-batch: rows one forward pass coalesces (1: none) */
@@ -99,7 +105,9 @@ struct svc_domain_result {
     size_t passes, batched_requests, retried_batches;
     double requests_per_s;
     struct svc_latency latency;
-    double weights_on_node;   /* -1: the domain has no node */
+    double weights_on_node;   /* -1: the domain has no node; in span mode the
+                               * lowest of its replica's and its shards' */
+    double shard_on_node;     /* span mode: its shards' pages on its node (-1: unknown) */
     size_t weight_pages, weight_pages_on_node;
     struct nxr_pool_stats pool;
 };
@@ -107,7 +115,8 @@ struct svc_domain_result {
 struct svc_demo_result {
     struct svc_demo_config config;
     double weights_mib;       /* one replica */
-    struct svc_path_result nxr, baseline, flat, omp;
+    struct svc_path_result nxr, baseline, flat, omp, span;
+    size_t span_members;        /* span mode: the span's domains */
     struct svc_machine machine; /* all zero when not measured */
     double flops_per_row;       /* the model's GEMM FLOPs for one row */
     double weight_bytes;        /* the model's weights, read once per forward pass */
@@ -122,6 +131,7 @@ struct svc_demo_result {
     /* Comparison (when config.compare). */
     bool flat_identical, baseline_identical;
     double omp_max_diff;
+    double span_max_diff;     /* span mode: against nxr's per-domain outputs */
     bool outputs_match;
     char error[256];          /* why a run failed */
 };

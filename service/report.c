@@ -179,6 +179,10 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
             fprintf(f, "\"weights_on_node\":null,");
         else
             fprintf(f, "\"weights_on_node\":%.4f,", d->weights_on_node);
+        if (c->span && d->shard_on_node >= 0)
+            fprintf(f, "\"shard_on_node\":%.4f,", d->shard_on_node);
+        else if (c->span)
+            fprintf(f, "\"shard_on_node\":null,");
         fprintf(f,
                 "\"weight_pages\":%zu,\"weight_pages_on_node\":%zu,\"memory_binding\":\"%s\","
                 "\"placement\":\"%s\",\"admission\":\"%s\",\"workers\":%u,\"budget\":%u,"
@@ -206,6 +210,13 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
     json_path(f, "omp", &r->omp);
     if (r->omp.ran)
         fprintf(f, ",\"threads\":%u},", r->omp_threads);
+    json_path(f, "span", &r->span);
+    if (r->span.ran)
+        fprintf(f,
+                ",\"members\":%zu,\"max_abs_diff\":%.3g,\"tolerance\":%g,"
+                "\"p50_span_over_nxr\":%.3f,\"p50_goal\":\"<= 1.05 on one node\"},",
+                r->span_members, r->span_max_diff, SVC_OMP_TOLERANCE,
+                ratio(r->span.latency.p50_ms, n->latency.p50_ms));
     if (c->compare) {
         const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
         const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
@@ -279,11 +290,11 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
     fprintf(f, ",\"omp_wait_policy\":\"%s\"", wait != NULL && strlen(wait) < 32 && !strchr(wait, '"')
                                                  ? wait : "default");
     fprintf(f,
-            ",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
+            ",\"mode\":\"%s\",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
             "\"split_rows\":%zu,\"max_batch\":%zu,\"weights\":\"%s\",\"time_budget_s\":%g}}\n",
-            svc_executor_name(c->executor), (unsigned long long)c->seed,
-            c->compare ? "true" : "false", c->rounds, c->split_rows, c->max_batch,
-            svc_weights_name(c->weights), c->time_budget_s);
+            c->span ? "span" : "per-domain", svc_executor_name(c->executor),
+            (unsigned long long)c->seed, c->compare ? "true" : "false", c->rounds, c->split_rows,
+            c->max_batch, svc_weights_name(c->weights), c->time_budget_s);
 }
 
 static void text_path(FILE *f, const char *name, const struct svc_path_result *p)
@@ -344,6 +355,10 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
     text_path(f, name, &r->flat);
     snprintf(name, sizeof(name), "OpenMP: omp parallel for, %u threads", r->omp_threads);
     text_path(f, name, &r->omp);
+    if (r->span.ran) {
+        snprintf(name, sizeof(name), "span: each request over %zu domain(s)", r->span_members);
+        text_path(f, name, &r->span);
+    }
     text_machine(f, r);
     const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
     const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
@@ -357,6 +372,12 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
             r->flat_identical ? "bit-identical to" : "DIFFERS from",
             r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance" : "OUT of tolerance",
             r->omp_max_diff, SVC_OMP_TOLERANCE, r->outputs_match ? "match" : "MISMATCH");
+    if (r->span.ran)
+        fprintf(f, "span: weights sharded by input rows, %s the per-domain mode (max |diff| %.2g, "
+                   "tolerance %g); p50 span / per-domain %.2f (one node: <= 1.05 expected)\n",
+                r->span_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance of" : "OUT of tolerance of",
+                r->span_max_diff, SVC_OMP_TOLERANCE,
+                ratio(r->span.latency.p50_ms, n->latency.p50_ms));
     const char *wait = getenv("OMP_WAIT_POLICY");
     fprintf(f, "OpenMP ran with OMP_WAIT_POLICY=%s%s\n", wait != NULL ? wait : "unset",
             wait != NULL ? "" : " (libgomp's default: idle threads spin before they sleep; a "

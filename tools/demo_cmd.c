@@ -34,6 +34,8 @@ const char nxr_tool_demo_usage[] =
     "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
     "                              0: none, every path serves every request)\n"
     "             --no-compare     serve with nxr only\n"
+    "             --span           also serve each request across every domain, weights\n"
+    "                              sharded (the latency mode), beside the per-domain one\n"
     "             --json           one JSON object instead of the table\n";
 
 static int bad(const char *flag, const char *fmt, const char *value)
@@ -130,11 +132,14 @@ int nxr_tool_demo(int argc, char **argv)
             flag = name;
             value = eq + 1;
         }
-        if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0) {
+        if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0 ||
+            strcmp(flag, "--span") == 0) {
             if (value != NULL)
                 return bad(flag, "takes no value (got '%s')", value);
             if (strcmp(flag, "--json") == 0)
                 json = true;
+            else if (strcmp(flag, "--span") == 0)
+                c.span = true;
             else
                 c.compare = false;
             continue;

@@ -15,10 +15,14 @@
 # skip. Layouts: 2 nodes x 2 CPUs, and 4 nodes x 1 CPU. Output: one line per
 # binary (Criterion's synthesis), the last lines of a failing one, and a
 # per-VM total; exits non-zero when any binary fails or a VM does not report.
-# Each VM also runs `nxr demo` on tiny sizes (the demo check): every domain
-# must report weights_on_node = 1.0 (its replica's pages on its own node, as
-# move_pages says), placement verified, its requests computed on its own
-# CPUs, one domain per node, and matching outputs; --no-demo skips it.
+# Each VM also runs `nxr demo --span` on tiny sizes (the demo check): every
+# domain must report weights_on_node = 1.0 (its replica's pages on its own
+# node, as move_pages says) and shard_on_node = 1.0 (its span shards, one
+# span member per node), placement verified, its requests computed on its own
+# CPUs, one domain per node, and matching outputs; --no-demo skips it. With
+# the demo it also runs examples/span_decode (one decode over a span of every
+# node, weights sharded): the span must have one member per node, every
+# shard on its own node, and the tokens of the one-domain reference.
 # Under TCG on a 2-CPU host a boot takes 10-40 s, the whole suite a few
 # minutes per VM.
 set -euo pipefail
@@ -60,7 +64,7 @@ if ((${#targets[@]} == 0)); then
 fi
 
 build=("${targets[@]}")
-((demo)) && build+=(//tools:nxr)
+((demo)) && build+=(//tools:nxr //examples:span_decode)
 bazel build --color=no --curses=no "${build[@]}" >/dev/null 2>&1 ||
     bazel build "${build[@]}"
 bin_dir=$(bazel info bazel-bin 2>/dev/null)
@@ -86,6 +90,9 @@ if ((demo)); then
     objcopy --strip-debug "$bin_dir/tools/nxr" "$work/bin/nxr" 2>/dev/null ||
         cp "$bin_dir/tools/nxr" "$work/bin/nxr"
     files+=(--file "$work/bin/nxr")
+    objcopy --strip-debug "$bin_dir/examples/span_decode" "$work/bin/span_decode" 2>/dev/null ||
+        cp "$bin_dir/examples/span_decode" "$work/bin/span_decode"
+    files+=(--file "$work/bin/span_decode")
 fi
 
 # The payload: runs each binary, prints one line each, the tail of a failing
@@ -112,11 +119,22 @@ done
 if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host.
     if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
-        --layers 2 --json >/tmp/demo.json 2>/tmp/demo.err; then
+        --layers 2 --span --json >/tmp/demo.json 2>/tmp/demo.err; then
         echo "vm-demo-json \$(cat /tmp/demo.json)"
     else
         fail=\$((fail + 1))
         echo "vm: nxr demo: FAILED: \$(cat /tmp/demo.err)"
+    fi
+fi
+if [ -x $work/bin/span_decode ]; then
+    # One stream over every node (checked on the host: members, shards).
+    if timeout 900 $work/bin/span_decode >/tmp/span.out 2>&1 &&
+        grep -q '^versus one domain: tokens identical' /tmp/span.out; then
+        echo "vm-span: \$(head -n 1 /tmp/span.out)"
+    else
+        fail=\$((fail + 1))
+        echo "vm: span_decode: FAILED"
+        tail -n 5 /tmp/span.out | sed 's/^/vm:   /'
     fi
 fi
 echo "vm suite: \$pass passed, \$fail failed"
@@ -180,6 +198,13 @@ for x in d["domains"]:
         bad.append("domain %d served nothing" % x["id"])
 if d["outputs_match"] is not True:
     bad.append("outputs differ: %s" % d["outputs"])
+# --span: every request across every node, each domain's shard on its node.
+s = d.get("span")
+if d["config"].get("mode") != "span" or s is None or s["members"] != nodes:
+    bad.append("span mode: %s" % s)
+for x in d["domains"]:
+    if x.get("shard_on_node") != 1.0:
+        bad.append("domain %d: shard_on_node %s" % (x["id"], x.get("shard_on_node")))
 for b in bad:
     print("vm: nxr demo check: FAILED:", b)
 if not bad:
@@ -187,6 +212,14 @@ if not bad:
           % (x["id"], x["node"], x["cpus"], x["weights_on_node"], x["ran_on"]) for x in d["domains"]))
 sys.exit(1 if bad else 0)
 PY
+    fi
+    if ((demo)); then
+        span_line=$(grep -a '^vm-span: ' "$work/vm-$nodes.log" | tail -n 1 || true)
+        if ! grep -q "^vm-span: span over $nodes domain(s)" <<< "$span_line" ||
+            grep -qE 'on node (NO|unknown)' <<< "$span_line"; then
+            echo "vm: span_decode check: FAILED: ${span_line:-no output}"
+            rc=1
+        fi
     fi
     echo "== ${nodes}-node VM: $( ((rc == 0)) && echo passed || echo "FAILED (status $rc)") in $((SECONDS - start)) s"
     ((rc == 0)) || status=1

@@ -231,6 +231,22 @@ int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, 
                               void (*combine)(void *arg, void *result, const void *partial),
                               void *arg, void *result);
 
+/*
+ * The reduction itself, over any loop runner: blocks that depend only on
+ * (begin, end, grain), one map call per block into its own partial, the
+ * partials combined in block order on the calling thread. `loop(self, ...)`
+ * runs the blocks (grain = one block, so each chunk is whole blocks): a
+ * domain's nxr__exec_parallel_for, or a span's loop over several domains
+ * (runtime/span.c), which therefore folds to the same bits.
+ */
+typedef int (*nxr__loop_fn)(void *self, size_t begin, size_t end, const struct nxr_for_opts *opts,
+                            nxr_for_fn fn, void *arg);
+int nxr__reduce_blocks(nxr__loop_fn loop, void *self, size_t begin, size_t end, size_t grain,
+                       size_t elem_size, const void *identity,
+                       void (*map)(void *arg, size_t b, size_t e, void *partial),
+                       void (*combine)(void *arg, void *result, const void *partial), void *arg,
+                       void *result);
+
 /* nxr_run on exec (the contract is in runtime/nxr_ctx.h). */
 int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_task_fn fn,
                   void *arg);

@@ -36,6 +36,10 @@ struct nxr_ctx {
     struct nxr_domain *domain;
     struct nxr__exec *exec; /* &domain->exec */
     bool placing;           /* NXR_DOMAIN_AUTO: kernel calls place themselves */
+    /* A span over several domains (runtime/span.c), owned; NULL for a
+     * context on one domain (a one-domain span is such a context). domain
+     * is then the span's first member, for its memory and tasks. */
+    struct nxr__span *span;
     /* The runtime's list of open contexts (under rt->ctx_lock). */
     struct nxr_ctx *prev, *next;
     /* The driving thread (checked builds): a token of the thread inside a

@@ -119,11 +119,45 @@ split = sum(x["split_requests"] for x in d["domains"])
 assert split == d["requests"] == 48, ("lone requests not split", split, d["requests"])
 print("one client: %d of %d requests split" % (split, d["requests"]))'
 
+# --span: the span path beside the others, every request over every domain
+# with sharded weights (here two declared domains on the first allowed CPU,
+# so it runs under `taskset -c 1` too); outputs within the tolerance.
+first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
+span_check() { # file members
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+members = int(sys.argv[2])
+assert d["config"]["mode"] == "span", d["config"]
+s = d["span"]
+assert s is not None and s["requests"] == 48 and s["members"] == members, s
+assert s["max_abs_diff"] <= s["tolerance"] and d["outputs_match"] is True, (s, d["outputs"])
+assert len(d["domains"]) == members, d["domains"]
+for x in d["domains"]:
+    if x["memory_binding"] == "bound":
+        assert x["shard_on_node"] == 1.0 and x["weights_on_node"] == 1.0, x
+    else:
+        assert x["shard_on_node"] is None, x
+print("span: %d member(s), p50 span / per-domain %.2f, max diff %g" %
+      (s["members"], s["p50_span_over_nxr"], s["max_abs_diff"]))
+PY
+}
+"$nxr" demo "${tiny[@]}" --span --json > span.json
+span_check span.json "$(python3 -c 'import json; print(len(json.load(open("demo.json"))["domains"]))')"
+"$nxr" demo "${tiny[@]}" --span --domains "0:$first;1:$first shared" --json > span2.json
+span_check span2.json 2
+python3 -c '
+import json; d = json.load(open("demo.json"))
+assert d["config"]["mode"] == "per-domain" and d["span"] is None, d["config"]'
+"$nxr" demo "${tiny[@]}" --span > span.txt
+grep -q "^span: weights sharded by input rows, within tolerance" span.txt
+
 # Two synthetic nodes, one CPU each (the first two allowed CPUs).
 ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 if ((ncpu >= 2)); then
     NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1" \
-        "$nxr" demo "${tiny[@]}" --clients 1 --json > two.json
+        "$nxr" demo "${tiny[@]}" --clients 1 --span --json > two.json
+    span_check two.json 2
     python3 -c '
 import json; d = json.load(open("two.json"))
 doms = d["domains"]
@@ -171,5 +205,8 @@ bad --weights --weights packed --executor pool
 bad --domains --domains "0:0;1:0"
 bad --domains --domains "zz"
 bad --json --json=yes
+bad --span --span --no-compare
+bad --span --span --executor pool
+bad --span --span=1
 bad --bogus --bogus
 echo "bad input: all exit 2"

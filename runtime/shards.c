@@ -1,0 +1,172 @@
+/*
+ * Sharded memory (runtime/nxr_span.h): rows split across a span's members,
+ * each part in its member's node memory (nxr_domain_malloc: the arena binds
+ * pages to the node before their first touch), checked after the touch:
+ * the registry must name the member (nxr_mem_domain) and, where the
+ * binding is BOUND, the kernel must report every page on the node.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/internal/sys.h"
+#include "runtime/internal/ctx.h"
+#include "runtime/internal/shards.h"
+#include "runtime/internal/span.h"
+
+static const char call[] = "nxr_shards_create";
+
+void nxr_shards_destroy(nxr_shards_t *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        nxr_domain_free(s->parts[i].data);
+    free(s);
+}
+
+/* The fraction of [p, p + bytes)'s pages on d's node, or -1 when that
+ * cannot be said (no node, binding not BOUND). */
+static double pages_on_node(const nxr_domain_t *d, const void *p, size_t bytes)
+{
+    int node = nxr_domain_node(d);
+    if (node == NXR_NODE_NONE || nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
+        return -1.0;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t pages = 0, on = 0;
+    for (uintptr_t a = (uintptr_t)p / page * page; a < (uintptr_t)p + bytes; a += page) {
+        pages++;
+        on += nxr_mem_node((const void *)a) == node;
+    }
+    return pages == 0 ? -1.0 : (double)on / (double)pages;
+}
+
+int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size_t *part_rows,
+                      size_t nparts, nxr_shards_t **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (span == NULL)
+        return -EINVAL;
+    bool entered;
+    int rc = nxr__ctx_enter(span, &entered);
+    if (rc != 0)
+        return nxr__ctx_fail(span, NULL, call, rc, NULL);
+    size_t n = nxr_span_domain_count(span);
+    const struct nxr_domain *home = span->domain;
+    nxr_shards_t *s = NULL;
+    if (out == NULL) {
+        rc = nxr__ctx_fail(span, home, call, -EINVAL, "out is NULL");
+        goto out_leave;
+    }
+    if (nxr__tls.depth > 0) {
+        rc = nxr__ctx_fail(span, home, call, NXR_EREENTRANT,
+                           "inside a body: shards are made by the span's driver");
+        goto out_leave;
+    }
+    if (rows == 0 || row_bytes == 0) {
+        rc = nxr__ctx_failf(span, home, call, -EINVAL, "rows (%zu) and row_bytes (%zu) must be > 0",
+                            rows, row_bytes);
+        goto out_leave;
+    }
+    if (nparts != n) {
+        rc = nxr__ctx_failf(span, home, call, -EINVAL,
+                            "nparts (%zu) is not the span's member count (%zu)", nparts, n);
+        goto out_leave;
+    }
+    size_t bounds[NXR__SPAN_MAX + 1];
+    if (part_rows != NULL) {
+        bounds[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (part_rows[i] > rows - bounds[i]) {
+                rc = nxr__ctx_failf(span, home, call, -EINVAL,
+                                    "part_rows sum past rows (%zu) at part %zu", rows, i);
+                goto out_leave;
+            }
+            bounds[i + 1] = bounds[i] + part_rows[i];
+        }
+        if (bounds[n] != rows) {
+            rc = nxr__ctx_failf(span, home, call, -EINVAL,
+                                "part_rows sum to %zu, not rows (%zu)", bounds[n], rows);
+            goto out_leave;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            nxr_span_share(span, rows, i, &bounds[i], &bounds[i + 1]);
+    }
+    if (rows > SIZE_MAX / row_bytes) {
+        rc = nxr__ctx_fail(span, home, call, -ENOMEM, "rows * row_bytes overflows");
+        goto out_leave;
+    }
+    s = nxr__calloc(1, sizeof(*s) + n * sizeof(s->parts[0]));
+    if (s == NULL) {
+        rc = nxr__ctx_fail(span, home, call, -ENOMEM, NULL);
+        goto out_leave;
+    }
+    s->n = n;
+    s->rows = rows;
+    s->row_bytes = row_bytes;
+    for (size_t i = 0; i < n; i++) {
+        const nxr_domain_t *d = nxr_span_domain_at(span, i);
+        size_t bytes = (bounds[i + 1] - bounds[i]) * row_bytes;
+        s->parts[i] = (struct nxr_shard){
+            .row0 = bounds[i], .rows = bounds[i + 1] - bounds[i], .domain = d, .on_node = -1.0};
+        if (bytes == 0)
+            continue;
+        rc = nxr_domain_malloc(d, bytes, 64, &s->parts[i].data);
+        if (rc != 0) {
+            nxr__ctx_failf(span, d, call, rc, "part %zu (%zu bytes) on domain %d: %s", i, bytes,
+                           nxr_domain_id(d), nxr_strerror(rc));
+            goto out_free;
+        }
+        /* The first touch: the arena bound the pages to d's node already. */
+        memset(s->parts[i].data, 0, bytes);
+        const nxr_domain_t *owner = NULL;
+        if (nxr_mem_domain(span->rt, s->parts[i].data, &owner) != 0 || owner != d) {
+            rc = nxr__ctx_failf(span, d, call, NXR_EPLACEMENT,
+                                "part %zu is not domain %d's memory", i, nxr_domain_id(d));
+            goto out_free;
+        }
+        s->parts[i].on_node = pages_on_node(d, s->parts[i].data, bytes);
+        if (s->parts[i].on_node >= 0.0 && s->parts[i].on_node < 1.0) {
+            rc = nxr__ctx_failf(span, d, call, NXR_EPLACEMENT,
+                                "part %zu: %.1f%% of its pages on domain %d's node %d (bound)", i,
+                                100.0 * s->parts[i].on_node, nxr_domain_id(d), nxr_domain_node(d));
+            goto out_free;
+        }
+    }
+    *out = s;
+    s = NULL;
+    rc = 0;
+out_free:
+    nxr_shards_destroy(s);
+out_leave:
+    nxr__ctx_leave(span, entered);
+    return rc;
+}
+
+size_t nxr_shards_count(const nxr_shards_t *s)
+{
+    return s != NULL ? s->n : 0;
+}
+
+int nxr_shards_part(const nxr_shards_t *s, size_t i, struct nxr_shard *out)
+{
+    if (s == NULL || out == NULL || i >= s->n)
+        return -EINVAL;
+    *out = s->parts[i];
+    return 0;
+}
+
+void *nxr_shards_row(const nxr_shards_t *s, size_t r)
+{
+    if (s == NULL || r >= s->rows)
+        return NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct nxr_shard *p = &s->parts[i];
+        if (r < p->row0 + p->rows)
+            return (unsigned char *)p->data + (r - p->row0) * s->row_bytes;
+    }
+    return NULL;
+}
