@@ -154,7 +154,15 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        rt->topo.has_numa ? "true" : "false", rt->topo.node_count,
                        rt->topo.cpu_count);
     json_cpu_array(sb, rt->topo.allowed);
-    nxr__strbuf_printf(sb, "},\"domains\":[");
+    nxr__strbuf_printf(sb, "},\"cpu_quota\":");
+    if (rt->quota.cpus == 0) {
+        nxr__strbuf_printf(sb, "null");
+    } else {
+        nxr__strbuf_printf(sb, "{\"cpus\":%u,\"source\":", rt->quota.cpus);
+        nxr__strbuf_json_string(sb, rt->quota.source);
+        nxr__strbuf_printf(sb, "}");
+    }
+    nxr__strbuf_printf(sb, ",\"domains\":[");
     for (size_t i = 0; i < rt->domain_count; i++) {
         const struct nxr_domain *d = rt->domains[i];
         nxr__strbuf_printf(sb, "%s{\"id\":%d,\"node\":", i ? "," : "", d->spec.id);
@@ -169,6 +177,12 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            "\"budget\":%u,\"executor_owner\":\"%s\"",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+        const char *limit = nxr__budget_limit_name(d->spec.limited_by);
+        nxr__strbuf_printf(sb, ",\"budget_limited_by\":");
+        if (limit != NULL)
+            nxr__strbuf_json_string(sb, limit);
+        else
+            nxr__strbuf_printf(sb, "null");
         nxr__strbuf_printf(sb, ",\"contexts\":%u", open_contexts(rt, d));
         nxr__pool_describe(d->pool, sb, true);
         nxr__strbuf_printf(sb,
@@ -183,6 +197,22 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     nxr__strbuf_printf(sb, "}\n");
 }
 
+/* Why a budget is below the domain's CPU count, for the text report. */
+static const char *budget_why(const struct nxr_domain *d)
+{
+    switch (d->spec.limited_by) {
+    case NXR_BUDGET_LIMIT_QUOTA:
+        return " (lowered by the CPU quota)";
+    case NXR_BUDGET_LIMIT_NUM_THREADS:
+        return " (lowered by NXR_NUM_THREADS)";
+    case NXR_BUDGET_LIMIT_DECLARED:
+        return " (as declared)";
+    case NXR_BUDGET_LIMIT_NONE:
+        break;
+    }
+    return "";
+}
+
 static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
     char list[1024];
@@ -190,6 +220,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        nxr__topology_source_name(rt->topo.source), rt->topo.node_count,
                        rt->topo.has_numa ? "" : " (no NUMA information: one domain, no node)",
                        rt->topo.cpu_count, nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)));
+    nxr__strbuf_printf(sb, "cpu quota: %s\n", rt->quota.source);
     nxr__strbuf_printf(sb, "domains: %zu\n", rt->domain_count);
     for (size_t i = 0; i < rt->domain_count; i++) {
         const struct nxr_domain *d = rt->domains[i];
@@ -200,10 +231,10 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         else
             nxr__strbuf_printf(sb, "%d", d->spec.node);
         nxr__strbuf_printf(sb,
-                           ", cpus %s, %s, placement %s, %u worker(s), budget %u, executor %s\n",
+                           ", cpus %s, %s, placement %s, %u worker(s), budget %u%s, executor %s\n",
                            cpus != NULL ? nxr__cpuset_list(cpus, list, sizeof(list)) : "(none)",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
-                           nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+                           nxr_domain_workers(d), d->spec.budget, budget_why(d), executor_owner(d));
         nxr__pool_describe(d->pool, sb, false);
         nxr__strbuf_printf(sb,
                            "    placed calls: most-bytes %" PRIu64 ", tie %" PRIu64

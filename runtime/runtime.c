@@ -219,6 +219,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     rc = build_plan(&plan, rt, opts, err, errsz);
     if (rc != 0)
         goto out_topology;
+    /* The allowed set sized the plan; the quota, then NXR_NUM_THREADS,
+     * lower it (each only lowers). */
+    nxr__runtime_fit_quota(rt, &plan);
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
     /* The process's arbiter, shared with every other runtime of the process:
      * permits (the exclusive one included) exclude across runtimes. */

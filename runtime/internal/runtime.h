@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 
+#include "domains/internal/cpu_quota.h"
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
@@ -46,6 +47,11 @@ struct nxr__settings {
     const char *topology;
     const char *domains;
     unsigned num_threads; /* 0: no cap */
+    /* NXR_CPU_QUOTA_AUTO, _IGNORE or a CPU count, and which setting said
+     * so ("NXR_CPU_QUOTA=ignore", for the report). */
+    int cpu_quota;
+    char cpu_quota_from[40];
+    const char *cgroup_root; /* opts.cgroup_root (tests), NULL: "/" */
     unsigned spin;
     bool display_env;
     enum nxr_provider_policy policy;
@@ -58,6 +64,9 @@ struct nxr_runtime {
     unsigned magic; /* NXR__HANDLE_LIVE until destroyed (base/internal/sys.h) */
     struct nxr__topology topo;
     struct nxr__settings settings;
+    /* The CPU quota the budgets were fitted into, and where it came from
+     * (runtime/quota.c); cpus 0: none. Immutable after creation. */
+    struct nxr__cpu_quota quota;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
     nxr_provider_bundle_t *providers;
     /* Which domain each address of nxr's memory belongs to: every domain's
@@ -102,6 +111,12 @@ int nxr__runtime_pools_destroy(nxr_runtime_t *rt);
 /* Resolves opts + environment into settings. 0 or NXR_ESYNTAX/-EINVAL. */
 int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,
                           size_t errsz);
+
+/* Settles the runtime's CPU quota from the settings (the cgroup's when
+ * auto) into rt->quota and fits the plan's budgets into it
+ * (runtime/quota.c). Never fails: an unreadable quota is none, and
+ * rt->quota.source says why. */
+void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
 
 /* The spin bound for a domain's team: the configured one, or 0 when the team
  * shares its CPUs with another domain or outnumbers them. */
