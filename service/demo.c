@@ -115,6 +115,9 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
                  nxr_strerror(rc), why[0] ? ": " : "", why);
         return rc;
     }
+    const char *quota_source = NULL;
+    res->cpu_quota = nxr_runtime_cpu_quota(run->rt, &quota_source);
+    snprintf(res->cpu_quota_source, sizeof(res->cpu_quota_source), "%s", quota_source);
     run->domains = nxr_runtime_domain_count(run->rt);
     if (run->domains > MAX_DOMAINS) {
         snprintf(res->error, sizeof(res->error), "%zu domains (the demo serves at most %d)",
@@ -336,6 +339,7 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
         D->binding = nxr_mem_binding_name(nxr_domain_mem_binding(d));
         D->workers = nxr_domain_workers(served);
         D->budget = nxr_domain_budget(served);
+        D->budget_limit = nxr_domain_budget_limit(d);
         struct svc_slot_stats st;
         svc_server_slot_stats(run->server, i, &st, ran);
         D->requests = (size_t)st.served;

@@ -72,6 +72,7 @@ struct svc_domain_result {
     bool ran_inside;          /* ran_on is inside cpus */
     const char *placement, *admission, *binding;
     unsigned workers, budget;
+    const char *budget_limit; /* nxr_domain_budget_limit: "quota", ... or NULL */
     size_t requests, split_requests;
     double requests_per_s;
     struct svc_latency latency;
@@ -88,6 +89,10 @@ struct svc_demo_result {
     struct svc_domain_result domains[64];
     char flat_cpus[128];
     int flat_weights_node;
+    /* nxr_runtime_cpu_quota of the nxr path's runtime: CPUs (0: none) and
+     * where that came from (or why there is none). */
+    unsigned cpu_quota;
+    char cpu_quota_source[384];
     unsigned omp_threads;
     size_t rounds_planned, rounds_run;
     size_t requests_compared; /* answered by every path: the outputs compared */
