@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "service/compare.h"
+#include "service/compete.h"
 #include "service/load.h"
 #include "service/model.h"
 #include "service/omp_path.h"
@@ -51,6 +52,8 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
         snprintf(err, errsz, "--hidden: %zu is outside 8..8192", c->hidden);
     else if (c->layers < 1 || c->layers > 256)
         snprintf(err, errsz, "--layers: %zu is outside 1..256", c->layers);
+    else if (c->compete > SVC_COMPETE_MAX)
+        snprintf(err, errsz, "--compete: %u is outside 0..%d", c->compete, SVC_COMPETE_MAX);
     else if (c->vocab < 1 || c->rounds < 1)
         snprintf(err, errsz, "vocab and rounds must be positive");
     else {
@@ -375,6 +378,14 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
     struct run run = {.c = c, .shape = svc_model_shape_make(c->hidden, c->layers, c->vocab)};
     struct path paths[PATHS] = {0};
     int rc = start(&run, res, bad_input);
+    struct svc_compete noise = {0};
+    if (rc == 0 && c->compete > 0) {
+        rc = svc_compete_start(&noise, nxr_runtime_allowed_cpus(run.rt), c->compete);
+        if (rc != 0)
+            snprintf(res->error, sizeof(res->error), "--compete %u: %s", c->compete,
+                     nxr_strerror(rc));
+        svc_compete_cpus(&noise, res->compete_cpus, sizeof(res->compete_cpus));
+    }
     size_t npaths = c->compare ? PATHS : 1;
     for (size_t p = 0; p < npaths && rc == 0; p++) {
         paths[p].latency = calloc(c->requests, sizeof(double));
@@ -404,6 +415,7 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }
+    svc_compete_stop(&noise);
     for (size_t p = 0; p < PATHS; p++) {
         free(paths[p].latency);
         free(paths[p].slot);

@@ -45,6 +45,10 @@ struct svc_demo_config {
     /* Seconds of serving after which the run stops at the next round
      * boundary (every path has then served the same requests); 0: none. */
     double time_budget_s;
+    /* Busy processes pinned to the domains' CPUs (highest first) for the
+     * whole run, killed after (--compete N; 0: none): the run beside a
+     * noisy neighbour (service/compete.h). */
+    unsigned compete;
     /* Called after each path's round (progress bar); may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;
@@ -93,6 +97,7 @@ struct svc_demo_result {
      * where that came from (or why there is none). */
     unsigned cpu_quota;
     char cpu_quota_source[384];
+    char compete_cpus[128]; /* the CPUs config.compete processes were pinned to */
     unsigned omp_threads;
     size_t rounds_planned, rounds_run;
     size_t requests_compared; /* answered by every path: the outputs compared */

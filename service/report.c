@@ -156,6 +156,9 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
             r->rounds_run, r->rounds_planned, r->stopped_early ? "true" : "false",
             r->requests_compared);
     fprintf(f, "\"executor\":\"%s\",", svc_executor_name(c->executor));
+    fprintf(f, "\"compete\":{\"processes\":%u,\"cpus\":", c->compete);
+    json_cpus(f, r->compete_cpus);
+    fprintf(f, "},");
     fprintf(f,
             "\"config\":{\"requests\":%zu,\"clients\":%u,\"batch_min\":%zu,\"batch_max\":%zu,"
             "\"batch_distribution\":\"log-uniform\",\"hidden\":%zu,\"ffn\":%zu,\"layers\":%zu,"
@@ -202,7 +205,12 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
             c->layers, c->hidden, 4 * c->hidden, c->vocab, r->weights_mib, c->requests,
             c->batch_min, c->batch_max, c->clients, (unsigned long long)c->seed,
             svc_executor_name(c->executor));
-    fprintf(f, "          cpu quota: %s\n\n", r->cpu_quota_source);
+    fprintf(f, "          cpu quota: %s\n", r->cpu_quota_source);
+    if (c->compete > 0)
+        fprintf(f, "          beside %u busy process%s pinned to CPU%s %s (--compete)\n",
+                c->compete, c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s",
+                r->compete_cpus);
+    fputc('\n', f);
     fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
             "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node", "placement");
     for (size_t i = 0; i < r->domain_count; i++) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "service/compete.h"
 #include "service/demo.h"
 #include "service/report.h"
 
@@ -29,6 +30,8 @@ const char nxr_tool_demo_usage[] =
     "             --seed N         weights and requests (default 1)\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
     "                              0: none, every path serves every request)\n"
+    "             --compete N      N busy processes pinned to the domains' CPUs (highest first)\n"
+    "                              for the run, killed after: a noisy neighbour (default 0)\n"
     "             --no-compare     serve with nxr only\n"
     "             --json           one JSON object instead of the table\n";
 
@@ -137,7 +140,8 @@ int nxr_tool_demo(int argc, char **argv)
         }
         static const char *const with_value[] = {"--requests", "--clients", "--batch",
                                                  "--hidden",   "--layers",  "--domains",
-                                                 "--executor", "--seed",    "--time-budget"};
+                                                 "--executor", "--seed",    "--time-budget",
+                                                 "--compete"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -174,6 +178,9 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--time-budget") == 0) {
             if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
                 c.time_budget_s = (double)x;
+        } else if (strcmp(flag, "--compete") == 0) {
+            if ((rc = parse_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
+                c.compete = (unsigned)x;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return bad(flag, "%sis empty", "");
