@@ -145,6 +145,62 @@ static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            rounding_name(nxr_fpenv_rounding(&rt->fpenv)));
 }
 
+/* Other nxr processes seen at creation (runtime/peers.c). */
+static void peers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers == NXR_PEERS_OFF) {
+        nxr__strbuf_printf(sb, ",\"peers\":null");
+        return;
+    }
+    nxr__strbuf_printf(sb, ",\"peers\":{\"registry\":");
+    if (p->dir[0] != '\0')
+        nxr__strbuf_json_string(sb, p->dir);
+    else
+        nxr__strbuf_printf(sb, "null");
+    nxr__strbuf_printf(sb, ",\"problem\":");
+    if (p->status != 0)
+        nxr__strbuf_json_string(sb, p->detail);
+    else
+        nxr__strbuf_printf(sb, "null");
+    nxr__strbuf_printf(sb, ",\"overlapping\":[");
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
+        const struct nxr__peer *q = &p->shown[i];
+        nxr__strbuf_printf(sb, "%s{\"pid\":%d,\"budget\":%u,\"cpus\":", i ? "," : "",
+                           (int)q->pid, q->budget);
+        nxr__strbuf_json_string(sb, q->cpus);
+        nxr__strbuf_printf(sb, ",\"shared\":");
+        nxr__strbuf_json_string(sb, q->overlap);
+        nxr__strbuf_printf(sb, "}");
+    }
+    nxr__strbuf_printf(sb,
+                       "],\"overlapping_count\":%zu,\"others\":%zu,\"refused\":%zu,"
+                       "\"stale\":%zu}",
+                       p->overlapping, p->others, p->refused, p->stale);
+}
+
+static void peers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers == NXR_PEERS_OFF) {
+        nxr__strbuf_printf(sb, "peers: not looked for (NXR_PEERS=off)\n");
+        return;
+    }
+    if (p->dir[0] == '\0') {
+        nxr__strbuf_printf(sb, "peers: no registry (%s)\n", p->detail);
+        return;
+    }
+    nxr__strbuf_printf(sb,
+                       "peers: %zu runtime(s) of other processes share this runtime's CPUs, %zu "
+                       "do not (registry %s; %zu entries refused, %zu stale)%s%s\n",
+                       p->overlapping, p->others, p->dir, p->refused, p->stale,
+                       p->status != 0 ? "; " : "", p->status != 0 ? p->detail : "");
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++)
+        nxr__strbuf_printf(sb, "  pid %d: CPUs %s, budget %u, shared with this runtime: %s\n",
+                           (int)p->shown[i].pid, p->shown[i].cpus, p->shown[i].budget,
+                           p->shown[i].overlap);
+}
+
 static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
     nxr__strbuf_printf(sb,
@@ -193,6 +249,7 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     }
     nxr__strbuf_printf(sb, "]");
     placement_json(rt, sb);
+    peers_json(rt, sb);
     providers_json(rt, sb);
     nxr__strbuf_printf(sb, "}\n");
 }
@@ -246,6 +303,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        "placement: policy %s, default domain %d, refused as mixed %" PRIu64 "\n",
                        nxr_affinity_policy_name(rt->settings.affinity), rt->default_domain->spec.id,
                        (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
+    peers_text(rt, sb);
     providers_text(rt, sb);
 }
 

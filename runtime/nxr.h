@@ -17,8 +17,8 @@
  * abort with a message; other builds do not check.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY, NXR_CPU_QUOTA (see README
- * "Knobs").
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY, NXR_CPU_QUOTA, NXR_PEERS (see
+ * README "Knobs").
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
@@ -56,6 +56,10 @@ typedef struct nxr_domain nxr_domain_t;
 #define NXR_CPU_QUOTA_UNSET (-1)
 #define NXR_CPU_QUOTA_AUTO 0
 #define NXR_CPU_QUOTA_IGNORE (-2)
+#define NXR_PEERS_UNSET (-1)
+#define NXR_PEERS_WARN 0
+#define NXR_PEERS_QUIET 1
+#define NXR_PEERS_OFF 2
 
 struct nxr_runtime_opts {
     /* NULL: NXR_TOPOLOGY, else this system. "hwloc", "synthetic:<hwloc
@@ -83,6 +87,19 @@ struct nxr_runtime_opts {
      * proc/self/cgroup, proc/self/mountinfo and the cgroup files). NULL:
      * the real file system. */
     const char *cgroup_root;
+    /* Other nxr processes (the per-user peer registry, docs/deployment.md):
+     * NXR_PEERS_UNSET (-1): NXR_PEERS=warn|quiet|off, else warn, but off
+     * when ignore_env is set (an embedder configuring nxr only through
+     * this struct gets no machine-wide side effects it did not ask for);
+     * NXR_PEERS_WARN: register, list overlapping runtimes of other
+     * processes in nxr_runtime_describe and warn on stderr at creation
+     * when there are any; NXR_PEERS_QUIET: the same without the warning;
+     * NXR_PEERS_OFF: neither register nor look. Advice only: it never
+     * changes a budget. */
+    int peers;
+    /* Tests: the registry directory (NULL: $XDG_RUNTIME_DIR/nxr-peers,
+     * else /dev/shm/nxr-peers-<uid>). */
+    const char *peers_dir;
     /* Iterations a worker spins before parking (-1: NXR_SPIN, else the
      * default; 0: park at once). */
     int spin;
@@ -110,8 +127,8 @@ struct nxr_runtime_opts {
 };
 
 /* Fills opts with defaults: everything unset (spin, provider_policy,
- * affinity_policy and cpu_quota -1, pool_cap NXR_POOL_CAP_UNSET), env
- * honoured. */
+ * affinity_policy, cpu_quota and peers -1, pool_cap NXR_POOL_CAP_UNSET),
+ * env honoured. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*

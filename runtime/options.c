@@ -20,6 +20,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
     opts->pool_cap = NXR_POOL_CAP_UNSET;
     opts->affinity_policy = -1;
     opts->cpu_quota = NXR_CPU_QUOTA_UNSET;
+    opts->peers = NXR_PEERS_UNSET;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -115,6 +116,27 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         }
     }
     s->cgroup_root = opts->cgroup_root;
+    s->peers_dir = opts->peers_dir;
+    if (opts->peers < NXR_PEERS_UNSET || opts->peers > NXR_PEERS_OFF) {
+        snprintf(err, errsz, "opts.peers %d: expected -1 (unset), NXR_PEERS_WARN, _QUIET or _OFF",
+                 opts->peers);
+        return -EINVAL;
+    }
+    s->peers = opts->peers;
+    if (s->peers == NXR_PEERS_UNSET)
+        s->peers = opts->ignore_env ? NXR_PEERS_OFF : NXR_PEERS_WARN;
+    if (opts->peers == NXR_PEERS_UNSET && (v = env(opts, "NXR_PEERS")) != NULL) {
+        if (strcmp(v, "warn") == 0)
+            s->peers = NXR_PEERS_WARN;
+        else if (strcmp(v, "quiet") == 0)
+            s->peers = NXR_PEERS_QUIET;
+        else if (strcmp(v, "off") == 0)
+            s->peers = NXR_PEERS_OFF;
+        else {
+            snprintf(err, errsz, "NXR_PEERS='%s': expected 'warn', 'quiet' or 'off'", v);
+            return NXR_ESYNTAX;
+        }
+    }
     s->spin = NXR_SPIN_DEFAULT;
     if (opts->spin >= 0)
         s->spin = (unsigned)opts->spin;

@@ -252,6 +252,7 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
         goto out_destroy;
     if (rt->settings.display_env)
         display_env(rt);
+    nxr__runtime_peers_open(rt); /* last: a failed create leaves no entry */
     *out = rt;
     return 0;
 
@@ -309,6 +310,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     if (rt == NULL)
         return;
     NXR__HANDLE_CHECK(rt, "runtime");
+    nxr__runtime_peers_close(rt);
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "domains/internal/cpu_quota.h"
+#include "domains/internal/peers.h"
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
@@ -52,6 +53,8 @@ struct nxr__settings {
     int cpu_quota;
     char cpu_quota_from[40];
     const char *cgroup_root; /* opts.cgroup_root (tests), NULL: "/" */
+    int peers;               /* NXR_PEERS_WARN, _QUIET or _OFF */
+    const char *peers_dir;   /* opts.peers_dir (tests), NULL: the default */
     unsigned spin;
     bool display_env;
     enum nxr_provider_policy policy;
@@ -67,6 +70,9 @@ struct nxr_runtime {
     /* The CPU quota the budgets were fitted into, and where it came from
      * (runtime/quota.c); cpus 0: none. Immutable after creation. */
     struct nxr__cpu_quota quota;
+    /* Other nxr processes as seen at creation, and this runtime's entry
+     * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
+    struct nxr__peers peers;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
     nxr_provider_bundle_t *providers;
     /* Which domain each address of nxr's memory belongs to: every domain's
@@ -117,6 +123,14 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
  * (runtime/quota.c). Never fails: an unreadable quota is none, and
  * rt->quota.source says why. */
 void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
+
+/* Registers the runtime in the peer registry and reads the other entries
+ * (settings.peers not OFF), warning on stderr about overlapping ones under
+ * NXR_PEERS_WARN (runtime/peers.c). Never fails. */
+void nxr__runtime_peers_open(nxr_runtime_t *rt);
+
+/* Removes the runtime's entry. */
+void nxr__runtime_peers_close(nxr_runtime_t *rt);
 
 /* The spin bound for a domain's team: the configured one, or 0 when the team
  * shares its CPUs with another domain or outnumbers them. */
