@@ -122,6 +122,7 @@ static int publish_entry(struct nxr__peers *p, hwloc_const_bitmap_t cpus, unsign
         unlink(tmp);
         p->entry[0] = '\0';
     }
+    p->owner = self;
     return rc;
 }
 
@@ -249,7 +250,7 @@ void nxr__peers_open(struct nxr__peers *p, const char *dir, hwloc_const_bitmap_t
 
 void nxr__peers_close(struct nxr__peers *p)
 {
-    if (p->entry[0] != '\0')
+    if (p->entry[0] != '\0' && p->owner == getpid())
         (void)unlink(p->entry);
     p->entry[0] = '\0';
 }

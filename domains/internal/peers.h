@@ -39,6 +39,7 @@ struct nxr__peer {
 struct nxr__peers {
     char dir[256];   /* the registry directory, "" when none could be used */
     char entry[320]; /* this runtime's entry, "" when not registered */
+    pid_t owner;     /* the process that wrote it: a forked child never removes it */
     /* 0, or why the registry could not be used (a negative errno); detail
      * says which path and what was wrong. */
     int status;
@@ -62,7 +63,9 @@ struct nxr__peers {
 void nxr__peers_open(struct nxr__peers *p, const char *dir, hwloc_const_bitmap_t cpus,
                      unsigned budget, bool publish);
 
-/* Removes this runtime's entry (if any). Idempotent. */
+/* Removes this runtime's entry (if any) when called by the process that
+ * wrote it (a forked child's copy of the runtime leaves the parent's entry
+ * alone). Idempotent. */
 void nxr__peers_close(struct nxr__peers *p);
 
 /* This process's start time (clock ticks since boot) or 0 when unknown:

@@ -229,3 +229,22 @@ Test(domains_peers, own_entry_is_whole_and_removed_on_close)
     cr_expect(access(entry, F_OK) != 0, "the entry is gone after close");
     nxr__peers_close(&p); /* idempotent */
 }
+
+/* A forked child holds a copy of the entry's path: its close must not
+ * remove the parent's entry. */
+Test(domains_peers, a_forked_child_leaves_the_entry)
+{
+    struct nxr__peers p;
+    nxr__peers_open(&p, dir, mine, 1, true);
+    cr_assert_eq(p.status, 0, "%s", p.detail);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        nxr__peers_close(&p);
+        _exit(0);
+    }
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    cr_expect_eq(access(p.entry, F_OK), 0, "the parent's entry is still there");
+    nxr__peers_close(&p);
+    cr_expect_neq(access(dir, F_OK), -1);
+}
