@@ -233,8 +233,11 @@ static void expect_refused(struct nxr_runtime_opts *o, const char *env, int want
 
 Test(runtime_quota, bad_settings_are_refused)
 {
-    struct nxr_runtime_opts o;
-    opts_for(&o, ONE_NODE);
+    struct nxr_runtime_opts o; /* any CPUs: nothing is created */
+    nxr_runtime_opts_init(&o);
+    o.cgroup_root = root;
+    o.errbuf = err;
+    o.errbuf_size = sizeof(err);
     static const char *const bad[] = {"0", "-1", "two", "1.5", "auto ", "99999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         expect_refused(&o, bad[i], NXR_ESYNTAX);
