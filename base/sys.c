@@ -5,6 +5,7 @@
 #include "base/internal/sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <numaif.h>
 #include <stdio.h>
@@ -289,4 +290,56 @@ int nxr__move_pages_query(const void *addr, int *status)
     if (move_pages(0, 1, &page, NULL, status, 0) != 0)
         return -errno;
     return 0;
+}
+
+int nxr__read_lines(const char *path, int (*fn)(void *arg, char *line), void *arg)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char *line = malloc(NXR__READ_LINE_MAX);
+    if (line == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    char chunk[4096];
+    size_t have = 0, total = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0) {
+            if (have > 0) { /* a last line without its newline */
+                line[have] = '\0';
+                rc = fn(arg, line);
+            }
+            break;
+        }
+        total += (size_t)n;
+        if (total > NXR__READ_FILE_MAX) {
+            rc = -EFBIG;
+            break;
+        }
+        for (ssize_t i = 0; i < n && rc == 0; i++) {
+            if (chunk[i] == '\n') {
+                line[have] = '\0';
+                have = 0;
+                rc = fn(arg, line);
+            } else if (have + 1 < NXR__READ_LINE_MAX) {
+                line[have++] = chunk[i];
+            } else {
+                rc = -EFBIG;
+            }
+        }
+        if (rc != 0)
+            break;
+    }
+    free(line);
+    close(fd);
+    return rc;
 }

@@ -23,12 +23,26 @@
  * ones, nxr's caller is bound inside its domain (a service thread pinned to
  * its socket), and each runtime keeps its own spin defaults.
  *
+ * Contended: with two CPUs or more, every round measures the same cells
+ * again beside a busy process pinned to the domain's highest CPU (another
+ * tenant's job; service/compete.h), started after the round's quiet cells
+ * and killed before the next round, for every contender alike. A team that
+ * waits for a preempted member loses a whole time slice; one whose caller
+ * takes the chunks the busy CPU's worker has not started loses one chunk's
+ * time (ideal: 2 x 10 us chunks take 20 us on the one CPU left).
+ *
  * Also: the CPU an idle nxr team uses per wall second after its window.
+ * `--json` prints {region_ratio, idle_cpu_fraction, sweep[...], contended_cpu,
+ * contended[...], contended_slowdown, contended_vs_gomp}; region_ratio is back
+ * to back, no work, chunks = budget, nxr/libgomp; contended[] has the sweep's
+ * cells beside the busy process (null without a second CPU);
+ * contended_slowdown is nxr's 2 x 10 us chunks back to back, contended over
+ * quiet, contended_vs_gomp the same cell nxr/libgomp, both contended.
+ * `--rounds N` (default 3), `--scale X` multiplies the regions per cell,
+ * `--quiet-only` skips the contended cells.
  * And the inside check's cost on the region path (inside_check_cost below;
  * `--inside-check` prints that row alone).
- * `--json` prints {region_ratio, idle_cpu_fraction, inside_check_*, sweep[...]};
- * region_ratio is back to back, no work, chunks = budget, nxr/libgomp. `--rounds N`
- * (default 3), `--scale X` multiplies the regions per cell.
+ * `--json` also has inside_check_*.
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,6 +55,7 @@
 #include <unistd.h>
 
 #include "bench/forkjoin_peer.h"
+#include "service/compete.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
@@ -231,7 +246,8 @@ struct result {
     int n;
 };
 
-static struct result results[CONTENDERS][GAPS][WORKS][2];
+enum { QUIET, CONTENDED, MODES };
+static struct result results[MODES][CONTENDERS][GAPS][WORKS][2];
 
 static double median_of(double *v, int n)
 {
@@ -251,7 +267,7 @@ static double median_of(double *v, int n)
 
 /* Runs one contender for one gap (all its cells) in a child process and
  * files its lines. Returns 0, or -1 when the program could not run. */
-static int run_child(int who, const char *dir, const char *self, int gi, unsigned threads,
+static int run_child(int mode, int who, const char *dir, const char *self, int gi, unsigned threads,
                      const unsigned *chunks, int nchunks, double ipus, double scale)
 {
     char cells[256] = "", cmd[PATH_MAX * 2 + 512];
@@ -285,7 +301,7 @@ static int run_child(int who, const char *dir, const char *self, int gi, unsigne
         for (int w = 0; w < WORKS; w++)
             for (int c = 0; c < nchunks; c++)
                 if (works_ns[w] == work && chunks[c] == ch) {
-                    struct result *r = &results[who][gi][w][c];
+                    struct result *r = &results[mode][who][gi][w][c];
                     if (r->n < ROUNDS) {
                         r->ns[r->n] = (double)median;
                         r->cpu[r->n] = cpu;
@@ -301,7 +317,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--contender") == 0)
         return run_contender(argc - 1, argv + 1);
-    bool json = false;
+    bool json = false, quiet_only = false;
     int rounds = 3;
     double scale = 1.0;
     for (int i = 1; i < argc; i++) {
@@ -309,6 +325,8 @@ int main(int argc, char **argv)
             json = true;
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--quiet-only") == 0)
+            quiet_only = true;
         else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
             scale = atof(argv[++i]);
         else if (strcmp(argv[i], "--inside-check") == 0) {
@@ -337,6 +355,8 @@ int main(int argc, char **argv)
     if (open_runtime(&rt, &ctx) != 0)
         return 1;
     const unsigned threads = nxr_ctx_budget(ctx);
+    hwloc_bitmap_t domain_cpus = hwloc_bitmap_dup(nxr_domain_cpuset(nxr_ctx_domain(ctx)));
+    const int modes = quiet_only || hwloc_bitmap_weight(domain_cpus) < 2 ? 1 : MODES;
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
     unsigned chunks[2] = {2, threads};
@@ -344,33 +364,54 @@ int main(int argc, char **argv)
     const double ipus = calibrate();
 
     bool missing[CONTENDERS] = {false};
+    char busy_cpu[16] = "";
     for (int r = 0; r < rounds; r++) {
-        for (int gi = 0; gi < GAPS; gi++) {
-            for (int k = 0; k < CONTENDERS; k++) {
-                int who = (k + r + gi) % CONTENDERS;
-                if (!missing[who] &&
-                    run_child(who, dir, self, gi, threads, chunks, nchunks, ipus, scale) != 0) {
-                    fprintf(stderr, "forkjoin: contender %s (%s) did not run\n", names[who],
-                            programs[who]);
-                    missing[who] = true;
+        for (int mode = 0; mode < modes; mode++) {
+            struct svc_compete noise = {0};
+            if (mode == CONTENDED) {
+                int rc = svc_compete_start(&noise, domain_cpus, 1);
+                if (rc != 0) {
+                    fprintf(stderr, "forkjoin: no busy process: %s\n", nxr_strerror(rc));
+                    return 1;
+                }
+                svc_compete_cpus(&noise, busy_cpu, sizeof(busy_cpu));
+            }
+            for (int gi = 0; gi < GAPS; gi++) {
+                for (int k = 0; k < CONTENDERS; k++) {
+                    int who = (k + r + gi) % CONTENDERS;
+                    if (!missing[who] && run_child(mode, who, dir, self, gi, threads, chunks,
+                                                   nchunks, ipus, scale) != 0) {
+                        fprintf(stderr, "forkjoin: contender %s (%s) did not run\n",
+                                names[who], programs[who]);
+                        missing[who] = true;
+                    }
                 }
             }
+            svc_compete_stop(&noise);
         }
     }
+    hwloc_bitmap_free(domain_cpus);
     const double idle = idle_cpu_fraction();
     const struct inside_cost inside = inside_check_cost();
 
-    double ns[CONTENDERS][GAPS][WORKS][2], cpu[CONTENDERS][GAPS][WORKS][2];
-    for (int who = 0; who < CONTENDERS; who++)
-        for (int gi = 0; gi < GAPS; gi++)
-            for (int w = 0; w < WORKS; w++)
-                for (int c = 0; c < nchunks; c++) {
-                    struct result *res = &results[who][gi][w][c];
-                    ns[who][gi][w][c] = median_of(res->ns, res->n);
-                    cpu[who][gi][w][c] = median_of(res->cpu, res->n);
-                }
+    static double all_ns[MODES][CONTENDERS][GAPS][WORKS][2], all_cpu[MODES][CONTENDERS][GAPS][WORKS][2];
+    for (int mode = 0; mode < MODES; mode++)
+        for (int who = 0; who < CONTENDERS; who++)
+            for (int gi = 0; gi < GAPS; gi++)
+                for (int w = 0; w < WORKS; w++)
+                    for (int c = 0; c < nchunks; c++) {
+                        struct result *res = &results[mode][who][gi][w][c];
+                        all_ns[mode][who][gi][w][c] = median_of(res->ns, res->n);
+                        all_cpu[mode][who][gi][w][c] = median_of(res->cpu, res->n);
+                    }
+    double(*ns)[GAPS][WORKS][2] = all_ns[QUIET];
+    double(*cpu)[GAPS][WORKS][2] = all_cpu[QUIET];
+    double(*cns)[GAPS][WORKS][2] = all_ns[CONTENDED];
     const int cb = nchunks - 1; /* chunks = budget */
     const double region_ratio = ns[NXR][0][0][cb] / ns[GOMP][0][0][cb];
+    /* 2 x 10 us chunks back to back (chunks[0] is 2). */
+    const double slowdown = cns[NXR][0][WORKS - 1][0] / ns[NXR][0][WORKS - 1][0];
+    const double vs_gomp = cns[NXR][0][WORKS - 1][0] / cns[GOMP][0][WORKS - 1][0];
 
     if (json) {
         printf("{\"region_ratio\":%.3f,\"idle_cpu_fraction\":%.5f,\"inside_check_ns\":%.1f,"
@@ -390,7 +431,27 @@ int main(int argc, char **argv)
                     printf("}");
                     first = false;
                 }
-        printf("]}\n");
+        printf("]");
+        if (modes < MODES) {
+            printf(",\"contended_cpu\":null,\"contended\":null,\"contended_slowdown\":null,"
+                   "\"contended_vs_gomp\":null}\n");
+            return 0;
+        }
+        printf(",\"contended_cpu\":%s,\"contended\":[", busy_cpu);
+        first = true;
+        for (int gi = 0; gi < GAPS; gi++)
+            for (int w = 0; w < WORKS; w++)
+                for (int c = 0; c < nchunks; c++) {
+                    printf("%s{\"gap_us\":%llu,\"work_ns\":%llu,\"chunks\":%u", first ? "" : ",",
+                           (unsigned long long)(gaps_ns[gi] / 1000),
+                           (unsigned long long)works_ns[w], chunks[c]);
+                    for (int who = 0; who < CONTENDERS; who++)
+                        printf(",\"%s_ns\":%.0f", names[who], cns[who][gi][w][c]);
+                    printf("}");
+                    first = false;
+                }
+        printf("],\"contended_slowdown\":%.3f,\"contended_vs_gomp\":%.3f}\n", slowdown,
+               vs_gomp);
         return 0;
     }
     printf("forkjoin: %u threads, %d rounds (contenders alternating, one child process each),\n"
@@ -415,5 +476,30 @@ int main(int argc, char **argv)
            "core\n",
            region_ratio, idle * 100);
     print_inside_cost(&inside);
+    if (modes < MODES) {
+        printf("  contended: not measured (%s)\n",
+               quiet_only ? "--quiet-only" : "the domain has one CPU");
+        return 0;
+    }
+    printf("\ncontended: the same cells beside a busy process pinned to CPU %s (ns; x quiet)\n",
+           busy_cpu);
+    printf("  %6s %6s %6s | %8s %8s %8s %8s | %6s %6s %6s %6s | %8s\n", "gap_us", "work",
+           "chunks", "nxr", "gomp", "libomp", "tbb", "x.nxr", "x.gomp", "x.lomp", "x.tbb",
+           "nxr/gomp");
+    for (int gi = 0; gi < GAPS; gi++)
+        for (int w = 0; w < WORKS; w++)
+            for (int c = 0; c < nchunks; c++) {
+                printf("  %6llu %6llu %6u |", (unsigned long long)(gaps_ns[gi] / 1000),
+                       (unsigned long long)works_ns[w], chunks[c]);
+                for (int who = 0; who < CONTENDERS; who++)
+                    printf(" %8.0f", cns[who][gi][w][c]);
+                printf(" |");
+                for (int who = 0; who < CONTENDERS; who++)
+                    printf(" %6.2f", cns[who][gi][w][c] / ns[who][gi][w][c]);
+                printf(" | %8.2f\n", cns[NXR][gi][w][c] / cns[GOMP][gi][w][c]);
+            }
+    printf("  contended_slowdown (nxr, 2 x 10 us chunks back to back, contended/quiet): %.2f; "
+           "nxr/gomp contended: %.2f\n",
+           slowdown, vs_gomp);
     return 0;
 }

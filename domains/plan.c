@@ -4,6 +4,7 @@
 #include "domains/internal/plan.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +81,85 @@ void nxr__plan_fini(struct nxr__plan *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
+const char *nxr__budget_limit_name(enum nxr__budget_limit limit)
+{
+    switch (limit) {
+    case NXR_BUDGET_LIMIT_NONE:
+        return NULL;
+    case NXR_BUDGET_LIMIT_DECLARED:
+        return "declared";
+    case NXR_BUDGET_LIMIT_QUOTA:
+        return "quota";
+    case NXR_BUDGET_LIMIT_NUM_THREADS:
+        return "num_threads";
+    }
+    return "unknown";
+}
+
 void nxr__plan_cap_budgets(struct nxr__plan *plan, unsigned cap)
 {
     for (size_t i = 0; cap > 0 && i < plan->count; i++) {
-        if (plan->domains[i].budget > cap)
+        if (plan->domains[i].budget > cap) {
             plan->domains[i].budget = cap;
+            plan->domains[i].limited_by = NXR_BUDGET_LIMIT_NUM_THREADS;
+        }
     }
+}
+
+void nxr__plan_fit_cpus(struct nxr__plan *plan, unsigned cpus)
+{
+    uint64_t sum = 0, total = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        sum += plan->domains[i].budget;
+        total += (unsigned)hwloc_bitmap_weight(plan->domains[i].cpus);
+    }
+    if (cpus == 0 || sum <= cpus || total == 0)
+        return;
+    /* Shares by largest remainder; a plan holds a handful of domains, so
+     * the remainders are handed out by repeated scans. */
+    uint64_t given = 0;
+    unsigned *share = calloc(plan->count, sizeof(*share));
+    uint64_t *rest = calloc(plan->count, sizeof(*rest));
+    if (share == NULL || rest == NULL) {
+        /* Out of memory for two small arrays: one thread per domain still
+         * fits any quota that the plan's domain count fits. */
+        for (size_t i = 0; i < plan->count; i++) {
+            if (plan->domains[i].budget > 1) {
+                plan->domains[i].budget = 1;
+                plan->domains[i].limited_by = NXR_BUDGET_LIMIT_QUOTA;
+            }
+        }
+        free(share);
+        free(rest);
+        return;
+    }
+    for (size_t i = 0; i < plan->count; i++) {
+        uint64_t scaled = (uint64_t)cpus * (unsigned)hwloc_bitmap_weight(plan->domains[i].cpus);
+        share[i] = (unsigned)(scaled / total);
+        rest[i] = scaled % total;
+        if (share[i] == 0) {
+            share[i] = 1;
+            rest[i] = 0;
+        }
+        given += share[i];
+    }
+    for (; given < cpus; given++) {
+        size_t best = 0;
+        for (size_t i = 1; i < plan->count; i++) {
+            if (rest[i] > rest[best])
+                best = i;
+        }
+        share[best]++;
+        rest[best] = 0;
+    }
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->domains[i].budget > share[i]) {
+            plan->domains[i].budget = share[i];
+            plan->domains[i].limited_by = NXR_BUDGET_LIMIT_QUOTA;
+        }
+    }
+    free(share);
+    free(rest);
 }
 
 int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, char *err,
@@ -222,6 +296,8 @@ int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,
         unsigned weight = (unsigned)hwloc_bitmap_weight(d->cpus);
         unsigned budget = d->budget == NXR_BUDGET_ALL ? weight : (unsigned)d->budget;
         rc = plan_append(plan, d->id, nxr__topology_node_of(topo, d->cpus), d->cpus, budget);
+        if (rc == 0 && budget < weight)
+            plan->domains[plan->count - 1].limited_by = NXR_BUDGET_LIMIT_DECLARED;
         if (rc != 0) {
             nxr__plan_fini(plan);
             return rc;

@@ -166,6 +166,62 @@ static unsigned long long stalls_reported(const nxr_runtime_t *rt)
     return atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
 }
 
+/* Other nxr processes seen at creation (runtime/peers.c). */
+static void peers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers == NXR_PEERS_OFF) {
+        nxr__strbuf_printf(sb, ",\"peers\":null");
+        return;
+    }
+    nxr__strbuf_printf(sb, ",\"peers\":{\"registry\":");
+    if (p->dir[0] != '\0')
+        nxr__strbuf_json_string(sb, p->dir);
+    else
+        nxr__strbuf_printf(sb, "null");
+    nxr__strbuf_printf(sb, ",\"problem\":");
+    if (p->status != 0)
+        nxr__strbuf_json_string(sb, p->detail);
+    else
+        nxr__strbuf_printf(sb, "null");
+    nxr__strbuf_printf(sb, ",\"overlapping\":[");
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
+        const struct nxr__peer *q = &p->shown[i];
+        nxr__strbuf_printf(sb, "%s{\"pid\":%d,\"budget\":%u,\"cpus\":", i ? "," : "",
+                           (int)q->pid, q->budget);
+        nxr__strbuf_json_string(sb, q->cpus);
+        nxr__strbuf_printf(sb, ",\"shared\":");
+        nxr__strbuf_json_string(sb, q->overlap);
+        nxr__strbuf_printf(sb, "}");
+    }
+    nxr__strbuf_printf(sb,
+                       "],\"overlapping_count\":%zu,\"others\":%zu,\"refused\":%zu,"
+                       "\"stale\":%zu}",
+                       p->overlapping, p->others, p->refused, p->stale);
+}
+
+static void peers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+{
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers == NXR_PEERS_OFF) {
+        nxr__strbuf_printf(sb, "peers: not looked for (NXR_PEERS=off)\n");
+        return;
+    }
+    if (p->dir[0] == '\0') {
+        nxr__strbuf_printf(sb, "peers: no registry (%s)\n", p->detail);
+        return;
+    }
+    nxr__strbuf_printf(sb,
+                       "peers: %zu runtime(s) of other processes share this runtime's CPUs, %zu "
+                       "do not (registry %s; %zu entries refused, %zu stale)%s%s\n",
+                       p->overlapping, p->others, p->dir, p->refused, p->stale,
+                       p->status != 0 ? "; " : "", p->status != 0 ? p->detail : "");
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++)
+        nxr__strbuf_printf(sb, "  pid %d: CPUs %s, budget %u, shared with this runtime: %s\n",
+                           (int)p->shown[i].pid, p->shown[i].cpus, p->shown[i].budget,
+                           p->shown[i].overlap);
+}
+
 static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
 {
     nxr__strbuf_printf(sb,
@@ -175,7 +231,15 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        rt->topo.has_numa ? "true" : "false", rt->topo.node_count,
                        rt->topo.cpu_count);
     json_cpu_array(sb, rt->topo.allowed);
-    nxr__strbuf_printf(sb, "},\"domains\":[");
+    nxr__strbuf_printf(sb, "},\"cpu_quota\":");
+    if (rt->quota.cpus == 0) {
+        nxr__strbuf_printf(sb, "null");
+    } else {
+        nxr__strbuf_printf(sb, "{\"cpus\":%u,\"source\":", rt->quota.cpus);
+        nxr__strbuf_json_string(sb, rt->quota.source);
+        nxr__strbuf_printf(sb, "}");
+    }
+    nxr__strbuf_printf(sb, ",\"domains\":[");
     for (size_t i = 0; i < rt->domain_count; i++) {
         const struct nxr_domain *d = rt->domains[i];
         nxr__strbuf_printf(sb, "%s{\"id\":%d,\"node\":", i ? "," : "", d->spec.id);
@@ -190,6 +254,12 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                            "\"budget\":%u,\"executor_owner\":\"%s\"",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
                            nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+        const char *limit = nxr__budget_limit_name(d->spec.limited_by);
+        nxr__strbuf_printf(sb, ",\"budget_limited_by\":");
+        if (limit != NULL)
+            nxr__strbuf_json_string(sb, limit);
+        else
+            nxr__strbuf_printf(sb, "null");
         nxr__strbuf_printf(sb, ",\"contexts\":%u", open_contexts(rt, d));
         nxr__pool_describe(d->pool, sb, true);
         nxr__strbuf_printf(sb,
@@ -200,10 +270,27 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     }
     nxr__strbuf_printf(sb, "]");
     placement_json(rt, sb);
+    peers_json(rt, sb);
     providers_json(rt, sb);
     nxr__strbuf_printf(sb, ",\"stalls\":{\"threshold_ms\":%u,\"reported\":%llu}",
                        rt->settings.stall_ms, stalls_reported(rt));
     nxr__strbuf_printf(sb, "}\n");
+}
+
+/* Why a budget is below the domain's CPU count, for the text report. */
+static const char *budget_why(const struct nxr_domain *d)
+{
+    switch (d->spec.limited_by) {
+    case NXR_BUDGET_LIMIT_QUOTA:
+        return " (lowered by the CPU quota)";
+    case NXR_BUDGET_LIMIT_NUM_THREADS:
+        return " (lowered by NXR_NUM_THREADS)";
+    case NXR_BUDGET_LIMIT_DECLARED:
+        return " (as declared)";
+    case NXR_BUDGET_LIMIT_NONE:
+        break;
+    }
+    return "";
 }
 
 static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
@@ -213,6 +300,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        nxr__topology_source_name(rt->topo.source), rt->topo.node_count,
                        rt->topo.has_numa ? "" : " (no NUMA information: one domain, no node)",
                        rt->topo.cpu_count, nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)));
+    nxr__strbuf_printf(sb, "cpu quota: %s\n", rt->quota.source);
     nxr__strbuf_printf(sb, "domains: %zu\n", rt->domain_count);
     for (size_t i = 0; i < rt->domain_count; i++) {
         const struct nxr_domain *d = rt->domains[i];
@@ -223,10 +311,10 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         else
             nxr__strbuf_printf(sb, "%d", d->spec.node);
         nxr__strbuf_printf(sb,
-                           ", cpus %s, %s, placement %s, %u worker(s), budget %u, executor %s\n",
+                           ", cpus %s, %s, placement %s, %u worker(s), budget %u%s, executor %s\n",
                            cpus != NULL ? nxr__cpuset_list(cpus, list, sizeof(list)) : "(none)",
                            nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
-                           nxr_domain_workers(d), d->spec.budget, executor_owner(d));
+                           nxr_domain_workers(d), d->spec.budget, budget_why(d), executor_owner(d));
         nxr__pool_describe(d->pool, sb, false);
         nxr__strbuf_printf(sb,
                            "    placed calls: most-bytes %" PRIu64 ", tie %" PRIu64
@@ -238,6 +326,7 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        "placement: policy %s, default domain %d, refused as mixed %" PRIu64 "\n",
                        nxr_affinity_policy_name(rt->settings.affinity), rt->default_domain->spec.id,
                        (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
+    peers_text(rt, sb);
     providers_text(rt, sb);
     if (rt->settings.stall_ms == 0)
         nxr__strbuf_printf(sb, "stalls: reporting off, %llu reported\n", stalls_reported(rt));

@@ -211,3 +211,8 @@ unsigned nxr_domain_budget(const nxr_domain_t *d)
 {
     return d->spec.budget;
 }
+
+const char *nxr_domain_budget_limit(const nxr_domain_t *d)
+{
+    return nxr__budget_limit_name(d->spec.limited_by);
+}

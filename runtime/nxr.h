@@ -23,7 +23,8 @@
  * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY (see README "Knobs").
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY, NXR_CPU_QUOTA, NXR_PEERS (see
+ * README "Knobs").
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
@@ -61,6 +62,13 @@ typedef struct nxr_runtime nxr_runtime_t;
 typedef struct nxr_domain nxr_domain_t;
 
 #define NXR_POOL_CAP_UNSET ((size_t)-1)
+#define NXR_CPU_QUOTA_UNSET (-1)
+#define NXR_CPU_QUOTA_AUTO 0
+#define NXR_CPU_QUOTA_IGNORE (-2)
+#define NXR_PEERS_UNSET (-1)
+#define NXR_PEERS_WARN 0
+#define NXR_PEERS_QUIET 1
+#define NXR_PEERS_OFF 2
 
 struct nxr_runtime_opts {
     /* NULL: NXR_TOPOLOGY, else this system. "hwloc", "synthetic:<hwloc
@@ -75,6 +83,32 @@ struct nxr_runtime_opts {
     hwloc_const_bitmap_t allowed_cpus;
     /* Caps every domain's budget (0: NXR_NUM_THREADS, else no cap). */
     int num_threads;
+    /* The CPU quota the budgets fit into (docs/contracts.md, "What the
+     * process can really get"): NXR_CPU_QUOTA_UNSET (-1, the default):
+     * NXR_CPU_QUOTA=auto|ignore|<cpus>, else auto; NXR_CPU_QUOTA_AUTO (0):
+     * read the process's cgroup limit (v2 cpu.max, v1 cpu.cfs_quota_us /
+     * cpu.cfs_period_us, every ancestor's included) and use
+     * floor(quota / period), at least 1; NXR_CPU_QUOTA_IGNORE (-2): none;
+     * n > 0: n CPUs. The budgets' sum is then lowered to fit it, in
+     * proportion to each domain's CPUs (never raised; at least 1 each). */
+    int cpu_quota;
+    /* Tests: a directory standing for "/" when the quota is read (it holds
+     * proc/self/cgroup, proc/self/mountinfo and the cgroup files). NULL:
+     * the real file system. */
+    const char *cgroup_root;
+    /* Other nxr processes (the per-user peer registry, docs/deployment.md):
+     * NXR_PEERS_UNSET (-1): NXR_PEERS=warn|quiet|off, else warn, but off
+     * when ignore_env is set (an embedder configuring nxr only through
+     * this struct gets no machine-wide side effects it did not ask for);
+     * NXR_PEERS_WARN: register, list overlapping runtimes of other
+     * processes in nxr_runtime_describe and warn on stderr at creation
+     * when there are any; NXR_PEERS_QUIET: the same without the warning;
+     * NXR_PEERS_OFF: neither register nor look. Advice only: it never
+     * changes a budget. */
+    int peers;
+    /* Tests: the registry directory (NULL: $XDG_RUNTIME_DIR/nxr-peers,
+     * else /dev/shm/nxr-peers-<uid>). */
+    const char *peers_dir;
     /* Iterations a worker spins before parking (-1: NXR_SPIN, else the
      * default; 0: park at once). */
     int spin;
@@ -106,8 +140,9 @@ struct nxr_runtime_opts {
     size_t errbuf_size;
 };
 
-/* Fills opts with defaults: everything unset (spin, provider_policy and
- * affinity_policy -1, pool_cap NXR_POOL_CAP_UNSET), env honoured. */
+/* Fills opts with defaults: everything unset (spin, provider_policy,
+ * affinity_policy, cpu_quota and peers -1, pool_cap NXR_POOL_CAP_UNSET),
+ * env honoured. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*
@@ -211,6 +246,19 @@ NXR_API enum nxr_placement nxr_domain_placement(const nxr_domain_t *d);
 NXR_API unsigned nxr_domain_workers(const nxr_domain_t *d);
 /* Most threads one operation in the domain may use. */
 NXR_API unsigned nxr_domain_budget(const nxr_domain_t *d);
+/* What lowered the budget below the domain's CPU count: "quota" (the CPU
+ * quota, see opts.cpu_quota), "num_threads", "declared" (the declaration's
+ * own budget), or NULL when nothing did (and for attached domains). A static
+ * string; any thread while the runtime lives. */
+NXR_API const char *nxr_domain_budget_limit(const nxr_domain_t *d);
+
+/* The CPU quota the runtime fitted its budgets into (opts.cpu_quota):
+ * usable CPUs, or 0 when there is none. *source (optional) is set to a
+ * description owned by the runtime: the file and values it came from
+ * ("cgroup v2 /sys/fs/cgroup/a/cpu.max: 100000 100000 -> 1 CPU"), the
+ * setting that overrode it, or why there is none. Any thread while the
+ * runtime lives; never blocks (read once at creation). */
+NXR_API unsigned nxr_runtime_cpu_quota(const nxr_runtime_t *rt, const char **source);
 
 /*
  * An external executor to attach as a domain: a pool the host already has,

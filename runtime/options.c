@@ -20,6 +20,8 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
     opts->pool_cap = NXR_POOL_CAP_UNSET;
     opts->affinity_policy = -1;
     opts->stall_report_ms = -1;
+    opts->cpu_quota = NXR_CPU_QUOTA_UNSET;
+    opts->peers = NXR_PEERS_UNSET;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -93,6 +95,53 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     if (s->num_threads == 0 && (v = env(opts, "NXR_NUM_THREADS")) != NULL &&
         (rc = env_uint("NXR_NUM_THREADS", v, INT_MAX, &s->num_threads, err, errsz)) != 0)
         return rc;
+    if (opts->cpu_quota < NXR_CPU_QUOTA_IGNORE) {
+        snprintf(err, errsz, "opts.cpu_quota %d: expected -1 (unset), 0 (auto), -2 (ignore) or a "
+                 "CPU count", opts->cpu_quota);
+        return -EINVAL;
+    }
+    s->cpu_quota = opts->cpu_quota;
+    snprintf(s->cpu_quota_from, sizeof(s->cpu_quota_from), "opts.cpu_quota=%d", opts->cpu_quota);
+    if (s->cpu_quota == NXR_CPU_QUOTA_UNSET) {
+        s->cpu_quota = NXR_CPU_QUOTA_AUTO;
+        if ((v = env(opts, "NXR_CPU_QUOTA")) != NULL) {
+            unsigned n = 0;
+            if (strcmp(v, "ignore") == 0)
+                s->cpu_quota = NXR_CPU_QUOTA_IGNORE;
+            else if (strcmp(v, "auto") != 0) {
+                if (env_uint("NXR_CPU_QUOTA", v, 1u << 20, &n, err, errsz) != 0 || n == 0) {
+                    snprintf(err, errsz,
+                             "NXR_CPU_QUOTA='%s': expected 'auto', 'ignore' or a CPU count "
+                             "from 1 to %u", v, 1u << 20);
+                    return NXR_ESYNTAX;
+                }
+                s->cpu_quota = (int)n;
+            }
+            snprintf(s->cpu_quota_from, sizeof(s->cpu_quota_from), "NXR_CPU_QUOTA=%.20s", v);
+        }
+    }
+    s->cgroup_root = opts->cgroup_root;
+    s->peers_dir = opts->peers_dir;
+    if (opts->peers < NXR_PEERS_UNSET || opts->peers > NXR_PEERS_OFF) {
+        snprintf(err, errsz, "opts.peers %d: expected -1 (unset), NXR_PEERS_WARN, _QUIET or _OFF",
+                 opts->peers);
+        return -EINVAL;
+    }
+    s->peers = opts->peers;
+    if (s->peers == NXR_PEERS_UNSET)
+        s->peers = opts->ignore_env ? NXR_PEERS_OFF : NXR_PEERS_WARN;
+    if (opts->peers == NXR_PEERS_UNSET && (v = env(opts, "NXR_PEERS")) != NULL) {
+        if (strcmp(v, "warn") == 0)
+            s->peers = NXR_PEERS_WARN;
+        else if (strcmp(v, "quiet") == 0)
+            s->peers = NXR_PEERS_QUIET;
+        else if (strcmp(v, "off") == 0)
+            s->peers = NXR_PEERS_OFF;
+        else {
+            snprintf(err, errsz, "NXR_PEERS='%s': expected 'warn', 'quiet' or 'off'", v);
+            return NXR_ESYNTAX;
+        }
+    }
     s->spin = NXR_SPIN_DEFAULT;
     if (opts->spin >= 0)
         s->spin = (unsigned)opts->spin;

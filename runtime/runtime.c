@@ -229,6 +229,9 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
     rc = build_plan(&plan, rt, opts, err, errsz);
     if (rc != 0)
         goto out_topology;
+    /* The allowed set sized the plan; the quota, then NXR_NUM_THREADS,
+     * lower it (each only lowers). */
+    nxr__runtime_fit_quota(rt, &plan);
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
     /* The process's arbiter, shared with every other runtime of the process:
      * permits (the exclusive one included) exclude across runtimes. */
@@ -259,6 +262,7 @@ int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
         goto out_destroy;
     if (rt->settings.display_env)
         display_env(rt);
+    nxr__runtime_peers_open(rt); /* last: a failed create leaves no entry */
     *out = rt;
     return 0;
 
@@ -358,6 +362,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
             abort();
         return;
     }
+    nxr__runtime_peers_close(rt);
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);

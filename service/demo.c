@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "service/compare.h"
+#include "service/compete.h"
 #include "service/load.h"
 #include "service/machine.h"
 #include "service/model.h"
@@ -82,6 +83,8 @@ int svc_demo_config_check(const struct svc_demo_config *c, char *err, size_t err
                  "--no-compare");
     else if (c->span && c->executor != SVC_EXECUTOR_NXR)
         snprintf(err, errsz, "--span: spans run on nxr's own domains (--executor nxr)");
+    else if (c->compete > SVC_COMPETE_MAX)
+        snprintf(err, errsz, "--compete: %u is outside 0..%d", c->compete, SVC_COMPETE_MAX);
     else if (c->vocab < 1 || c->rounds < 1)
         snprintf(err, errsz, "vocab and rounds must be positive");
     else {
@@ -157,6 +160,9 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
                  nxr_strerror(rc), why[0] ? ": " : "", why);
         return rc;
     }
+    const char *quota_source = NULL;
+    res->cpu_quota = nxr_runtime_cpu_quota(run->rt, &quota_source);
+    snprintf(res->cpu_quota_source, sizeof(res->cpu_quota_source), "%s", quota_source);
     run->domains = nxr_runtime_domain_count(run->rt);
     if (run->domains > MAX_DOMAINS) {
         snprintf(res->error, sizeof(res->error), "%zu domains (the demo serves at most %d)",
@@ -461,6 +467,7 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
         D->binding = nxr_mem_binding_name(nxr_domain_mem_binding(d));
         D->workers = nxr_domain_workers(served);
         D->budget = nxr_domain_budget(served);
+        D->budget_limit = nxr_domain_budget_limit(d);
         struct svc_slot_stats st;
         svc_server_slot_stats(run->server, i, &st, ran);
         D->requests = (size_t)st.served;
@@ -508,6 +515,14 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
     struct run run = {.c = c, .shape = svc_model_shape_make(c->hidden, c->layers, c->vocab)};
     struct path paths[PATHS] = {0};
     int rc = start(&run, res, bad_input);
+    struct svc_compete noise = {0};
+    if (rc == 0 && c->compete > 0) {
+        rc = svc_compete_start(&noise, nxr_runtime_allowed_cpus(run.rt), c->compete);
+        if (rc != 0)
+            snprintf(res->error, sizeof(res->error), "--compete %u: %s", c->compete,
+                     nxr_strerror(rc));
+        svc_compete_cpus(&noise, res->compete_cpus, sizeof(res->compete_cpus));
+    }
     if (rc == 0) {
         struct svc_server *servers[] = {run.server, run.baseline, run.flat};
         for (size_t p = PATH_NXR; p <= PATH_FLAT; p++)
@@ -547,6 +562,7 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }
+    svc_compete_stop(&noise);
     for (size_t p = 0; p < PATHS; p++) {
         free(paths[p].latency);
         free(paths[p].slot);

@@ -73,6 +73,10 @@ struct svc_demo_config {
     /* Seconds of serving after which the run stops at the next round
      * boundary (every path has then served the same requests); 0: none. */
     double time_budget_s;
+    /* Busy processes pinned to the domains' CPUs (highest first) for the
+     * whole run, killed after (--compete N; 0: none): the run beside a
+     * noisy neighbour (service/compete.h). */
+    unsigned compete;
     /* Called after each path's round (progress bar); may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;
@@ -101,6 +105,7 @@ struct svc_domain_result {
     bool ran_inside;          /* ran_on is inside cpus */
     const char *placement, *admission, *binding;
     unsigned workers, budget;
+    const char *budget_limit; /* nxr_domain_budget_limit: "quota", ... or NULL */
     size_t requests, split_requests;
     size_t passes, batched_requests, retried_batches;
     double requests_per_s;
@@ -124,6 +129,11 @@ struct svc_demo_result {
     struct svc_domain_result domains[64];
     char flat_cpus[128];
     int flat_weights_node;
+    /* nxr_runtime_cpu_quota of the nxr path's runtime: CPUs (0: none) and
+     * where that came from (or why there is none). */
+    unsigned cpu_quota;
+    char cpu_quota_source[384];
+    char compete_cpus[128]; /* the CPUs config.compete processes were pinned to */
     unsigned omp_threads;
     size_t rounds_planned, rounds_run;
     size_t requests_compared; /* answered by every path: the outputs compared */

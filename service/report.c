@@ -34,6 +34,21 @@ static void json_cpus(FILE *f, const char *list)
     fputc(']', f);
 }
 
+/* A JSON string of text: quotes, backslashes and control bytes escaped. */
+static void json_text(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static void json_path(FILE *f, const char *name, const struct svc_path_result *p)
 {
     if (!p->ran) {
@@ -163,6 +178,13 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
             "\"p99_ms\":%.4f,\"max_ms\":%.4f,\"wall_s\":%.4f,\"rows\":%zu,\"passes\":%zu,",
             n->requests, n->requests_per_s, n->latency.p50_ms, n->latency.p95_ms,
             n->latency.p99_ms, n->latency.max_ms, n->wall_s, n->rows, n->passes);
+    if (r->cpu_quota == 0) {
+        fprintf(f, "\"cpu_quota\":null,");
+    } else {
+        fprintf(f, "\"cpu_quota\":{\"cpus\":%u,\"source\":", r->cpu_quota);
+        json_text(f, r->cpu_quota_source);
+        fprintf(f, "},");
+    }
     fprintf(f, "\"domains\":[");
     for (size_t i = 0; i < r->domain_count; i++) {
         const struct svc_domain_result *d = &r->domains[i];
@@ -190,6 +212,10 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
                 d->weight_pages, d->weight_pages_on_node, d->binding, d->placement, d->admission,
                 d->workers, d->budget);
         json_cpus(f, d->ran_on);
+        if (d->budget_limit != NULL)
+            fprintf(f, ",\"budget_limited_by\":\"%s\"", d->budget_limit);
+        else
+            fprintf(f, ",\"budget_limited_by\":null");
         fprintf(f,
                 ",\"ran_inside\":%s,\"pool\":{\"cached_bytes\":%zu,\"outstanding\":%zu,"
                 "\"hits\":%llu,\"misses\":%llu,\"drops\":%llu}}",
@@ -268,6 +294,9 @@ void svc_report_json(FILE *f, const struct svc_demo_result *r)
             r->rounds_run, r->rounds_planned, r->stopped_early ? "true" : "false",
             r->requests_compared);
     fprintf(f, "\"executor\":\"%s\",", svc_executor_name(c->executor));
+    fprintf(f, "\"compete\":{\"processes\":%u,\"cpus\":", c->compete);
+    json_cpus(f, r->compete_cpus);
+    fprintf(f, "},");
     fprintf(f,
             "\"config\":{\"requests\":%zu,\"clients\":%u,\"batch_min\":%zu,\"batch_max\":%zu,"
             "\"batch_distribution\":\"log-uniform\",\"hidden\":%zu,\"ffn\":%zu,\"layers\":%zu,"
@@ -312,10 +341,16 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
             "replica\n"
             "          %zu requests per path, batch %zu-%zu rows (log-uniform), %u clients, seed "
             "%llu, executor %s\n"
-            "          up to %zu rows per forward pass (--max-batch), %s weights\n\n",
+            "          up to %zu rows per forward pass (--max-batch), %s weights\n",
             c->layers, c->hidden, 4 * c->hidden, c->vocab, r->weights_mib, c->requests,
             c->batch_min, c->batch_max, c->clients, (unsigned long long)c->seed,
             svc_executor_name(c->executor), c->max_batch, svc_weights_name(c->weights));
+    fprintf(f, "          cpu quota: %s\n", r->cpu_quota_source);
+    if (c->compete > 0)
+        fprintf(f, "          beside %u busy process%s pinned to CPU%s %s (--compete)\n",
+                c->compete, c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s",
+                r->compete_cpus);
+    fputc('\n', f);
     fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
             "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node", "placement");
     for (size_t i = 0; i < r->domain_count; i++) {
@@ -326,9 +361,13 @@ void svc_report_text(FILE *f, const struct svc_demo_result *r)
         else
             snprintf(on, sizeof(on), "%.1f%% of %zu pg", 100.0 * d->weights_on_node,
                      d->weight_pages);
-        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f %8.3f  %-15s %s, %u workers, ran on %s%s\n",
+        char lowered[48] = "";
+        if (d->budget_limit != NULL)
+            snprintf(lowered, sizeof(lowered), " (budget lowered by %s)", d->budget_limit);
+        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f %8.3f  %-15s %s, %u workers%s, ran on %s%s\n",
                 d->id, d->node, d->cpus, d->requests, d->requests_per_s, d->latency.p50_ms,
-                d->latency.p95_ms, d->latency.p99_ms, on, d->placement, d->workers, d->ran_on[0] ? d->ran_on : "-",
+                d->latency.p95_ms, d->latency.p99_ms, on, d->placement, d->workers, lowered,
+                d->ran_on[0] ? d->ran_on : "-",
                 d->ran_inside ? "" : " (OUTSIDE the domain)");
         fprintf(f, "  %-6s pool: %llu hits, %llu misses, %zu outstanding; %zu requests split; "
                    "%zu passes, %zu requests batched, %zu batches retried alone\n", "",

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "service/compete.h"
 #include "service/demo.h"
 #include "service/report.h"
 
@@ -33,6 +34,8 @@ const char nxr_tool_demo_usage[] =
     "                              or plain (packed by the GEMM on every call)\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
     "                              0: none, every path serves every request)\n"
+    "             --compete N      N busy processes pinned to the domains' CPUs (highest first)\n"
+    "                              for the run, killed after: a noisy neighbour (default 0)\n"
     "             --no-compare     serve with nxr only\n"
     "             --span           also serve each request across every domain, weights\n"
     "                              sharded (the latency mode), beside the per-domain one\n"
@@ -147,7 +150,7 @@ int nxr_tool_demo(int argc, char **argv)
         static const char *const with_value[] = {"--requests", "--clients", "--batch",
                                                  "--hidden",   "--layers",  "--domains",
                                                  "--executor", "--seed",    "--time-budget",
-                                                 "--max-batch", "--weights"};
+                                                 "--max-batch", "--weights", "--compete"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -187,6 +190,9 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--time-budget") == 0) {
             if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
                 c.time_budget_s = (double)x;
+        } else if (strcmp(flag, "--compete") == 0) {
+            if ((rc = parse_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
+                c.compete = (unsigned)x;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return bad(flag, "%sis empty", "");

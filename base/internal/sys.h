@@ -2,7 +2,7 @@
  * nxr system seam: every OS call that can fail and that nxr must survive goes
  * through here (thread creation, mutex and condition variable init, affinity,
  * heap allocation, topology load, mapping, binding, unmapping, purging,
- * protection, page queries), so that one test hook can make the Nth such
+ * protection, page queries, file reads), so that one test hook can make the Nth such
  * call fail. Also the futex wrappers the worker teams park on.
  *
  * Fault injection: nxr__fault_arm(points, n) makes the n-th call (1-based,
@@ -119,6 +119,21 @@ int nxr__mprotect(void *addr, size_t size, int prot);
  * that page (-ENOENT: not faulted in yet); or a negative errno when the
  * query itself failed. */
 int nxr__move_pages_query(const void *addr, int *status);
+
+/* The longest line nxr__read_lines hands over, and the most it reads of one
+ * file: /proc and cgroup files are small; a file past the cap is a file nxr
+ * did not expect (garbage, or not a procfs file), not one to read through. */
+#define NXR__READ_LINE_MAX 8192
+#define NXR__READ_FILE_MAX (4u << 20)
+
+/* Reads the text file at path and calls fn(arg, line) for each line, the
+ * newline removed and the line NUL-terminated (fn may modify it), in order,
+ * until fn returns non-zero (which is then returned) or the file ends (0).
+ * A negative errno when the file cannot be opened or read (-ENOENT, -EACCES,
+ * -EISDIR, ...), -EFBIG for a line over NXR__READ_LINE_MAX or a file over
+ * NXR__READ_FILE_MAX; lines handed over before such a failure stay handed
+ * over. Blocks on the read (procfs and cgroupfs answer at once). Any thread. */
+int nxr__read_lines(const char *path, int (*fn)(void *arg, char *line), void *arg);
 
 /* One spin-wait step: tells the CPU this is a busy-wait loop (x86 `pause`,
  * about 30-140 cycles; arm64 `yield`), so a sibling hyperthread runs. */

@@ -13,11 +13,25 @@
 #include "domains/internal/topology.h"
 #include "domains/nxr_domains.h"
 
+/* What set a domain's budget below its CPU count (docs/contracts.md, "What
+ * the process can really get"): each step only lowers, and the last one that
+ * lowered it is named. */
+enum nxr__budget_limit {
+    NXR_BUDGET_LIMIT_NONE = 0,    /* the budget is the domain's CPU count */
+    NXR_BUDGET_LIMIT_DECLARED,    /* the declaration's own budget */
+    NXR_BUDGET_LIMIT_QUOTA,       /* the CPU quota (cgroup, NXR_CPU_QUOTA) */
+    NXR_BUDGET_LIMIT_NUM_THREADS, /* NXR_NUM_THREADS / opts.num_threads */
+};
+
+/* "quota", "num_threads", ... or NULL for NXR_BUDGET_LIMIT_NONE. */
+const char *nxr__budget_limit_name(enum nxr__budget_limit limit);
+
 struct nxr__domain_spec {
     int id;
     int node;            /* OS node id or NXR_NODE_NONE */
     hwloc_bitmap_t cpus; /* owned; subset of the allowed set */
     unsigned budget;     /* 1..weight(cpus) */
+    enum nxr__budget_limit limited_by;
     enum nxr_admission admission;
 };
 
@@ -47,8 +61,23 @@ int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, 
 int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,
                        const struct nxr_domain_decl *decls, size_t n, char *err, size_t errsz);
 
-/* Lowers every budget to at most cap (cap 0: no change). */
+/* Lowers every budget to at most cap (cap 0: no change); a budget it lowers
+ * is marked NXR_BUDGET_LIMIT_NUM_THREADS. */
 void nxr__plan_cap_budgets(struct nxr__plan *plan, unsigned cap);
+
+/*
+ * Fits the budgets' sum into cpus (a CPU quota; 0: no change). When the sum
+ * already fits nothing changes. Otherwise each domain's share is
+ * proportional to its CPU count, floor(cpus * weight / total), at least 1,
+ * and what the floors leave goes one by one to the largest remainders (ties:
+ * the earlier domain), so the shares sum to cpus unless there are more
+ * domains than cpus (then each keeps 1: a domain with no thread could run
+ * nothing). A budget is then lowered to its share, never raised, and marked
+ * NXR_BUDGET_LIMIT_QUOTA when it was lowered. Overlapping (shared) domains
+ * count fully: the arbiter keeps them from running at once, so this is
+ * conservative for them.
+ */
+void nxr__plan_fit_cpus(struct nxr__plan *plan, unsigned cpus);
 
 void nxr__plan_fini(struct nxr__plan *plan);
 

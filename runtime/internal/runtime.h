@@ -8,6 +8,8 @@
 
 #include <stdatomic.h>
 
+#include "domains/internal/cpu_quota.h"
+#include "domains/internal/peers.h"
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
@@ -47,6 +49,13 @@ struct nxr__settings {
     const char *topology;
     const char *domains;
     unsigned num_threads; /* 0: no cap */
+    /* NXR_CPU_QUOTA_AUTO, _IGNORE or a CPU count, and which setting said
+     * so ("NXR_CPU_QUOTA=ignore", for the report). */
+    int cpu_quota;
+    char cpu_quota_from[40];
+    const char *cgroup_root; /* opts.cgroup_root (tests), NULL: "/" */
+    int peers;               /* NXR_PEERS_WARN, _QUIET or _OFF */
+    const char *peers_dir;   /* opts.peers_dir (tests), NULL: the default */
     unsigned spin;
     bool display_env;
     enum nxr_provider_policy policy;
@@ -63,6 +72,12 @@ struct nxr_runtime {
     unsigned long fork_gen;
     struct nxr__topology topo;
     struct nxr__settings settings;
+    /* The CPU quota the budgets were fitted into, and where it came from
+     * (runtime/quota.c); cpus 0: none. Immutable after creation. */
+    struct nxr__cpu_quota quota;
+    /* Other nxr processes as seen at creation, and this runtime's entry
+     * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
+    struct nxr__peers peers;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
     /* Every domain's waits report through it (executor/internal/stall.h);
      * immutable after creation but for its counter. */
@@ -121,6 +136,20 @@ int nxr__runtime_pools_destroy(nxr_runtime_t *rt);
 /* Resolves opts + environment into settings. 0 or NXR_ESYNTAX/-EINVAL. */
 int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,
                           size_t errsz);
+
+/* Settles the runtime's CPU quota from the settings (the cgroup's when
+ * auto) into rt->quota and fits the plan's budgets into it
+ * (runtime/quota.c). Never fails: an unreadable quota is none, and
+ * rt->quota.source says why. */
+void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
+
+/* Registers the runtime in the peer registry and reads the other entries
+ * (settings.peers not OFF), warning on stderr about overlapping ones under
+ * NXR_PEERS_WARN (runtime/peers.c). Never fails. */
+void nxr__runtime_peers_open(nxr_runtime_t *rt);
+
+/* Removes the runtime's entry. */
+void nxr__runtime_peers_close(nxr_runtime_t *rt);
 
 /* The spin bound for a domain's team: the configured one, or 0 when the team
  * shares its CPUs with another domain or outnumbers them. */

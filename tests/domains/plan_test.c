@@ -157,3 +157,100 @@ Test(domains_plan, budget_cap_lowers_never_raises)
     cr_expect_eq(plan.domains[1].budget, 1); /* already below the cap */
     nxr__plan_fini(&plan);
 }
+
+/* The CPU quota on a synthetic two-node machine whose nodes the allowed set
+ * cuts unevenly (4 + 2 CPUs): shares in proportion to the CPUs, written out
+ * by hand (largest remainder, at least 1 each, never raised). */
+static void quota_plan(struct nxr__plan *plan)
+{
+    load("pack:2 numa:1 core:2 pu:2", "0-3,4-5");
+    cr_assert_eq(nxr__plan_default(plan, &topo, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(plan->count, 2);
+    expect_domain(plan, 0, 0, 0, "0-3", 4);
+    expect_domain(plan, 1, 1, 1, "4-5", 2);
+}
+
+static void expect_budgets(const struct nxr__plan *plan, unsigned b0, enum nxr__budget_limit l0,
+                           unsigned b1, enum nxr__budget_limit l1)
+{
+    cr_expect_eq(plan->domains[0].budget, b0, "domain 0 budget %u, expected %u",
+                 plan->domains[0].budget, b0);
+    cr_expect_eq(plan->domains[1].budget, b1, "domain 1 budget %u, expected %u",
+                 plan->domains[1].budget, b1);
+    cr_expect_eq(plan->domains[0].limited_by, l0, "domain 0 limited by %d", plan->domains[0].limited_by);
+    cr_expect_eq(plan->domains[1].limited_by, l1, "domain 1 limited by %d", plan->domains[1].limited_by);
+}
+
+Test(domains_plan, quota_lowers_budgets_in_proportion)
+{
+    static const struct {
+        unsigned quota, b0, b1;
+    } cases[] = {
+        {3, 2, 1}, /* 3 * 4/6 = 2, 3 * 2/6 = 1 */
+        {5, 3, 2}, /* 3.33 and 1.67: the larger remainder (domain 1) gets the last CPU */
+        {4, 3, 1}, /* 2.67 and 1.33: the larger remainder is domain 0's */
+        {1, 1, 1}, /* more domains than CPUs: one thread each */
+        {2, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct nxr__plan plan;
+        quota_plan(&plan);
+        nxr__plan_fit_cpus(&plan, cases[i].quota);
+        cr_expect_eq(plan.domains[0].budget, cases[i].b0, "quota %u: domain 0 budget %u, want %u",
+                     cases[i].quota, plan.domains[0].budget, cases[i].b0);
+        cr_expect_eq(plan.domains[1].budget, cases[i].b1, "quota %u: domain 1 budget %u, want %u",
+                     cases[i].quota, plan.domains[1].budget, cases[i].b1);
+        nxr__plan_fini(&plan);
+        nxr__topology_fini(&topo);
+    }
+}
+
+Test(domains_plan, quota_that_fits_changes_nothing)
+{
+    struct nxr__plan plan;
+    quota_plan(&plan);
+    nxr__plan_fit_cpus(&plan, 6);
+    expect_budgets(&plan, 4, NXR_BUDGET_LIMIT_NONE, 2, NXR_BUDGET_LIMIT_NONE);
+    nxr__plan_fit_cpus(&plan, 0); /* no quota */
+    nxr__plan_fit_cpus(&plan, 1000);
+    expect_budgets(&plan, 4, NXR_BUDGET_LIMIT_NONE, 2, NXR_BUDGET_LIMIT_NONE);
+    nxr__plan_fini(&plan);
+}
+
+Test(domains_plan, quota_marks_what_it_lowered_then_num_threads)
+{
+    struct nxr__plan plan;
+    quota_plan(&plan);
+    nxr__plan_fit_cpus(&plan, 3);
+    expect_budgets(&plan, 2, NXR_BUDGET_LIMIT_QUOTA, 1, NXR_BUDGET_LIMIT_QUOTA);
+    nxr__plan_cap_budgets(&plan, 1); /* NXR_NUM_THREADS=1 lowers domain 0 further */
+    expect_budgets(&plan, 1, NXR_BUDGET_LIMIT_NUM_THREADS, 1, NXR_BUDGET_LIMIT_QUOTA);
+    cr_expect_str_eq(nxr__budget_limit_name(NXR_BUDGET_LIMIT_QUOTA), "quota");
+    cr_expect_str_eq(nxr__budget_limit_name(NXR_BUDGET_LIMIT_NUM_THREADS), "num_threads");
+    cr_expect_null(nxr__budget_limit_name(NXR_BUDGET_LIMIT_NONE));
+    nxr__plan_fini(&plan);
+}
+
+/* Declared budgets below their share stay as declared (never raised). */
+Test(domains_plan, quota_never_raises_a_budget)
+{
+    load("pack:2 numa:1 core:2 pu:2", "0-3,4-5");
+    struct nxr_domain_decl decls[2];
+    hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(a, "0-3");
+    hwloc_bitmap_list_sscanf(b, "4-5");
+    nxr_domain_decl_init(&decls[0]);
+    nxr_domain_decl_init(&decls[1]);
+    decls[0] = (struct nxr_domain_decl){.id = 0, .cpus = a, .budget = 1};
+    decls[1] = (struct nxr_domain_decl){.id = 1, .cpus = b, .budget = NXR_BUDGET_ALL};
+    struct nxr__plan plan;
+    cr_assert_eq(nxr__plan_declared(&plan, &topo, decls, 2, err, sizeof(err)), 0, "%s", err);
+    expect_budgets(&plan, 1, NXR_BUDGET_LIMIT_DECLARED, 2, NXR_BUDGET_LIMIT_NONE);
+    nxr__plan_fit_cpus(&plan, 3); /* the sum, 3, fits already */
+    expect_budgets(&plan, 1, NXR_BUDGET_LIMIT_DECLARED, 2, NXR_BUDGET_LIMIT_NONE);
+    nxr__plan_fit_cpus(&plan, 2); /* shares 1 (of 1.33) and 1 (of 0.67, raised to 1) */
+    expect_budgets(&plan, 1, NXR_BUDGET_LIMIT_DECLARED, 1, NXR_BUDGET_LIMIT_QUOTA);
+    nxr__plan_fini(&plan);
+    hwloc_bitmap_free(a);
+    hwloc_bitmap_free(b);
+}

@@ -108,6 +108,24 @@ assert d["flat"] is None and d["omp"] is None and d["outputs_match"] is None, d
 assert d["baseline"] is None and d["machine"]["gemm_peak_gflops"] > 0, d
 assert d["requests"] == 48 and d["config"]["compare"] is False, d'
 
+# Beside a noisy neighbour: one busy process pinned to the highest allowed
+# CPU for the run (reported; service/compete.h is tested on its own); the header says the
+# quota (none here unless NXR_CPU_QUOTA says so).
+NXR_CPU_QUOTA=1 "$nxr" demo "${tiny[@]}" --no-compare --compete 1 --json > compete.json
+NXR_CPU_QUOTA=1 "$nxr" demo "${tiny[@]}" --no-compare --compete 1 > compete.txt
+python3 -c '
+import json, os; d = json.load(open("compete.json"))
+assert d["compete"] == {"processes": 1, "cpus": [max(os.sched_getaffinity(0))]}, d["compete"]
+assert d["cpu_quota"] == {"cpus": 1, "source": "NXR_CPU_QUOTA=1 -> 1 CPU"}, d["cpu_quota"]
+for x in d["domains"]:
+    assert x["budget"] == 1 and "budget_limited_by" in x, x
+assert d["requests"] == 48, d'
+grep -q "cpu quota: NXR_CPU_QUOTA=1 -> 1 CPU" compete.txt
+grep -q "beside 1 busy process pinned to CPU" compete.txt
+"$nxr" demo "${tiny[@]}" --no-compare --json | python3 -c '
+import json, sys; d = json.load(sys.stdin)
+assert d["compete"] == {"processes": 0, "cpus": []}, d["compete"]'
+
 # One client: every request finds its domain idle with nobody behind it, so
 # by default every one splits over the domain (a lone small request on one
 # worker would leave the others idle), whatever its size.
@@ -204,6 +222,8 @@ bad --weights --weights dense
 bad --weights --weights packed --executor pool
 bad --domains --domains "0:0;1:0"
 bad --domains --domains "zz"
+bad --compete --compete 65
+bad --compete --compete x
 bad --json --json=yes
 bad --span --span --no-compare
 bad --span --span --executor pool

@@ -24,7 +24,12 @@ for d in domains:
         assert key in d, (key, d)
     assert d["admission"] == "managed" and d["placement"] == "verified", d
     assert d["executor_owner"] == "nxr", d
-    assert d["workers"] == d["budget"] == len(d["cpus"]), d
+    # The budget is the domain's CPUs unless something said why not (a
+    # machine whose cgroup has a CPU quota).
+    assert d["workers"] == d["budget"], d
+    assert d["budget"] == len(d["cpus"]) or d["budget_limited_by"] in ("quota", "num_threads"), d
+    assert (d["budget_limited_by"] == "quota") == (d["budget"] < len(d["cpus"]) and
+                                                   info["cpu_quota"] is not None), d
     seen += d["cpus"]
 assert sorted(seen) == allowed, (seen, allowed)
 prov = info["providers"]
@@ -43,6 +48,23 @@ assert len(set(seen)) == len(seen), "domains overlap"
 print("nxr info --json: %d domain(s) over CPUs %s" % (len(domains), allowed))
 PY
 grep -q "placement verified" info.txt
+grep -q "^cpu quota: " info.txt
+
+# NXR_CPU_QUOTA sets the quota: reported with its source, and with two CPUs
+# or more it lowers the budget to one, said per domain.
+NXR_CPU_QUOTA=1 "$nxr" info --json > quota.json
+NXR_CPU_QUOTA=1 "$nxr" info > quota.txt
+python3 - quota.json <<'PY'
+import json, os, sys
+info = json.load(open(sys.argv[1]))
+assert info["cpu_quota"] == {"cpus": 1, "source": "NXR_CPU_QUOTA=1 -> 1 CPU"}, info["cpu_quota"]
+for d in info["domains"]:
+    assert d["budget"] == 1 and d["workers"] == 1, d
+    assert d["budget_limited_by"] == ("quota" if len(d["cpus"]) > 1 else None), d
+PY
+grep -q "^cpu quota: NXR_CPU_QUOTA=1 -> 1 CPU$" quota.txt
+if [ "$(nproc)" -gt 1 ]; then grep -q "budget 1 (lowered by the CPU quota)" quota.txt; fi
+NXR_CPU_QUOTA=ignore "$nxr" info --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["cpu_quota"] is None'
 
 # An attached pool whose executor does not say who owns it is the caller's:
 # the example attaches one (owner left unset) as cooperative domain 100.

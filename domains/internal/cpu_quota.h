@@ -1,0 +1,57 @@
+/*
+ * The CPU bandwidth quota: how many CPUs' worth of time the process's
+ * control groups let it run, read from cgroup v2 `cpu.max` and cgroup v1
+ * `cpu.cfs_quota_us` / `cpu.cfs_period_us` (what `docker --cpus`, a
+ * Kubernetes CPU limit or systemd's CPUQuota= set). Affinity does not show
+ * it: a container limited to one CPU of bandwidth still sees every CPU in
+ * sched_getaffinity, and a team sized to those CPUs is throttled in
+ * lockstep (docs/contracts.md, "What the process can really get").
+ *
+ * Pure reading, no state: /proc/self/cgroup names the process's cgroup in
+ * each hierarchy, /proc/self/mountinfo where each hierarchy is mounted; the
+ * limit of every level from the process's cgroup up to the mount's root
+ * counts (a child never gets more bandwidth than its ancestors), and the
+ * tightest wins. Every file goes through the seam (nxr__read_lines).
+ */
+#ifndef NXR_INTERNAL_CPU_QUOTA_H
+#define NXR_INTERNAL_CPU_QUOTA_H
+
+#include <stddef.h>
+
+struct nxr__cpu_quota {
+    /* Usable CPUs: floor(quota / period), at least 1; 0 when no level sets
+     * a limit (or the limit could not be read: then status says why).
+     * Floor, not round: a team of one thread more than the quota pays for
+     * is throttled as a whole whenever the group runs out (every period,
+     * under load), which costs far more than the idle fraction of a CPU
+     * that rounding down leaves unused. At least 1: a quota under one CPU
+     * still runs one thread, only slower. */
+    unsigned cpus;
+    /* 0, or why no quota could be read (negative errno of a file that
+     * exists but could not be read, NXR_ESYNTAX for a malformed one); cpus
+     * is then 0 and source names the file and the problem. */
+    int status;
+    /* For people: the file and its values that set the limit
+     * ("cgroup v2 /sys/fs/cgroup/a/cpu.max: 100000 100000 -> 1 CPU"), why
+     * there is none ("no cpu controller in /proc/self/cgroup") or what went
+     * wrong. Always NUL-terminated. */
+    char source[384];
+};
+
+/*
+ * Reads the quota of the calling process into *out. root: NULL or "" for
+ * the real file system, else a directory standing for "/" (tests: it holds
+ * proc/self/cgroup, proc/self/mountinfo and the cgroup files under the
+ * mount points that mountinfo names). Costs one file read when
+ * /proc/self/cgroup names no cpu hierarchy; else mountinfo and one or two
+ * small files per cgroup level.
+ *
+ * Returns out->status: 0 (a quota in out->cpus, or none), a negative errno
+ * or NXR_ESYNTAX (no quota taken; out->source says which file and why).
+ * Missing files are not errors (no /proc, a level without a limit file).
+ * Never fails for the caller's lack of memory beyond the seam's line buffer
+ * (-ENOMEM). Any thread; blocks only on the reads.
+ */
+int nxr__cpu_quota_read(const char *root, struct nxr__cpu_quota *out);
+
+#endif /* NXR_INTERNAL_CPU_QUOTA_H */

@@ -1,0 +1,246 @@
+/*
+ * The runtime under a CPU quota: the quota read from a fake cgroup root
+ * (opts.cgroup_root) or set by NXR_CPU_QUOTA / opts.cpu_quota lowers the
+ * budgets before any team starts, the workers beyond the budget are never
+ * started, and nxr_runtime_describe says where the quota came from and what
+ * lowered each budget. Reading the cgroup files themselves is
+ * tests/domains/cpu_quota_test.c's.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/nxr.h"
+#include "tests/support/cpus.h"
+#include "tests/support/fsfixture.h"
+#include "tests/support/procfs.h"
+
+static char root[512];
+static char err[512];
+
+static void setup(void)
+{
+    cr_assert_eq(nxr_test_fixture_dir(root, sizeof(root)), 0);
+    unsetenv("NXR_CPU_QUOTA");
+}
+
+static void teardown(void)
+{
+    nxr_test_fixture_remove(root);
+}
+
+TestSuite(runtime_quota, .init = setup, .fini = teardown);
+
+/* A cgroup v2 layout whose only level says cpu_max. */
+static void fixture(const char *cpu_max)
+{
+    cr_assert_eq(nxr_test_fixture_write(root, "proc/self/cgroup", "0::/job\n"), 0);
+    cr_assert_eq(nxr_test_fixture_write(root, "proc/self/mountinfo",
+                                        "30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
+                 0);
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", cpu_max), 0);
+}
+
+/* One node of two CPUs (the first two allowed ones), or two nodes of one. */
+#define ONE_NODE "synthetic:numa:1 pu:2(indexes=%0,%1)"
+#define TWO_NODES "synthetic:pack:2 numa:1 pu:1(indexes=%0,%1)"
+
+static void opts_for(struct nxr_runtime_opts *o, const char *topology)
+{
+    NXR_TEST_NEED_CPUS(2);
+    nxr_runtime_opts_init(o);
+    o->topology = nxr_test_expand(topology);
+    o->cgroup_root = root;
+    o->errbuf = err;
+    o->errbuf_size = sizeof(err);
+}
+
+static nxr_runtime_t *create(const struct nxr_runtime_opts *o)
+{
+    nxr_runtime_t *rt = NULL;
+    int rc = nxr_runtime_create(&rt, o);
+    cr_assert_eq(rc, 0, "create: %s (%s)", nxr_strerror(rc), err);
+    return rt;
+}
+
+static char *describe(const nxr_runtime_t *rt, enum nxr_describe_format f)
+{
+    char *text = NULL;
+    cr_assert_eq(nxr_runtime_describe(rt, f, &text), 0);
+    return text;
+}
+
+Test(runtime_quota, cgroup_quota_lowers_the_budget_and_starts_fewer_workers)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("100000 100000\n");
+    int before = nxr_test_thread_count();
+    nxr_runtime_t *rt = create(&o);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_expect_eq(nxr_domain_budget(d), 1, "a one-CPU quota on two CPUs");
+    cr_expect_eq(nxr_domain_workers(d), 1);
+    pid_t tids[8];
+    cr_expect_eq(nxr_test_threads_named("nxr-d0-w", tids, 8), 1, "one worker thread started");
+    cr_expect_eq(nxr_test_thread_count(), before + 1);
+    cr_expect_str_eq(nxr_domain_budget_limit(d), "quota");
+    const char *source = NULL;
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, &source), 1);
+    cr_assert_not_null(source);
+    cr_expect_neq(strstr(source, "cgroup v2 "), NULL, "%s", source);
+    cr_expect_neq(strstr(source, "/sys/fs/cgroup/job/cpu.max: 100000 100000 -> 1 CPU"), NULL,
+                  "%s", source);
+
+    char *json = describe(rt, NXR_DESCRIBE_JSON);
+    cr_expect_neq(strstr(json, "\"cpu_quota\":{\"cpus\":1,\"source\":\"cgroup v2 "), NULL, "%s",
+                  json);
+    cr_expect_neq(strstr(json, "\"budget\":1,\"executor_owner\":\"nxr\",\"budget_limited_by\":"
+                               "\"quota\""),
+                  NULL, "%s", json);
+    free(json);
+    char *text = describe(rt, NXR_DESCRIBE_TEXT);
+    cr_expect_neq(strstr(text, "cpu quota: cgroup v2 "), NULL, "%s", text);
+    cr_expect_neq(strstr(text, "budget 1 (lowered by the CPU quota)"), NULL, "%s", text);
+    free(text);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, no_quota_is_reported_as_null)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_expect_eq(nxr_domain_budget(d), 2);
+    cr_expect_null(nxr_domain_budget_limit(d));
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, NULL), 0);
+    char *json = describe(rt, NXR_DESCRIBE_JSON);
+    cr_expect_neq(strstr(json, "\"cpu_quota\":null"), NULL, "%s", json);
+    cr_expect_neq(strstr(json, "\"budget_limited_by\":null"), NULL, "%s", json);
+    free(json);
+    nxr_runtime_destroy(rt);
+}
+
+/* Garbage in the cgroup files is no quota (the runtime still starts, in
+ * full) and the report says which file was wrong. */
+Test(runtime_quota, garbage_is_no_quota_and_said)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("lots of CPUs\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2);
+    const char *source = NULL;
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, &source), 0);
+    cr_expect_neq(strstr(source, "job/cpu.max"), NULL, "%s", source);
+    nxr_runtime_destroy(rt);
+}
+
+/* Two nodes of one CPU each: a one-CPU quota cannot take a domain's last
+ * thread, so nothing is lowered. */
+Test(runtime_quota, every_domain_keeps_one_thread)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, TWO_NODES);
+    fixture("100000 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 2);
+    for (size_t i = 0; i < 2; i++) {
+        cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, i)), 1);
+        cr_expect_null(nxr_domain_budget_limit(nxr_runtime_domain_at(rt, i)));
+    }
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, environment_overrides)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("100000 100000\n");
+    const char *source = NULL;
+
+    setenv("NXR_CPU_QUOTA", "ignore", 1);
+    nxr_runtime_t *rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2, "the cgroup is ignored");
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, &source), 0);
+    cr_expect_str_eq(source, "ignored (NXR_CPU_QUOTA=ignore)");
+    nxr_runtime_destroy(rt);
+
+    setenv("NXR_CPU_QUOTA", "auto", 1);
+    rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1, "auto reads the cgroup");
+    nxr_runtime_destroy(rt);
+
+    fixture("max 100000\n");
+    setenv("NXR_CPU_QUOTA", "1", 1);
+    rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1);
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, &source), 1);
+    cr_expect_str_eq(source, "NXR_CPU_QUOTA=1 -> 1 CPU");
+    cr_expect_str_eq(nxr_domain_budget_limit(nxr_runtime_domain_at(rt, 0)), "quota");
+    nxr_runtime_destroy(rt);
+
+    /* The option wins over the environment. */
+    o.cpu_quota = NXR_CPU_QUOTA_IGNORE;
+    rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2);
+    nxr_runtime_destroy(rt);
+    o.cpu_quota = 1;
+    setenv("NXR_CPU_QUOTA", "ignore", 1);
+    rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1);
+    cr_expect_eq(nxr_runtime_cpu_quota(rt, &source), 1);
+    cr_expect_str_eq(source, "opts.cpu_quota=1 -> 1 CPU");
+    nxr_runtime_destroy(rt);
+    unsetenv("NXR_CPU_QUOTA");
+}
+
+/* The quota lowers, NXR_NUM_THREADS lowers further, neither raises. */
+Test(runtime_quota, num_threads_after_the_quota)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    o.cpu_quota = 4; /* more than the domain has: nothing lowered */
+    nxr_runtime_t *rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2);
+    cr_expect_null(nxr_domain_budget_limit(nxr_runtime_domain_at(rt, 0)));
+    nxr_runtime_destroy(rt);
+    o.num_threads = 1;
+    rt = create(&o);
+    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 1);
+    cr_expect_str_eq(nxr_domain_budget_limit(nxr_runtime_domain_at(rt, 0)), "num_threads");
+    nxr_runtime_destroy(rt);
+}
+
+static void expect_refused(struct nxr_runtime_opts *o, const char *env, int want)
+{
+    if (env != NULL)
+        setenv("NXR_CPU_QUOTA", env, 1);
+    int before = nxr_test_thread_count();
+    nxr_runtime_t *rt = (nxr_runtime_t *)0x1;
+    int rc = nxr_runtime_create(&rt, o);
+    cr_expect_eq(rc, want, "NXR_CPU_QUOTA='%s' opts.cpu_quota=%d: %d (%s), want %d", env ? env : "",
+                 o->cpu_quota, rc, err, want);
+    cr_expect_null(rt);
+    cr_expect_eq(nxr_test_wait_thread_count(before), before, "nothing left running");
+    if (env != NULL)
+        cr_expect_neq(strstr(err, "NXR_CPU_QUOTA"), NULL, "the message names it: %s", err);
+    unsetenv("NXR_CPU_QUOTA");
+}
+
+Test(runtime_quota, bad_settings_are_refused)
+{
+    struct nxr_runtime_opts o; /* any CPUs: nothing is created */
+    nxr_runtime_opts_init(&o);
+    o.cgroup_root = root;
+    o.errbuf = err;
+    o.errbuf_size = sizeof(err);
+    static const char *const bad[] = {"0", "-1", "two", "1.5", "auto ", "99999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_refused(&o, bad[i], NXR_ESYNTAX);
+    o.cpu_quota = -3;
+    expect_refused(&o, NULL, -EINVAL);
+}
