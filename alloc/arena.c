@@ -129,6 +129,11 @@ static bool hook_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a, void 
     return false;
 }
 
+const char *nxr__arena_kind(void)
+{
+    return "jemalloc";
+}
+
 int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
                       char *err, size_t errsz)
 {

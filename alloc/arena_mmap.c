@@ -1,8 +1,9 @@
 /*
- * The arena back end of ThreadSanitizer builds (see internal/arena.h): every
- * allocation is one extent of its own from the extent source -- mapped,
- * trimmed and bound to the domain's node exactly as jemalloc's hooks do in
- * the default build -- and every free unmaps it. There is no allocator, so
+ * The arena back end of libnxr.so and of ThreadSanitizer builds
+ * (--//alloc:arena=mmap, see internal/arena.h): every allocation is one
+ * extent of its own from the extent source -- mapped, trimmed and bound to
+ * the domain's node exactly as jemalloc's hooks do in the default build --
+ * and every free unmaps it. There is no allocator, so
  * nothing uninstrumented sits between the pool and the kernel: TSan sees
  * the pool's mutexes and free lists, and its mmap/munmap interceptors tell
  * it that a reused address is fresh memory.
@@ -11,8 +12,11 @@
  *     base ... [header][data: size bytes, rounded up to pages]
  * where data = base + lead, lead = max(page, align), and the header sits
  * just below data, so free() finds the mapping from the pointer alone.
- * Slow (two system calls per allocation) and wasteful (a page per 64-byte
- * descriptor), which is acceptable in a sanitizer build and nowhere else.
+ * Slow (mmap, mbind and munmap per allocation, and fresh pages fault in
+ * again) and wasteful (two pages for a 64-byte descriptor). The pools and
+ * scopes above reuse what they got, so in steady state they do not reach
+ * the arena; nxr_domain_malloc/free does, every time. What it costs against
+ * jemalloc is measured by //bench:alloc_arenas (the README gives it).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -49,6 +53,11 @@ struct header {
 
 /* Indexes only need to differ; relaxed: nothing else is ordered by them. */
 static atomic_uint next_index;
+
+const char *nxr__arena_kind(void)
+{
+    return "mmap";
+}
 
 int nxr__arena_create(struct nxr__arena **out, int node, struct nxr__registry *registry, int tag,
                       char *err, size_t errsz)

@@ -37,12 +37,17 @@
  * memory the kernel does not fall back to another node (it reclaims, and in
  * the end OOM-kills), which is the price of placement that holds.
  *
- * jemalloc is linked privately (its symbols are local to nxr, see
- * third_party/jemalloc/privatize.sh): the host's malloc stays the host's,
- * whether that is glibc's or the host's own jemalloc. Like any jemalloc, the
- * private copy reads MALLOC_CONF at start-up, and its thread-local state uses
- * the initial-exec TLS model, so nxr must be linked into the program (or a
- * library loaded at start-up), not dlopen()ed late.
+ * The arena back end depends on the library (alloc/internal/arena.h):
+ * libnxr.a (and Bazel's targets but --config=tsan's) use a private jemalloc copy (its
+ * symbols are local to nxr, see third_party/jemalloc/privatize.sh), so the
+ * host's malloc stays the host's, whether that is glibc's or the host's own
+ * jemalloc; like any jemalloc, that copy reads MALLOC_CONF at start-up.
+ * Its thread-local state uses the initial-exec TLS model, which a
+ * dlopen()ed library cannot have, so libnxr.so is built without it: there
+ * every arena allocation is an extent of its own (alloc/arena_mmap.c),
+ * and libnxr.so loads with dlopen / ctypes at any time. The pools and
+ * scopes above are the same code in both; what differs is the cost of
+ * nxr_domain_malloc/free and of a pool or scope miss (README, "dlopen").
  */
 #ifndef NXR_ALLOC_H
 #define NXR_ALLOC_H

@@ -15,6 +15,15 @@ link them once:
                 every symbol of a bundled archive is local: a host linking it
                 sees only the public nxr_* API (link_static.sh).
 Both scripts refuse an output that exports anything else.
+
+The two are linked from two builds of the same graph. lib<name>.a keeps the
+arena back end of the build (jemalloc by default, alloc/arena.c).
+lib<name>.so is always linked from the graph built with
+--//alloc:arena=mmap (alloc/arena_mmap.c, no jemalloc): Debian's
+libjemalloc_pic.a uses initial-exec TLS (2.9 KiB of it), which makes a
+shared library that holds it fail to dlopen() ("cannot allocate memory in
+static TLS block") in any process that did not reserve that much static TLS
+at start-up -- ctypes, plug-in hosts. The README gives what it costs.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
@@ -22,9 +31,21 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 NxrDistInfo = provider(
     doc = "A packaged nxr library: what it covers and its shared object.",
     fields = {
-        "owners": "depset of the labels whose objects it holds",
+        "owners_shared": "depset of the labels whose objects the shared library holds",
+        "owners_static": "depset of the labels whose objects the static library holds",
         "shared": "File: the shared library",
     },
+)
+
+def _shared_arena_impl(settings, attr):
+    _ignore = (settings, attr)
+    return {"//alloc:arena": "mmap"}
+
+# The graph libnxr.so is linked from: the arena without jemalloc (see above).
+_shared_arena = transition(
+    implementation = _shared_arena_impl,
+    inputs = [],
+    outputs = ["//alloc:arena"],
 )
 
 def _collect(deps, skip):
@@ -53,17 +74,21 @@ def _collect(deps, skip):
 
 def _nxr_dist_library_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
-    skip = {}
+    skip_shared = {}
+    skip_static = {}
     link_inputs = []
     extra_shared = []
     if ctx.attr.link_against:
         other = ctx.attr.link_against[NxrDistInfo]
-        for owner in other.owners.to_list():
-            skip[owner] = True
+        for owner in other.owners_shared.to_list():
+            skip_shared[owner] = True
+        for owner in other.owners_static.to_list():
+            skip_static[owner] = True
         extra_shared.append(other.shared.path)
         link_inputs.append(other.shared)
-    objects, archives, flags, owners = _collect(ctx.attr.deps, skip)
-    if not objects:
+    objects, archives, flags, owners = _collect(ctx.attr.shared_deps, skip_shared)
+    s_objects, s_archives, _, s_owners = _collect(ctx.attr.deps, skip_static)
+    if not objects or not s_objects:
         fail("no objects to package")
 
     name = ctx.attr.library
@@ -105,13 +130,13 @@ def _nxr_dist_library_impl(ctx):
     sargs.add(cc_toolchain.nm_executable)
     sargs.add(cc_toolchain.ar_executable)
     sargs.add("--")
-    sargs.add_all(objects)
+    sargs.add_all(s_objects)
     sargs.add("--archives")
-    sargs.add_all(archives)
+    sargs.add_all(s_archives)
     ctx.actions.run(
         executable = ctx.executable._link_static,
         arguments = [sargs],
-        inputs = depset(objects + archives, transitive = [tools]),
+        inputs = depset(s_objects + s_archives, transitive = [tools]),
         outputs = [static],
         use_default_shell_env = True,
         mnemonic = "NxrLinkStatic",
@@ -122,14 +147,27 @@ def _nxr_dist_library_impl(ctx):
             files = depset([shared, static]),
             runfiles = ctx.runfiles(files = [shared, static]),
         ),
-        NxrDistInfo(owners = depset(owners), shared = shared),
+        NxrDistInfo(
+            owners_shared = depset(owners),
+            owners_static = depset(s_owners),
+            shared = shared,
+        ),
     ]
 
-nxr_dist_library = rule(
+_nxr_dist_library = rule(
     implementation = _nxr_dist_library_impl,
     doc = "lib<library>.so and lib<library>.a from the objects of deps' graph.",
     attrs = {
         "deps": attr.label_list(providers = [CcInfo], mandatory = True),
+        "shared_deps": attr.label_list(
+            providers = [CcInfo],
+            mandatory = True,
+            cfg = _shared_arena,
+            doc = "deps again, built with the shared library's arena back end",
+        ),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
         "library": attr.string(mandatory = True, doc = "nxr for libnxr.so"),
         "link_against": attr.label(
             providers = [NxrDistInfo],
@@ -153,6 +191,10 @@ nxr_dist_library = rule(
     fragments = ["cpp"],
     toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
 )
+
+def nxr_dist_library(name, deps, **kwargs):
+    """lib<library>.so (from deps built with the mmap arena) and lib<library>.a (from deps)."""
+    _nxr_dist_library(name = name, deps = deps, shared_deps = deps, **kwargs)
 
 def _nxr_dist_headers_impl(ctx):
     outs = {}

@@ -4,9 +4,9 @@
 # shared library whose soname is BASENAME.<major> (major from VERSION_FILE,
 # written from base/nxr_version.h). Exported: the default-visibility nxr_*
 # functions (NXR_API) under the symbol version NODE_<major>; hidden:
-# everything else, the bundled archives included (--exclude-libs), so nxr's
-# private jemalloc stays private. -z defs: nothing may be left undefined
-# that no listed library provides. Fails if OUT exports anything but nxr_*.
+# everything else, any bundled archive included (--exclude-libs; today there
+# is none: libnxr.so's graph is built without jemalloc, see defs.bzl).
+# -z defs: nothing may be left undefined that no listed library provides. Fails if OUT exports anything but nxr_*.
 set -eu
 out=$1 base=$2 node=$3 version_file=$4 cc=$5 nm=$6
 shift 6

@@ -88,12 +88,15 @@ NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
 /* --------------------------------------------- general allocations (arena) */
 
 /*
- * Allocates `size` bytes from domain d's jemalloc arena (memory bound to d's
- * node as described above), aligned to `alignment` (0: 16; otherwise a power
- * of two). No thread cache is used, so memory of one node never serves
+ * Allocates `size` bytes from domain d's arena (memory bound to d's node as
+ * described above), aligned to `alignment` (0: 16; otherwise a power of
+ * two). No thread cache is used, so memory of one node never serves
  * another's requests. Returns 0 and *out, or -EINVAL (NULL argument, size 0,
- * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread; takes jemalloc's
- * arena locks, and maps memory (mmap + mbind) when the arena has none free.
+ * bad alignment), -ENOMEM, NXR_EPLACEMENT. Any thread. In libnxr.a the arena
+ * is a private jemalloc arena: takes its locks, and maps memory (mmap +
+ * mbind) when it has none free; in libnxr.so (which must dlopen, so has no
+ * jemalloc) every call maps its own extent and nxr_domain_free unmaps it --
+ * slower, see the README's "dlopen".
  * The caller owns the memory until nxr_domain_free.
  */
 NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);

@@ -15,6 +15,7 @@ PACKAGES=(
     libopenblas-dev       # the GEMM provider
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
+    python3-numpy         # tests/dist: ctypes.CDLL of libnxr.so beside numpy's BLAS
     cmake pkg-config      # tests/dist: consumers of the installed nxr (find_package, pkg-config)
     libudev-dev           # `pkg-config --static` of hwloc names -ludev (Debian's hwloc.pc)
     qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)

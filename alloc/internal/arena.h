@@ -9,13 +9,17 @@
  *    hooks call the extent source, always without a thread cache
  *    (MALLOCX_TCACHE_NONE) so that memory freed by one thread never serves
  *    another node's allocation from a cache;
- *  - arena_mmap.c, under --config=tsan (//third_party:tsan): one extent per
- *    allocation, no allocator in between. nxr's jemalloc is Debian's
- *    uninstrumented libjemalloc_pic.a, whose own locks ThreadSanitizer
- *    cannot see (it reports them as double locks, one report per path), so
- *    TSan builds leave it out and check what nxr adds above the arena: the
- *    pool's locks, its LIFO and its counters, which are the same code in
- *    both builds. Same binding, same probe, same errors.
+ *  - arena_mmap.c, with --//alloc:arena=mmap (arena_backend.bzl): one
+ *    extent per allocation, no allocator in between. Two builds use it:
+ *    --config=tsan, since nxr's jemalloc is Debian's uninstrumented
+ *    libjemalloc_pic.a, whose own locks ThreadSanitizer cannot see (it
+ *    reports them as double locks, one report per path), so TSan checks
+ *    what nxr adds above the arena: the pool's locks, its LIFO and its
+ *    counters, which are the same code in both builds; and libnxr.so
+ *    (dist/defs.bzl), since that jemalloc's thread-local state is
+ *    initial-exec TLS, which makes a shared library holding it fail to
+ *    dlopen() ("cannot allocate memory in static TLS block").
+ *    Same binding, same probe, same errors.
  *
  * Threads: every function may be called from any thread, except destroy.
  */
@@ -78,6 +82,10 @@ size_t nxr__arena_allocated(const struct nxr__arena *a);
 
 /* munmap/madvise calls the kernel refused for this arena (internal/extent.h). */
 unsigned long nxr__arena_release_failures(const struct nxr__arena *a);
+
+/* The back end this build has: "jemalloc" (arena.c) or "mmap" (arena_mmap.c);
+ * what tests of one back end's own rules check before they run. */
+const char *nxr__arena_kind(void);
 
 unsigned nxr__arena_index(const struct nxr__arena *a);
 int nxr__arena_node(const struct nxr__arena *a);

@@ -99,11 +99,20 @@ Test(alloc_arena, free_from_another_thread_returns_to_the_arena, .timeout = 30)
     nxr_runtime_destroy(rt);
 }
 
+/* Skips a test of a rule of jemalloc's arenas in a build with the other back
+ * end (alloc/internal/arena.h: libnxr.so's, --//alloc:arena=mmap). */
+static void need_jemalloc_arena(void)
+{
+    if (strcmp(nxr__arena_kind(), "jemalloc") != 0)
+        cr_skip_test("a rule of the jemalloc arena; this build's arena is %s", nxr__arena_kind());
+}
+
 /* Arena indices are reused: creating and destroying many runtimes does not
  * run out of jemalloc's arena slots (each new runtime's arenas take slots
  * the first runtime had). */
 Test(alloc_arena, runtimes_come_and_go_without_leaking_arenas, .timeout = 60)
 {
+    need_jemalloc_arena();
     nxr_runtime_t *rt = make_runtime(NULL);
     unsigned max_index = 0;
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -140,6 +149,7 @@ Test(alloc_arena, destroy_with_live_memory_keeps_the_arena)
  * armed at a call that never comes fails nothing and counts every call. */
 Test(alloc_arena, purged_extents_stay_mapped_until_the_arena_goes)
 {
+    need_jemalloc_arena();
     nxr_runtime_t *rt = make_runtime(NULL);
     const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     void *p[8];
@@ -155,6 +165,33 @@ Test(alloc_arena, purged_extents_stay_mapped_until_the_arena_goes)
     nxr__fault_arm(0, 0);
     cr_expect_eq(unmapped, 0, "freeing and purging unmapped %ld ranges before the arena went",
                  unmapped);
+    nxr_runtime_destroy(rt);
+}
+
+/* The mmap back end's rule (libnxr.so's arena): nothing is kept, every free
+ * unmaps its allocation's own mapping at once, so no freed page stays
+ * resident or recorded. Counted through the seam as above. */
+Test(alloc_arena, mmap_arena_unmaps_each_allocation_at_free)
+{
+    if (strcmp(nxr__arena_kind(), "mmap") != 0)
+        cr_skip_test("a rule of the mmap arena; this build's arena is %s", nxr__arena_kind());
+    nxr_runtime_t *rt = make_runtime(NULL);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    void *p[8];
+    for (size_t i = 0; i < 8; i++) {
+        cr_assert_eq(nxr_domain_malloc(d, (i + 1) << 18, 0, &p[i]), 0);
+        memset(p[i], 1, (i + 1) << 18);
+    }
+    nxr__fault_arm(NXR_FAULT_MUNMAP, LONG_MAX);
+    for (size_t i = 0; i < 8; i++) {
+        nxr_domain_free(p[i]);
+        const nxr_domain_t *owner;
+        cr_expect_eq(nxr_mem_domain(rt, p[i], &owner), NXR_ENODOMAIN,
+                     "allocation %zu still recorded after its free", i);
+    }
+    long unmapped = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    cr_expect_eq(unmapped, 8, "8 frees unmapped %ld ranges", unmapped);
     nxr_runtime_destroy(rt);
 }
 

@@ -1,30 +1,150 @@
 /*
- * A host that loads libnxr.so at run time (a plug-in, a Python extension):
- * dlopen, then create and destroy a runtime through dlsym'ed entry points.
- * usage: dlopen_host PATH. Prints "dlopen_host: ok" or a FAILED line.
+ * A host that loads libnxr.so at run time (a plug-in, a Python extension),
+ * with no environment set up for it: dlopen(RTLD_NOW | RTLD_LOCAL) twice,
+ * a runtime created through each handle, both destroyed, both handles
+ * closed -- and the process left as it was found.
+ *
+ * usage: dlopen_host PATH [COPY]
+ *   PATH  the library: opened twice, so the second dlopen returns the same
+ *         object (the same handle, its reference count raised);
+ *   COPY  optional, the same library under another file name: the second
+ *         handle is then a second instance in the process (its own globals,
+ *         its own arenas), as when two plug-ins each bring their own nxr.
+ * Checks, each printed as a FAILED line when it does not hold:
+ *   - both loads succeed (no "cannot allocate memory in static TLS block");
+ *   - RTLD_LOCAL: nxr's symbols do not enter the global scope;
+ *   - the runtimes start threads, and destroying both leaves exactly the
+ *     threads there were once the library was loaded (its dependencies'
+ *     own, OpenBLAS's pool), counted in /proc/self/task, not taken from nxr;
+ *   - after the first dlclose the library stays loaded (the other handle),
+ *     after the last one it is gone (RTLD_NOLOAD finds nothing), and the
+ *     process has the threads it had before the first dlopen.
+ * Prints "dlopen_host: ok, ..." on success. Built outside Bazel with plain
+ * cc -ldl (tests/dist/exports_test.sh), so it counts threads itself rather
+ * than through tests/support.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+static void check(int ok, const char *what, const char *detail)
+{
+    if (!ok) {
+        printf("dlopen_host: FAILED: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+        failures++;
+    }
+}
+
+/* Entries of /proc/self/task: the kernel's count of this process's threads. */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+struct nxr_entry {
+    void *handle;
+    const char *(*version)(void);
+    int (*create)(void **, const void *);
+    void (*destroy)(void *);
+};
+
+static int load(struct nxr_entry *e, const char *path)
+{
+    memset(e, 0, sizeof(*e));
+    e->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (e->handle == NULL) {
+        check(0, "dlopen", dlerror());
+        return -1;
+    }
+    e->version = (const char *(*)(void))dlsym(e->handle, "nxr_version_string");
+    e->create = (int (*)(void **, const void *))dlsym(e->handle, "nxr_runtime_create");
+    e->destroy = (void (*)(void *))dlsym(e->handle, "nxr_runtime_destroy");
+    if (e->version == NULL || e->create == NULL || e->destroy == NULL) {
+        check(0, "dlsym of nxr_version_string, nxr_runtime_create, nxr_runtime_destroy", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether path's object is still loaded (RTLD_NOLOAD loads nothing). */
+static int loaded(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h != NULL)
+        dlclose(h);
+    return h != NULL;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: dlopen_host PATH [COPY]\n");
         return 2;
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        printf("dlopen_host: FAILED: %s\n", dlerror());
-        return 1;
     }
-    const char *(*version)(void) = (const char *(*)(void))dlsym(lib, "nxr_version_string");
-    int (*create)(void **, const void *) = (int (*)(void **, const void *))dlsym(lib, "nxr_runtime_create");
-    void (*destroy)(void *) = (void (*)(void *))dlsym(lib, "nxr_runtime_destroy");
-    void *rt = NULL;
-    int rc = create != NULL ? create(&rt, NULL) : -1;
-    if (version == NULL || destroy == NULL || rc != 0) {
-        printf("dlopen_host: FAILED: entry points or nxr_runtime_create (%d)\n", rc);
+    const char *path = argv[1];
+    const char *second = argc == 3 ? argv[2] : argv[1];
+    int before = thread_count();
+    check(before > 0, "reading /proc/self/task", NULL);
+
+    struct nxr_entry a, b;
+    if (load(&a, path) != 0 || load(&b, second) != 0)
         return 1;
-    }
-    destroy(rt);
-    printf("dlopen_host: ok, nxr %s loaded at run time, runtime created and destroyed\n", version());
-    return dlclose(lib) == 0 ? 0 : 1;
+    /* What loading started (OpenBLAS's thread pool, from its constructor). */
+    int opened = thread_count();
+    check(dlsym(RTLD_DEFAULT, "nxr_runtime_create") == NULL,
+          "RTLD_LOCAL: nxr_runtime_create is in the global scope", NULL);
+    if (argc == 2)
+        check(a.handle == b.handle, "the second dlopen of one path returned another object", NULL);
+    else
+        check(a.handle != b.handle && a.create != b.create,
+              "the copy under another name is not a second instance", NULL);
+
+    void *rt_a = NULL, *rt_b = NULL;
+    int rc_a = a.create(&rt_a, NULL);
+    int rc_b = b.create(&rt_b, NULL);
+    char detail[64];
+    snprintf(detail, sizeof(detail), "returned %d and %d", rc_a, rc_b);
+    check(rc_a == 0 && rc_b == 0, "nxr_runtime_create through each handle", detail);
+    int running = thread_count();
+    if (rc_a == 0)
+        a.destroy(rt_a);
+    if (rc_b == 0)
+        b.destroy(rt_b);
+    int destroyed = thread_count();
+    snprintf(detail, sizeof(detail), "%d loaded, %d with two runtimes, %d destroyed", opened,
+             running, destroyed);
+    check(running > opened, "the runtimes started no thread", detail);
+    check(destroyed == opened, "nxr_runtime_destroy left threads behind", detail);
+    const char *version = a.version();
+    char version_copy[32];
+    snprintf(version_copy, sizeof(version_copy), "%s", version);
+
+    check(dlclose(a.handle) == 0, "the first dlclose", dlerror());
+    check(loaded(second), "the library went away while the second handle was open", NULL);
+    check(dlclose(b.handle) == 0, "the second dlclose", dlerror());
+    check(!loaded(path) && !loaded(second), "the library is still loaded after the last dlclose",
+          NULL);
+    int after = thread_count();
+    snprintf(detail, sizeof(detail), "%d before the first dlopen, %d after the last dlclose",
+             before, after);
+    check(after == before, "dlclose left threads behind", detail);
+    if (failures != 0)
+        return 1;
+    printf("dlopen_host: ok, nxr %s dlopen()ed twice (%s), two runtimes created and destroyed, "
+           "threads %d before, %d loaded, %d running, %d destroyed, %d after dlclose\n",
+           version_copy, argc == 3 ? "two instances" : "one object, two references", before,
+           opened, running, destroyed, after);
+    return 0;
 }

@@ -2,9 +2,12 @@
 # The user-facing scripts end to end, outside Bazel's sandbox (they run
 # Bazel themselves, so they cannot run inside `bazel test`); a stage of
 # .ci/run. tools/install.sh into a fresh prefix, then tests/dist/consumer.c
-# built against it with pkg-config and run; tools/package.sh, its three
-# .debs unpacked into a fresh root, checked for their files and Depends,
-# and the consumer built against the unpacked libnxr-dev and run.
+# built against it with pkg-config and run; the installed libnxr.so loaded
+# at run time with dlopen (tests/dist/dlopen_host.c) and with ctypes.CDLL
+# from python3, plain and beside numpy (ctypes_host.py); tools/package.sh,
+# its three .debs unpacked into a fresh root, checked for their files and
+# Depends, the consumer built against the unpacked libnxr-dev and run, and
+# the stripped libnxr.so loaded with ctypes.
 # Prints one "ok: ..." or "FAILED: ..." line per check and a count.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +38,33 @@ consume_prefix() {
         "$prefix/bin/nxr" info >/dev/null
 }
 check "consumer against the installed prefix, and its bin/nxr" consume_prefix
+# Loaded at run time with nothing set up for it (tests/dist/dlopen_host.c,
+# ctypes_host.py): no GLIBC_TUNABLES, no LD_PRELOAD, no library path.
+clean_env=(env -u GLIBC_TUNABLES -u LD_PRELOAD -u LD_LIBRARY_PATH)
+dlopen_prefix() {
+    local so=$prefix/lib/libnxr.so.${version%%.*}
+    cc -std=c11 tests/dist/dlopen_host.c -o "$work/dlopen_host" -ldl &&
+        "${clean_env[@]}" "$work/dlopen_host" "$so"
+}
+check "dlopen of the installed libnxr.so, twice, runtimes created and destroyed, dlclose, no thread left" dlopen_prefix
+# The interpreter that has Debian's python3-numpy (tools/setup.sh installs it).
+numpy_python=
+for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import numpy' 2>/dev/null; then
+        numpy_python=$py
+        break
+    fi
+done
+ctypes_prefix() { # mode [python]
+    "${clean_env[@]}" "${2:-python3}" tests/dist/ctypes_host.py \
+        "$prefix/lib/libnxr.so.${version%%.*}" "$1"
+}
+check "ctypes.CDLL of the installed libnxr.so in a fresh python3" ctypes_prefix plain
+numpy_ctypes() {
+    [ -n "$numpy_python" ] || { echo "no python3 here imports numpy (tools/setup.sh installs python3-numpy)"; return 1; }
+    ctypes_prefix numpy-before "$numpy_python" && ctypes_prefix numpy-after "$numpy_python"
+}
+check "ctypes.CDLL of the installed libnxr.so after and before importing numpy" numpy_ctypes
 
 debs=$work/debs
 check "tools/package.sh OUTDIR" bash tools/package.sh "$debs"
@@ -71,5 +101,9 @@ consume_root() {
         LD_LIBRARY_PATH=$lib "$work/c2" "$version"
 }
 check "consumer against the unpacked libnxr-dev" consume_root
+ctypes_root() {
+    "${clean_env[@]}" python3 tests/dist/ctypes_host.py "$lib/libnxr.so.${version%%.*}" plain
+}
+check "ctypes.CDLL of the packaged (stripped) libnxr.so" ctypes_root
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
