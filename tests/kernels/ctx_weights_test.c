@@ -110,9 +110,9 @@ static void check_case(nxr_runtime_t *rt, nxr_ctx_t *ctx, struct gcase g, uint64
     free(cu);
 }
 
-static const size_t ms[] = {1, 2, 4, 15, 16, 17, 40};
-static const size_t ns[] = {1, 15, 16, 17, 33, 100};
-static const size_t ks[] = {1, 17, 300, 600}; /* 600: past a kc slice */
+static const size_t ms[] = {1, 4, 16, 17, 40};
+static const size_t ns[] = {1, 15, 17, 100};
+static const size_t ks[] = {1, 17, 600}; /* 600: past a kc slice */
 
 static void sweep(nxr_runtime_t *rt, nxr_ctx_t *ctx)
 {
@@ -209,7 +209,7 @@ Test(kernels_ctx_weights, each_copy_is_memory_of_its_domain_on_its_node)
                          nxr_domain_id(dom), node);
     }
     if (checked == 0)
-        cr_log_warn("no domain with a bound node: the page check did not run");
+        fprintf(stderr, "no domain with a bound node: the page check did not run\n");
     free(w);
     nxr_weights_destroy(pw);
     ctx_rt_close(&r);
