@@ -5,10 +5,8 @@
  * edge sizes, alpha/beta and fused epilogues, on a budget of one and of
  * every allowed CPU; and both are within the dot-product bound of a naive
  * double reference (|C - ref| <= 2 (k + 2) u (|alpha| sum |a w| + |beta c|),
- * u = 2^-24). Each copy is domain memory: nxr_mem_domain names its domain
- * and every page sits on the domain's node (a real check wherever the
- * domain has a node and binding is BOUND; the multi-node VM runs it over
- * two nodes). Bad input is a typed error that leaves nothing allocated.
+ * u = 2^-24). Bad input is a typed error that leaves nothing allocated.
+ * Where the copies live: weights_placement_test.c.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -110,9 +108,9 @@ static void check_case(nxr_runtime_t *rt, nxr_ctx_t *ctx, struct gcase g, uint64
     free(cu);
 }
 
-static const size_t ms[] = {1, 2, 4, 15, 16, 17, 40};
-static const size_t ns[] = {1, 15, 16, 17, 33, 100};
-static const size_t ks[] = {1, 17, 300, 600}; /* 600: past a kc slice */
+static const size_t ms[] = {1, 4, 16, 17, 40};
+static const size_t ns[] = {1, 15, 17, 100};
+static const size_t ks[] = {1, 17, 600}; /* 600: past a kc slice */
 
 static void sweep(nxr_runtime_t *rt, nxr_ctx_t *ctx)
 {
@@ -168,50 +166,6 @@ Test(kernels_ctx_weights, alpha_beta_and_epilogues, .timeout = 120)
                               .alpha = 0.5f, .beta = 0.5f, .bias = true};
             check_case(r.rt, r.ctx[0], g, seed++);
         }
-    ctx_rt_close(&r);
-}
-
-Test(kernels_ctx_weights, each_copy_is_memory_of_its_domain_on_its_node)
-{
-    struct ctx_rt r;
-    struct ctx_rt_opts o;
-    ctx_rt_opts_init(&o);
-    ctx_rt_open(&r, &o);
-    const size_t k = 300, n = 700; /* over 800 KiB: many pages */
-    float *w = ref_fill(k * n, 7, -1.0f, 1.0f);
-    nxr_weights_desc_t d;
-    nxr_weights_desc_init(&d);
-    d.k = k;
-    d.n = n;
-    d.w = w;
-    d.ldw = n;
-    nxr_weights_t *pw;
-    cr_assert_eq(nxr_weights_create(r.rt, &d, &pw), 0); /* every domain */
-    const long page = sysconf(_SC_PAGESIZE);
-    size_t checked = 0;
-    for (size_t i = 0; i < nxr_runtime_domain_count(r.rt); i++) {
-        const nxr_domain_t *dom = nxr_runtime_domain_at(r.rt, i);
-        const void *data;
-        size_t bytes;
-        cr_assert_eq(nxr_weights_copy(pw, dom, &data, &bytes), 0);
-        cr_assert_geq(bytes, k * n * sizeof(float));
-        const nxr_domain_t *owner;
-        cr_assert_eq(nxr_mem_domain(r.rt, data, &owner), 0);
-        cr_assert_eq(owner, dom);
-        cr_assert_eq(nxr_mem_domain(r.rt, (const char *)data + bytes - 1, &owner), 0);
-        cr_assert_eq(owner, dom);
-        int node = nxr_domain_node(dom);
-        if (node == NXR_NODE_NONE || nxr_domain_mem_binding(dom) != NXR_MEM_BOUND)
-            continue;
-        for (size_t off = 0; off < bytes; off += (size_t)page, checked++)
-            cr_assert_eq(nxr_mem_node((const char *)data + off), node,
-                         "page %zu of domain %d's copy is not on node %d", off / (size_t)page,
-                         nxr_domain_id(dom), node);
-    }
-    if (checked == 0)
-        cr_log_warn("no domain with a bound node: the page check did not run");
-    free(w);
-    nxr_weights_destroy(pw);
     ctx_rt_close(&r);
 }
 
