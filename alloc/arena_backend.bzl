@@ -37,9 +37,19 @@ def _with_arena_impl(ctx):
     binary = ctx.attr.binary[0]
     src = binary[DefaultInfo].files_to_run.executable
     out = ctx.actions.declare_file(ctx.label.name)
-    ctx.actions.symlink(output = out, target_file = src, is_executable = True)
-    runfiles = ctx.runfiles(files = [src]).merge(binary[DefaultInfo].default_runfiles)
-    return [DefaultInfo(executable = out, runfiles = runfiles)]
+
+    # A copy under this target's name, and the binary's runfiles without the
+    # binary itself: its runfiles path is the untransitioned binary's too,
+    # and a target carrying both (bench:alloc_arenas) would get only one.
+    ctx.actions.run_shell(
+        inputs = [src],
+        outputs = [out],
+        command = 'cp "$1" "$2" && chmod +x "$2"',
+        arguments = [src.path, out.path],
+        mnemonic = "NxrWithArena",
+    )
+    data = [f for f in binary[DefaultInfo].default_runfiles.files.to_list() if f != src]
+    return [DefaultInfo(executable = out, runfiles = ctx.runfiles(files = data))]
 
 # with_arena(name, binary, arena): `binary` built with --//alloc:arena=arena,
 # beside the default build of it: e.g. bench/alloc with the arena libnxr.so

@@ -2,7 +2,7 @@
  * bench/alloc: what a domain's pool and scopes buy over the general-purpose
  * allocators, in one run.
  *
- *   bazel run //bench:alloc [-- --json]
+ *   bazel run //bench:alloc [-- --json] [--short]
  *
  * Cases (same-size acquire/release of 4 KiB, 64 KiB and 4 MiB):
  *   pool         nxr_buffer_acquire + nxr_buffer_release (steady state: the
@@ -15,7 +15,10 @@
  *   malloc_fresh the same with M_MMAP_THRESHOLD pinned at 128 KiB, so every
  *                4 MiB block is a fresh mapping: the cost of placing pages;
  *   jemalloc     nxr_domain_malloc + touch + nxr_domain_free (mallocx/
- *                dallocx on the domain's arena, no thread cache).
+ *                dallocx on the domain's arena, no thread cache); in a build
+ *                with --//alloc:arena=mmap (the arena libnxr.so ships,
+ *                //bench:alloc_mmap_arena) the same calls map and unmap an
+ *                extent each time. The output names the arena it measured.
  * Then a request-shaped step (108 allocations of 64 B .. 200 KiB, first and
  * last byte written): a scope (alloc + reset) against malloc + free.
  *
@@ -37,6 +40,10 @@
 #include <time.h>
 
 #include "runtime/nxr.h"
+
+#ifndef NXR_BENCH_ARENA
+#error "bench/BUILD.bazel defines NXR_BENCH_ARENA: the arena back end of this build"
+#endif
 
 #define SAMPLES 11
 #define PAGE    4096u
@@ -266,7 +273,18 @@ static void json_row(const struct row *r)
 
 int main(int argc, char **argv)
 {
-    int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    int json = 0;
+    long scale = 1; /* --short: a tenth of the iterations (a loaded machine, bench:alloc_arenas) */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--short") == 0)
+            scale = 10;
+        else {
+            fprintf(stderr, "usage: alloc [--json] [--short]\n");
+            return 2;
+        }
+    }
     nxr_runtime_t *rt;
     int rc = nxr_runtime_create(&rt, NULL);
     if (rc != 0)
@@ -280,6 +298,7 @@ int main(int argc, char **argv)
     };
     long ss_sys = 0, ss_flt = 0;
     for (size_t i = 0; i < 3; i++) {
+        rows[i].iters /= scale;
         struct sized c = {d, rows[i].size};
         op_pool_touch(&c); /* the one miss, and the first touch, happen here */
         rows[i].pool = measure(op_pool, &c, rows[i].iters);
@@ -294,16 +313,16 @@ int main(int argc, char **argv)
     rc = nxr_scope_create(d, NULL, &scope);
     if (rc != 0)
         die("nxr_scope_create", rc);
-    struct cost scope_step = measure(op_scope_step, scope, 2000);
+    struct cost scope_step = measure(op_scope_step, scope, 2000 / scale);
     ss_sys += scope_step.syscalls;
     ss_flt += scope_step.faults;
-    struct cost malloc_step = measure(op_malloc_step, NULL, 2000);
+    struct cost malloc_step = measure(op_malloc_step, NULL, 2000 / scale);
     nxr_scope_destroy(scope);
 
     /* Fresh 4 MiB mappings: pin glibc's threshold so it stops recycling. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     struct sized c4m = {d, 4u << 20};
-    struct cost fresh = measure(op_malloc, &c4m, 100);
+    struct cost fresh = measure(op_malloc, &c4m, 100 / scale);
 
     const char *binding = nxr_mem_binding_name(nxr_domain_mem_binding(d));
     if (json) {
@@ -313,11 +332,15 @@ int main(int argc, char **argv)
         printf("\"malloc_fresh_4m_ns\":%.1f,\"ratio_fresh_4m\":%.2f,"
                "\"malloc_fresh_4m_faults_per_op\":%.1f,\"scope_step_ns\":%.1f,"
                "\"malloc_step_ns\":%.1f,\"ratio_scope\":%.2f,\"steady_state_syscalls\":%ld,"
-               "\"steady_state_minor_faults\":%ld,\"binding\":\"%s\",\"samples\":%d}\n",
+               "\"steady_state_minor_faults\":%ld,\"binding\":\"%s\",\"arena\":\"%s\","
+               "\"samples\":%d}\n",
                fresh.ns, fresh.ns / rows[2].pool.ns, fresh.faults_per_op, scope_step.ns,
-               malloc_step.ns, malloc_step.ns / scope_step.ns, ss_sys, ss_flt, binding, SAMPLES);
+               malloc_step.ns, malloc_step.ns / scope_step.ns, ss_sys, ss_flt, binding,
+               NXR_BENCH_ARENA, SAMPLES);
     } else {
-        printf("domain 0 memory: %s; medians of %d samples, ns per operation\n", binding, SAMPLES);
+        printf("domain 0 memory: %s; arena: %s (jemalloc+t: nxr_domain_malloc on it); "
+               "medians of %d samples, ns per operation\n",
+               binding, NXR_BENCH_ARENA, SAMPLES);
         printf("%-5s %9s %11s %13s %12s | %8s %10s %12s\n", "size", "pool", "pool+touch",
                "malloc+touch", "jemalloc+t", "malloc+t", "malloc+t", "jemalloc+t");
         printf("%-5s %9s %11s %13s %12s | %8s %10s %12s\n", "", "", "", "", "", "/pool", "/pool+t",

@@ -67,17 +67,19 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live);
 int nxr__arena_alloc(struct nxr__arena *a, size_t size, size_t align, void **out);
 
 /* Gives the arena's unused pages back to the system now (the default back
- * end's purge; the mmap back end keeps none). A refused madvise is counted
- * (internal/extent.h), never an error. */
+ * end's purge; the mmap back end unmaps the freed mappings it kept). A
+ * refused madvise or munmap is counted (internal/extent.h), never an error. */
 void nxr__arena_purge(struct nxr__arena *a);
 
-/* Frees memory of any nxr arena (jemalloc finds the owner). NULL: no-op. */
+/* Frees memory of any nxr arena (jemalloc, or the mmap back end's header,
+ * finds the owner). NULL: no-op. */
 void nxr__arena_free(void *ptr);
 
 /* Frees memory of a known size and alignment (cheaper: no size lookup). */
 void nxr__arena_free_sized(void *ptr, size_t size, size_t align);
 
-/* Bytes currently allocated from the arena (jemalloc statistics). */
+/* Bytes currently allocated from the arena (jemalloc statistics, or the
+ * mmap back end's counter). */
 size_t nxr__arena_allocated(const struct nxr__arena *a);
 
 /* munmap/madvise calls the kernel refused for this arena (internal/extent.h). */

@@ -168,30 +168,43 @@ Test(alloc_arena, purged_extents_stay_mapped_until_the_arena_goes)
     nxr_runtime_destroy(rt);
 }
 
-/* The mmap back end's rule (libnxr.so's arena): nothing is kept, every free
- * unmaps its allocation's own mapping at once, so no freed page stays
- * resident or recorded. Counted through the seam as above. */
-Test(alloc_arena, mmap_arena_unmaps_each_allocation_at_free)
+/* The mmap back end's rules (libnxr.so's arena): a free keeps its mapping
+ * for the next allocation of the same length -- still recorded as the
+ * domain's, no system call -- up to 16 mappings; the rest are unmapped at
+ * once, and a trim unmaps what was kept. Counted through the seam as above. */
+Test(alloc_arena, mmap_arena_keeps_a_few_freed_mappings_until_a_trim)
 {
     if (strcmp(nxr__arena_kind(), "mmap") != 0)
         cr_skip_test("a rule of the mmap arena; this build's arena is %s", nxr__arena_kind());
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
-    void *p[8];
-    for (size_t i = 0; i < 8; i++) {
-        cr_assert_eq(nxr_domain_malloc(d, (i + 1) << 18, 0, &p[i]), 0);
-        memset(p[i], 1, (i + 1) << 18);
+    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0), *owner;
+    void *p[20];
+    for (size_t i = 0; i < 20; i++) {
+        cr_assert_eq(nxr_domain_malloc(d, (i % 4 + 1) << 16, 0, &p[i]), 0);
+        memset(p[i], 1, (i % 4 + 1) << 16);
     }
     nxr__fault_arm(NXR_FAULT_MUNMAP, LONG_MAX);
-    for (size_t i = 0; i < 8; i++) {
+    for (size_t i = 0; i < 20; i++)
         nxr_domain_free(p[i]);
-        const nxr_domain_t *owner;
-        cr_expect_eq(nxr_mem_domain(rt, p[i], &owner), NXR_ENODOMAIN,
-                     "allocation %zu still recorded after its free", i);
-    }
     long unmapped = nxr__fault_calls();
+    cr_expect_eq(unmapped, 4, "20 frees unmapped %ld ranges (16 are kept)", unmapped);
+    /* The last freed of a size comes back for it, without a new mapping. */
+    void *again;
+    cr_assert_eq(nxr_domain_malloc(d, 4u << 16, 0, &again), 0);
+    bool reused = false;
+    for (size_t i = 0; i < 20; i++)
+        reused = reused || again == p[i];
+    cr_expect(reused, "a 256 KiB allocation did not reuse a kept mapping");
+    cr_expect_eq(nxr_mem_domain(rt, again, &owner), 0);
+    nxr_domain_free(again);
+    long before_trim = nxr__fault_calls();
+    cr_assert_eq(nxr_pool_trim(d), 0);
+    long trimmed = nxr__fault_calls() - before_trim;
     nxr__fault_arm(0, 0);
-    cr_expect_eq(unmapped, 8, "8 frees unmapped %ld ranges", unmapped);
+    cr_expect_eq(trimmed, 16, "the trim unmapped %ld kept ranges", trimmed);
+    for (size_t i = 0; i < 20; i++)
+        cr_expect_eq(nxr_mem_domain(rt, p[i], &owner), NXR_ENODOMAIN,
+                     "allocation %zu still recorded after the trim", i);
     nxr_runtime_destroy(rt);
 }
 
