@@ -92,6 +92,27 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
     return 0;
 }
 
+struct across_stall {
+    nxr_runtime_t *rt;
+    struct nxr_domain *first;
+    const char *what;
+};
+
+static void report_across(void *p, uint64_t waited_ns)
+{
+    struct across_stall *s = p;
+    nxr__stall_report(&s->rt->stall, &s->first->exec, s->what, waited_ns);
+}
+
+int nxr__across_acquire(nxr_runtime_t *rt, const struct nxr__arbiter_request *req,
+                        struct nxr_domain *first, const char *what)
+{
+    struct across_stall s = {.rt = rt, .first = first, .what = what};
+    return nxr__arbiter_acquire_reporting(rt->arbiter, req,
+                                          nxr__stall_deadline(&rt->stall, nxr__now_ns()),
+                                          report_across, &s);
+}
+
 int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
 {
     struct across_wait w;
@@ -161,7 +182,7 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     rc = nxr__arbiter_request_init_union(&req, rt->arbiter, sets, n);
     if (rc != 0)
         return rc;
-    rc = nxr__arbiter_acquire(rt->arbiter, &req);
+    rc = nxr__across_acquire(rt, &req, doms[0], "admission of nxr_run_across");
     if (rc != 0)
         goto out_fini;
 

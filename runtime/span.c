@@ -304,9 +304,9 @@ static int span_run(nxr_runtime_t *rt, struct nxr__span *s, const struct span_lo
         parts[i] = (struct nxr__across_part){
             .domain = s->doms[i], .fn = share_item, .arg = &shares[i], .count = shares[i].count};
     }
-    /* Bounded by the holders of overlapping permits (their operations end;
-     * the arbiter serves overlapping waiters in arrival order). */
-    int rc = nxr__arbiter_acquire(rt->arbiter, &s->req);
+    /* Bounded by the holders of overlapping permits; reported past the
+     * stall threshold (nxr__across_acquire). */
+    int rc = nxr__across_acquire(rt, &s->req, s->doms[0], "admission of a span");
     if (rc != 0)
         return rc;
     rc = nxr__across_run(parts, s->n, NULL);

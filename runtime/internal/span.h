@@ -40,6 +40,17 @@ struct nxr__across_part {
  */
 int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop);
 
+/*
+ * Acquires the union permit req (prepared for rt's arbiter) for a group or
+ * a span whose first member is `first`. Bounded by the holders of
+ * overlapping permits (their operations end; the arbiter serves overlapping
+ * waiters in arrival order); a wait past the stall threshold reports once
+ * ("admission of <what>" on the first member) and goes on waiting. Returns
+ * what nxr__arbiter_acquire returns.
+ */
+int nxr__across_acquire(nxr_runtime_t *rt, const struct nxr__arbiter_request *req,
+                        struct nxr_domain *first, const char *what);
+
 /* A span's own state (a context over several domains): the member domains
  * in the order the caller listed them, their budgets' prefix sums (the
  * shares), one plain context per member (for the kernels its bodies call in

@@ -218,6 +218,61 @@ Test(runtime_stall, a_region_waiting_for_its_slots_reports_once)
     nxr_ctx_destroy(ctx);
 }
 
+/* A multi-domain operation queued for its union permit behind a batch that
+ * holds an overlapping one: the group's or the span's admission reports,
+ * named after the first member. */
+static int count_task(void *arg, size_t i)
+{
+    (void)i;
+    atomic_fetch_add((atomic_int *)arg, 1);
+    return 0;
+}
+
+Test(runtime_stall, a_group_waiting_for_its_union_permit_reports_once)
+{
+    open_runtime("0:%0", 1);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    atomic_store(&hold_gave_up, 0);
+    nxr_job_t *held;
+    cr_assert_eq(nxr_submit(ctx, 1, hold_until_reported,
+                            "admission of nxr_run_across on domain 0", &held),
+                 0);
+    atomic_int ran = 0;
+    const int ids[] = {0};
+    cr_expect_eq(nxr_run_across(rt, ids, 1, 3, count_task, &ran), 0);
+    cr_expect_eq(atomic_load(&ran), 3);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    cr_expect_eq(atomic_load(&hold_gave_up), 0, "the group's permit wait never reported");
+    cr_expect_eq(count_lines("admission of nxr_run_across on domain 0"), 1);
+    cr_expect_geq(describe_count(), 1);
+    nxr_ctx_destroy(ctx);
+}
+
+Test(runtime_stall, a_span_waiting_for_its_union_permit_reports_once)
+{
+    NXR_TEST_NEED_CPUS(2);
+    open_runtime("0:%0;1:%1", 1);
+    nxr_ctx_t *ctx0, *span;
+    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    const int ids[] = {1, 0};
+    so.domain_ids = ids;
+    so.count = 2;
+    cr_assert_eq(nxr_span_create(&span, rt, &so), 0);
+    atomic_store(&hold_gave_up, 0);
+    nxr_job_t *held;
+    cr_assert_eq(
+        nxr_submit(ctx0, 1, hold_until_reported, "admission of a span on domain 1", &held), 0);
+    cr_expect_eq(nxr_parallel_for(span, 0, 64, 1, noop_body, NULL), 0);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    cr_expect_eq(atomic_load(&hold_gave_up), 0, "the span's permit wait never reported");
+    cr_expect_eq(count_lines("admission of a span on domain 1"), 1);
+    nxr_ctx_destroy(span);
+    nxr_ctx_destroy(ctx0);
+}
+
 Test(runtime_stall, the_threshold_option_and_variable_are_checked)
 {
     struct nxr_runtime_opts o;
