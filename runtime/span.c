@@ -128,6 +128,8 @@ int nxr_span_create(nxr_ctx_t **out, nxr_runtime_t *rt, const struct nxr_span_op
     if (rt == NULL || opts == NULL)
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     struct nxr_domain *doms[NXR__SPAN_MAX];
     size_t n = 0;
     int rc = members(rt, opts, doms, &n);

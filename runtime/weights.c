@@ -93,6 +93,8 @@ int nxr_weights_create(nxr_runtime_t *rt, const nxr_weights_desc_t *desc, nxr_we
         (desc->domain_ids != NULL && desc->domain_count == 0))
         return -EINVAL;
     NXR__HANDLE_CHECK(rt, "runtime");
+    if (nxr__runtime_forked(rt))
+        return NXR_EFORKED;
     const struct nxr__native_isa *isa;
     if (!nxr__provider_native_gemm(nxr_provider_bundle_get(rt->providers, NXR_FAMILY_GEMM), &isa))
         return NXR_EUNSUPPORTED;

@@ -205,6 +205,17 @@ static void child(nxr_runtime_t *rt, nxr_ctx_t *ctx, nxr_job_t *job, nxr_provide
     EXPECT(nxr_runtime_domain(rt, nxr_domain_id(d), &found), NXR_EFORKED);
     EXPECT(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), NXR_EFORKED);
     EXPECT(nxr_buffer_acquire(d, 64, &buf), NXR_EFORKED);
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    so.every = true;
+    EXPECT(nxr_span_create(&c2, rt, &so), NXR_EFORKED);
+    static const float w16[16];
+    nxr_weights_desc_t wd;
+    nxr_weights_desc_init(&wd);
+    wd.k = wd.n = wd.ldw = 4;
+    wd.w = w16;
+    nxr_weights_t *wt;
+    EXPECT(nxr_weights_create(rt, &wd, &wt), NXR_EFORKED);
     if (strstr(nxr_ctx_last_error(ctx), "forked") == NULL)
         fail("last error does not say why: '%s'", nxr_ctx_last_error(ctx));
     const unsigned budget = nxr_ctx_budget(ctx);
