@@ -941,7 +941,7 @@ int main(void)
     const char *env = getenv("NXR_SOAK_REQUESTS");
     if (env != NULL && atol(env) >= 1000)
         total = (size_t)atol(env);
-    const int threads_start = nxr_test_thread_count();
+    const int threads_start = nxr_test_thread_baseline();
     workload_make();
     CHECK(soak_provider_create(&provider, &provider_gate, PROVIDER_ERROR, &provider_handle) == 0,
           "provider");

@@ -2,6 +2,7 @@
 #include "tests/support/procfs.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <sched.h>
@@ -24,6 +25,24 @@ int nxr_test_thread_count(void)
             n++;
     }
     closedir(dir);
+    return n;
+}
+
+static void *no_work(void *arg)
+{
+    return arg;
+}
+
+int nxr_test_thread_baseline(void)
+{
+    const int before = nxr_test_thread_count();
+    pthread_t t;
+    if (pthread_create(&t, NULL, no_work, NULL) != 0)
+        return -1;
+    pthread_join(t, NULL);
+    /* The joined thread can linger in /proc for a moment; a helper the
+     * sanitizer started stays. */
+    int n = nxr_test_wait_thread_count(before);
     return n;
 }
 

@@ -14,6 +14,12 @@
 /* Number of threads in this process (entries of /proc/self/task). */
 int nxr_test_thread_count(void);
 
+/* The thread count to compare a test's end against: counted after one
+ * thread was created and joined, because a sanitizer's runtime may start a
+ * helper of its own at the process's first pthread_create (TSan's
+ * background thread) and keep it; -1 when a thread cannot be made. */
+int nxr_test_thread_baseline(void);
+
 /* Thread ids whose name (comm) starts with prefix; returns how many were
  * found (at most max are stored). */
 size_t nxr_test_threads_named(const char *prefix, pid_t *tids, size_t max);
