@@ -78,6 +78,11 @@ for t in "${targets[@]}"; do
     rel=${t#//}
     name=${rel##*:}
     src=$bin_dir/${rel%%:*}/$name
+    # Two packages may hold a test of one name (tests/domains:peers_test and
+    # tests/runtime:peers_test): the copy is named by its package too.
+    pkg=${rel%%:*}
+    pkg=${pkg#tests/}
+    name=${pkg//\//-}-$name
     [[ -x $src ]] || { echo "vm_test.sh: $t: no binary at $src" >&2; exit 2; }
     # Without debug info the initramfs is a fraction of the size (TCG boots
     # it faster and node 0 holds it twice while booting).
@@ -103,16 +108,18 @@ pass=0
 fail=0
 for t in ${names[*]}; do
     out=/tmp/\$t.log
+    t0=\$(date +%s)
     NXR_TEST_NEED_NODE1=1 NXR_PEERS=off timeout 900 $work/bin/\$t >"\$out" 2>&1
     rc=\$?
+    secs=\$((\$(date +%s) - t0))
     syn=\$(grep 'Synthesis:' "\$out" | tail -n 1 | sed 's/.*Synthesis: //')
     [ -n "\$syn" ] || syn=\$(tail -n 1 "\$out")
     if [ \$rc -eq 0 ]; then
         pass=\$((pass + 1))
-        echo "vm: \$t: ok: \$syn"
+        echo "vm: \$t: ok: \$syn (\${secs} s)"
     else
         fail=\$((fail + 1))
-        echo "vm: \$t: FAILED (status \$rc): \$syn"
+        echo "vm: \$t: FAILED (status \$rc): \$syn (\${secs} s)"
         grep -v '^\[----\]   *\$' "\$out" | tail -n 25 | sed 's/^/vm:   /'
     fi
 done

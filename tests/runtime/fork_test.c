@@ -33,6 +33,7 @@
 #include "runtime/nxr_ctx.h"
 #include "runtime/nxr_ctx_kernels.h"
 #include "runtime/nxr_memory.h"
+#include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
 TestSuite(runtime_fork, .timeout = 60);
@@ -112,6 +113,11 @@ static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p, 
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.provider_policy = policy;
+    /* One domain over two CPUs, whatever the nodes (a 4-node VM has one
+     * CPU per node): a held task's permit and a provider call side by side
+     * need a budget of 2. With one allowed CPU, the default domain (the
+     * test ran there before: one CPU runs the call inline). */
+    o.domains = nxr_test_cpu_count() >= 2 ? nxr_test_expand("0:%0,%1") : NULL;
     o.providers[NXR_FAMILY_GEMM] = p;
     int rc = nxr_runtime_create(rt, &o);
     if (rc != 0)
@@ -122,9 +128,17 @@ static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p, 
     return rc;
 }
 
+/* The calling thread runs inside the domain's CPUs, so the small call runs
+ * on it, inline: a caller elsewhere (a VM's other node) would hand the call
+ * to the team as a region, and the team's worker that holds the task could
+ * not take it until the task ends (reported as a stall, bounded by the task). */
 static void *gemm_thread(void *p)
 {
-    return (void *)(intptr_t)gemm(p);
+    nxr_ctx_t *ctx = p;
+    int rc = nxr_test_pin(nxr_domain_cpuset(nxr_ctx_domain(ctx)));
+    if (rc != 0)
+        return (void *)(intptr_t)rc;
+    return (void *)(intptr_t)gemm(ctx);
 }
 
 /* ---- the child ------------------------------------------------------------------------ */

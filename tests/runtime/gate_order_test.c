@@ -155,6 +155,9 @@ Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurre
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.allowed_cpus = allowed;
+    /* One domain over both CPUs, whatever the nodes (a 4-node VM has one
+     * CPU per node): the fanning-out call needs a budget of 2. */
+    o.domains = nxr_test_expand("0:%0,%1");
     o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
     o.providers[NXR_FAMILY_GEMM] = global;
     o.providers[NXR_FAMILY_ELEMENTWISE] = percall;

@@ -103,11 +103,19 @@ Test(runtime_peers, two_processes_see_each_other_and_a_killed_one_is_dropped, .t
     cr_expect_eq(rt->peers.status, 0, "%s", rt->peers.detail);
     cr_expect_eq(rt->peers.overlapping, 1, "the parent sees the child's runtime");
     cr_expect_eq(rt->peers.shown[0].pid, pid);
-    cr_expect_eq(rt->peers.shown[0].budget, nxr_domain_budget(nxr_runtime_domain_at(rt, 0)),
-                 "one domain, same allowed set: the child's budget is the parent's");
-    /* Advice only: the budget is what the CPUs give, peers or not. */
-    cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)),
-                 (unsigned)hwloc_bitmap_weight(nxr_domain_cpuset(nxr_runtime_domain_at(rt, 0))));
+    /* An entry's budget is the sum over the runtime's domains (one per
+     * node): same allowed set, so the child's sum is the parent's. */
+    unsigned sum = 0;
+    for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
+        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        sum += nxr_domain_budget(d);
+        /* Advice only: the budget is what the CPUs give, peers or not. */
+        cr_expect_eq(nxr_domain_budget(d), (unsigned)hwloc_bitmap_weight(nxr_domain_cpuset(d)),
+                     "domain %zu", i);
+    }
+    cr_expect_eq(rt->peers.shown[0].budget, sum,
+                 "same allowed set: the child's budget is the parent's (%u of %u)",
+                 rt->peers.shown[0].budget, sum);
     char *json = NULL;
     cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_JSON, &json), 0);
     char want[64];
