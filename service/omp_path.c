@@ -4,57 +4,21 @@
 #include <cblas.h>
 #include <errno.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 
-#include "service/queue.h"
+#include "service/lone_path.h"
 
 struct svc_omp_path {
-    struct svc_model_shape shape;
-    const float *weights;
     unsigned threads;
-    struct svc_queue queue;
-    pthread_t thread;
+    struct svc_lone_path *lone;
 };
 
-
-static void *omp_serving_thread(void *p)
+/* The serving thread's OpenMP team: every allowed CPU, as a NUMA-unaware
+ * service configures it. */
+static void *omp_enter(void *self)
 {
-    struct svc_omp_path *path = p;
-    /* This thread's OpenMP team: every allowed CPU, as a NUMA-unaware
-     * service configures it. */
-    omp_set_num_threads((int)path->threads);
-    float *scratch = NULL;
-    size_t scratch_rows = 0;
-    struct svc_request *r;
-    while ((r = svc_queue_take_all(&path->queue)) != NULL) {
-        while (r != NULL) {
-            struct svc_request *next = r->next;
-            int rc = 0;
-            if (r->rows > scratch_rows) {
-                float *grown = realloc(scratch, svc_model_scratch_floats(&path->shape, r->rows) *
-                                                    sizeof(float));
-                if (grown == NULL) {
-                    rc = -ENOMEM;
-                    svc_request_set_error(r, "OpenMP path: out of memory for %zu rows of scratch",
-                                          r->rows);
-                } else {
-                    scratch = grown;
-                    scratch_rows = r->rows;
-                }
-            }
-            r->slot = 0;
-            r->cpu = -1;
-            if (rc == 0)
-                rc = svc_model_forward(&svc_ops_omp, NULL, &path->shape, path->weights, r->rows,
-                                       r->input, r->output, scratch);
-            if (rc != 0)
-                svc_request_set_error(r, "OpenMP path: model: %s", nxr_strerror(rc));
-            svc_request_complete(r, rc);
-            r = next;
-        }
-    }
-    free(scratch);
+    const struct svc_omp_path *p = self;
+    omp_set_num_threads((int)p->threads);
     return NULL;
 }
 
@@ -69,14 +33,16 @@ int svc_omp_path_start(struct svc_omp_path **out, const struct svc_model_shape *
     struct svc_omp_path *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return -ENOMEM;
-    p->shape = *shape;
-    p->weights = weights;
     p->threads = threads;
-    svc_queue_init(&p->queue);
     openblas_set_num_threads(1);
-    int rc = -pthread_create(&p->thread, NULL, omp_serving_thread, p);
+    struct svc_lone_path_desc d = {.name = "OpenMP path",
+                                   .ops = &svc_ops_omp,
+                                   .ops_self = p,
+                                   .shape = *shape,
+                                   .weights = weights,
+                                   .enter = omp_enter};
+    int rc = svc_lone_path_start(&p->lone, &d);
     if (rc != 0) {
-        svc_queue_destroy(&p->queue);
         free(p);
         return rc;
     }
@@ -87,15 +53,13 @@ int svc_omp_path_start(struct svc_omp_path **out, const struct svc_model_shape *
 int svc_omp_path_submit(void *path, struct svc_request *r)
 {
     struct svc_omp_path *p = path;
-    return svc_queue_push(&p->queue, r) ? 0 : -ESHUTDOWN;
+    return svc_lone_path_submit(p->lone, r);
 }
 
 void svc_omp_path_stop(struct svc_omp_path *p)
 {
     if (p == NULL)
         return;
-    svc_queue_close(&p->queue);
-    pthread_join(p->thread, NULL);
-    svc_queue_destroy(&p->queue);
+    svc_lone_path_stop(p->lone);
     free(p);
 }

@@ -2,12 +2,11 @@
 #include "service/span_path.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/queue.h"
+#include "service/lone_path.h"
 
 #define MAX_MATRICES 64
 
@@ -17,15 +16,12 @@ struct sharded {
 };
 
 struct svc_span_path {
-    struct svc_model_shape shape;
-    const float *weights;
     nxr_ctx_t *span; /* driven by the serving thread only */
     struct sharded matrices[MAX_MATRICES];
     size_t nmatrices;
     float *tmp; /* the GEMM's output before the epilogue */
     size_t tmp_floats;
-    struct svc_queue queue;
-    pthread_t thread;
+    struct svc_lone_path *lone;
 };
 
 /* The shards of matrix w (in x out), made at its first use. */
@@ -103,50 +99,28 @@ static const struct svc_ops svc_ops_span = {
     .softmax = span_softmax,
 };
 
-static void *span_serving_thread(void *arg)
+/* On the first member's CPUs, like a per-domain serving thread: the steps
+ * a span does not split (norms, epilogues, softmax) then run on the
+ * serving thread instead of being handed to a worker. Unbound (a cpuset
+ * narrower than the domain) it still serves, with that hand-off. */
+static void *span_enter(void *self)
 {
-    struct svc_span_path *p = arg;
-    /* On the first member's CPUs, like a per-domain serving thread: the
-     * steps a span does not split (norms, epilogues, softmax) then run here
-     * instead of being handed to a worker. Unbound (a cpuset narrower than
-     * the domain) it still serves, with that hand-off. */
+    struct svc_span_path *p = self;
     nxr_thread_binding_t *was = NULL;
-    if (nxr_ctx_bind(p->span, &was) != 0)
-        was = NULL;
-    float *scratch = NULL;
-    size_t scratch_rows = 0;
-    struct svc_request *r;
-    while ((r = svc_queue_take_all(&p->queue)) != NULL) {
-        while (r != NULL) {
-            struct svc_request *next = r->next;
-            int rc = 0;
-            if (r->rows > scratch_rows) {
-                float *grown =
-                    realloc(scratch, svc_model_scratch_floats(&p->shape, r->rows) * sizeof(float));
-                if (grown == NULL) {
-                    rc = -ENOMEM;
-                    svc_request_set_error(r, "span path: out of memory for %zu rows of scratch",
-                                          r->rows);
-                } else {
-                    scratch = grown;
-                    scratch_rows = r->rows;
-                }
-            }
-            r->slot = 0;
-            r->cpu = -1;
-            if (rc == 0) {
-                rc = svc_model_forward(&svc_ops_span, p, &p->shape, p->weights, r->rows, r->input,
-                                       r->output, scratch);
-                if (rc != 0)
-                    svc_request_set_error(r, "span path: %s", nxr_ctx_last_error(p->span));
-            }
-            svc_request_complete(r, rc);
-            r = next;
-        }
-    }
-    free(scratch);
-    nxr_thread_binding_restore(was);
-    return NULL;
+    return nxr_ctx_bind(p->span, &was) == 0 ? was : NULL;
+}
+
+static void span_leave(void *self, void *entered)
+{
+    (void)self;
+    nxr_thread_binding_restore(entered);
+}
+
+static const char *span_detail(void *self, int rc)
+{
+    (void)rc;
+    const struct svc_span_path *p = self;
+    return nxr_ctx_last_error(p->span);
 }
 
 static void path_free(struct svc_span_path *p)
@@ -170,8 +144,6 @@ int svc_span_path_start(struct svc_span_path **out, nxr_runtime_t *rt,
     struct svc_span_path *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return -ENOMEM;
-    p->shape = *shape;
-    p->weights = weights;
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
@@ -182,11 +154,17 @@ int svc_span_path_start(struct svc_span_path **out, nxr_runtime_t *rt,
         free(p);
         return rc;
     }
-    svc_queue_init(&p->queue);
-    rc = -pthread_create(&p->thread, NULL, span_serving_thread, p);
+    struct svc_lone_path_desc d = {.name = "span path",
+                                   .ops = &svc_ops_span,
+                                   .ops_self = p,
+                                   .shape = *shape,
+                                   .weights = weights,
+                                   .enter = span_enter,
+                                   .leave = span_leave,
+                                   .detail = span_detail};
+    rc = svc_lone_path_start(&p->lone, &d);
     if (rc != 0) {
         snprintf(why, whysz, "the serving thread: %s", nxr_strerror(rc));
-        svc_queue_destroy(&p->queue);
         path_free(p);
         return rc;
     }
@@ -197,7 +175,7 @@ int svc_span_path_start(struct svc_span_path **out, nxr_runtime_t *rt,
 int svc_span_path_submit(void *path, struct svc_request *r)
 {
     struct svc_span_path *p = path;
-    return svc_queue_push(&p->queue, r) ? 0 : -ESHUTDOWN;
+    return svc_lone_path_submit(p->lone, r);
 }
 
 size_t svc_span_path_members(const struct svc_span_path *p)
@@ -222,8 +200,6 @@ void svc_span_path_stop(struct svc_span_path *p)
 {
     if (p == NULL)
         return;
-    svc_queue_close(&p->queue);
-    pthread_join(p->thread, NULL);
-    svc_queue_destroy(&p->queue);
+    svc_lone_path_stop(p->lone); /* before the span its ops use */
     path_free(p);
 }
