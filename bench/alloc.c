@@ -39,6 +39,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "runtime/nxr.h"
 
 #ifndef NXR_BENCH_ARENA
@@ -113,12 +114,6 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef void (*op_fn)(void *ctx);
 
 /* What one measured loop cost. */
@@ -149,7 +144,7 @@ static struct cost measure(op_fn op, void *ctx, long iters)
     c.faults = minor_faults() - flt0;
     c.syscalls_per_op = (double)c.syscalls / (double)(SAMPLES * iters);
     c.faults_per_op = (double)c.faults / (double)(SAMPLES * iters);
-    qsort(s, SAMPLES, sizeof(s[0]), cmp_double);
+    qsort(s, SAMPLES, sizeof(s[0]), bench_cmp_double);
     c.ns = s[SAMPLES / 2];
     return c;
 }

@@ -22,30 +22,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "domains/internal/arbiter.h"
 
 #define MAX_REPS        101
 #define UNCONTENDED_OPS 2000000
 #define CONTENDED_MS    100 /* each two-thread run */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what, int rc)
 {
@@ -68,42 +50,42 @@ static void prepare(struct nxr__arbiter_request *r, struct nxr__arbiter *a, cons
 
 static double uncontended_ns(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
 {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < UNCONTENDED_OPS; i++) {
         if (nxr__arbiter_acquire(a, r) != 0)
             die("acquire", -EINVAL);
         nxr__arbiter_release(a, r);
     }
-    return (now_s() - t0) * 1e9 / UNCONTENDED_OPS;
+    return (bench_now() - t0) * 1e9 / UNCONTENDED_OPS;
 }
 
 static double uncontended_try_ns(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
 {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < UNCONTENDED_OPS; i++) {
         if (nxr__arbiter_try_acquire(a, r) != 0)
             die("try_acquire", -EBUSY);
         nxr__arbiter_release(a, r);
     }
-    return (now_s() - t0) * 1e9 / UNCONTENDED_OPS;
+    return (bench_now() - t0) * 1e9 / UNCONTENDED_OPS;
 }
 
 static double uncontended_exclusive_ns(struct nxr__arbiter *a)
 {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < UNCONTENDED_OPS; i++) {
         if (nxr__arbiter_acquire_exclusive(a) != 0)
             die("acquire_exclusive", -EINVAL);
         nxr__arbiter_release_exclusive(a);
     }
-    return (now_s() - t0) * 1e9 / UNCONTENDED_OPS;
+    return (bench_now() - t0) * 1e9 / UNCONTENDED_OPS;
 }
 
 static double mutex_pairs_ns(void)
 {
     static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     static volatile unsigned long sink;
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < UNCONTENDED_OPS; i++) {
         pthread_mutex_lock(&m);
         sink++;
@@ -112,7 +94,7 @@ static double mutex_pairs_ns(void)
         sink++;
         pthread_mutex_unlock(&m);
     }
-    return (now_s() - t0) * 1e9 / UNCONTENDED_OPS;
+    return (bench_now() - t0) * 1e9 / UNCONTENDED_OPS;
 }
 
 /* ---- Two threads (ops/s) ------------------------------------------------ */
@@ -169,13 +151,13 @@ static double duo_run(struct nxr__arbiter *a, const struct nxr__arbiter_request 
     struct timespec tick = {0, 100000}, run = {0, CONTENDED_MS * 1000000L};
     while (atomic_load(&d.ready) < 2)
         nanosleep(&tick, NULL); /* sleep: two CPUs, two spinning workers */
-    double t0 = now_s();
+    double t0 = bench_now();
     atomic_store(&d.go, true);
     nanosleep(&run, NULL);
     atomic_store(&d.stop, true);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    return (double)(d.ops[0] + d.ops[1]) / (now_s() - t0);
+    return (double)(d.ops[0] + d.ops[1]) / (bench_now() - t0);
 }
 
 int main(int argc, char **argv)
@@ -233,10 +215,10 @@ int main(int argc, char **argv)
                                             (double)(before.waits - after.waits) / 1e3
                                       : 0.0;
 
-    double m_unc = median(unc, reps), m_try = median(try_, reps), m_excl = median(excl, reps);
-    /* median() sorts in place: the contended arrays give their range below. */
-    double m_mtx = median(mtx, reps), m_dis = median(disjoint, reps);
-    double m_ovl = median(overlapping, reps);
+    double m_unc = bench_median(unc, reps), m_try = bench_median(try_, reps), m_excl = bench_median(excl, reps);
+    /* bench_median() sorts in place: the contended arrays give their range below. */
+    double m_mtx = bench_median(mtx, reps), m_dis = bench_median(disjoint, reps);
+    double m_ovl = bench_median(overlapping, reps);
     if (json) {
         printf("{\"uncontended_ns\": %.2f, \"uncontended_try_ns\": %.2f, "
                "\"uncontended_exclusive_ns\": %.2f, \"mutex_pairs_ns\": %.2f, "

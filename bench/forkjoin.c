@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/timing.h"
 #include "bench/forkjoin_peer.h"
 #include "service/compete.h"
 #include "domains/internal/cpuset.h"
@@ -180,15 +181,9 @@ struct inside_cost {
     double check_ns, old_check_ns, region_ns;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median7(double *v)
 {
-    qsort(v, 7, sizeof(*v), cmp_double);
+    qsort(v, 7, sizeof(*v), bench_cmp_double);
     return v[3];
 }
 

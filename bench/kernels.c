@@ -133,13 +133,13 @@ static int run_contender(enum contender c, struct rt *ob, struct natives *nat,
 static double run_burst(enum contender c, struct rt *ob, struct natives *nat,
                         const nxr_sgemm_args_t *g, int burst)
 {
-    double t0 = now();
+    double t0 = bench_now();
     for (int i = 0; i < burst; i++) {
         int rc = run_contender(c, ob, nat, g);
         if (rc != 0)
             die("sgemm", rc);
     }
-    return (now() - t0) / burst;
+    return (bench_now() - t0) / burst;
 }
 
 static void sgemm_size(struct sgemm_row *row, size_t n, int reps, int burst, struct rt *ob,
@@ -184,14 +184,14 @@ static void sgemm_size(struct sgemm_row *row, size_t n, int reps, int burst, str
     }
     double flop = 2.0 * (double)n * (double)n * (double)n;
     row->n = n;
-    /* Before the medians below: median() sorts in place. */
+    /* Before the medians below: bench_median() sorts in place. */
     row->ctx_vs_direct = pair_ratio(t[C_DIRECT], t[C_CTX], reps);
     row->native_vs_direct = pair_ratio(t[C_DIRECT], t[C_NATIVE], reps);
     row->native_vs_native1 = pair_ratio(t[C_NATIVE1], t[C_NATIVE], reps);
-    row->ctx = flop / median(t[C_CTX], reps) * 1e-9;
-    row->direct = flop / median(t[C_DIRECT], reps) * 1e-9;
-    row->native = flop / median(t[C_NATIVE], reps) * 1e-9;
-    row->native1 = flop / median(t[C_NATIVE1], reps) * 1e-9;
+    row->ctx = flop / bench_median(t[C_CTX], reps) * 1e-9;
+    row->direct = flop / bench_median(t[C_DIRECT], reps) * 1e-9;
+    row->native = flop / bench_median(t[C_NATIVE], reps) * 1e-9;
+    row->native1 = flop / bench_median(t[C_NATIVE1], reps) * 1e-9;
     for (int k = 0; k < C_COUNT; k++)
         free(t[k]);
     free(a);
@@ -348,7 +348,7 @@ static void triad_section(struct triad_report *rep, size_t mib, int reps)
         for (int k = 0; k < 2; k++) {
             bool nxr_turn = (k == 0) == (r % 2 == 0);
             settle(nxr_turn ? FAM_NXR : FAM_OMP);
-            double t0 = now();
+            double t0 = bench_now();
             for (int i = 0; i < BURST_TRIAD; i++) {
                 if (!nxr_turn) {
                     omp_triad(n, a, b, c, s, threads);
@@ -358,14 +358,14 @@ static void triad_section(struct triad_report *rep, size_t mib, int reps)
                 if (rc != 0)
                     die("triad", rc);
             }
-            (nxr_turn ? tn : to)[r] = (now() - t0) / BURST_TRIAD;
+            (nxr_turn ? tn : to)[r] = (bench_now() - t0) / BURST_TRIAD;
         }
     }
     double bytes = 3.0 * (double)n * sizeof(float);
     rep->mib = mib;
-    rep->ratio = pair_ratio(to, tn, reps); /* before median() sorts them */
-    rep->nxr = bytes / median(tn, reps) * 1e-9;
-    rep->omp = bytes / median(to, reps) * 1e-9;
+    rep->ratio = pair_ratio(to, tn, reps); /* before bench_median() sorts them */
+    rep->nxr = bytes / bench_median(tn, reps) * 1e-9;
+    rep->omp = bytes / bench_median(to, reps) * 1e-9;
     if (a[n / 2] != 1.0f + s * 2.0f)
         fprintf(stderr, "kernels: triad result wrong (%g)\n", (double)a[n / 2]);
     free(tn);

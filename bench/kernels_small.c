@@ -156,16 +156,16 @@ static void gemv_size(struct small_report *rep, struct rt *nat, size_t mib, size
                 c = lo + hi - i;
             }
             settle(f);
-            double t0 = now();
+            double t0 = bench_now();
             for (int b = 0; b < burst; b++)
                 if ((rc = gemv_call(&s, c)) != 0)
                     die("gemv", rc);
-            t[c][r] = (now() - t0) / burst;
+            t[c][r] = (bench_now() - t0) / burst;
         }
     }
     double med[G_COUNT];
     for (int c = 0; c < G_COUNT; c++) {
-        med[c] = (double)rows * (double)k * sizeof(float) / median(t[c], reps) * 1e-9;
+        med[c] = (double)rows * (double)k * sizeof(float) / bench_median(t[c], reps) * 1e-9;
         free(t[c]);
     }
     static const struct {
@@ -230,7 +230,7 @@ static void gemm_shape(struct small_report *rep, struct rt *nat, size_t m, size_
         for (int i = 0; i < S_COUNT; i++) {
             const int ct = order[i];
             settle(ct == S_OB ? FAM_OPENBLAS : FAM_NXR);
-            double t0 = now();
+            double t0 = bench_now();
             for (int b = 0; b < burst; b++) {
                 if (ct == S_NXR)
                     rc = nxr_sgemm(nat->ctx, &g);
@@ -243,13 +243,13 @@ static void gemm_shape(struct small_report *rep, struct rt *nat, size_t m, size_
                     die("small gemm", rc);
             }
             if (r >= 0)
-                t[ct][r] = (now() - t0) / burst;
+                t[ct][r] = (bench_now() - t0) / burst;
         }
     }
     const double flop = 2.0 * (double)m * (double)k * (double)n;
     double med[S_COUNT];
     for (int i = 0; i < S_COUNT; i++) {
-        med[i] = flop / median(t[i], reps) * 1e-9;
+        med[i] = flop / bench_median(t[i], reps) * 1e-9;
         free(t[i]);
     }
     for (int p = 0; p < 2; p++)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "runtime/nxr.h"
 
 enum family { FAM_NONE, FAM_OPENBLAS, FAM_NXR, FAM_OMP };
@@ -35,25 +36,6 @@ static inline void settle(enum family next)
     last_family = next;
 }
 
-static inline double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static inline int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static inline double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Median over pairs of rounds (2i, 2i+1) of (num[2i] + num[2i+1]) /
  * (den[2i] + den[2i+1]); a last unpaired round is left out. reps >= 2. */
 static inline double pair_ratio(const double *num, const double *den, int reps)
@@ -62,7 +44,7 @@ static inline double pair_ratio(const double *num, const double *den, int reps)
     double *r = calloc((size_t)pairs, sizeof(double));
     for (int i = 0; i < pairs; i++)
         r[i] = (num[2 * i] + num[2 * i + 1]) / (den[2 * i] + den[2 * i + 1]);
-    double m = median(r, pairs);
+    double m = bench_median(r, pairs);
     free(r);
     return m;
 }

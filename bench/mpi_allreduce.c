@@ -22,16 +22,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "runtime/nxr.h"
 
 #define SAMPLES 9
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -43,7 +37,7 @@ static int cmp(const void *a, const void *b)
 static double time_case(bool staged, float *buf, float *staging, size_t n, int reps)
 {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
+    double t0 = bench_now();
     for (int r = 0; r < reps; r++) {
         if (staged) {
             memcpy(staging, buf, n * sizeof(float));
@@ -53,7 +47,7 @@ static double time_case(bool staged, float *buf, float *staging, size_t n, int r
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         }
     }
-    double t = (now() - t0) / reps;
+    double t = (bench_now() - t0) / reps;
     /* Every rank reports the slowest: a collective ends when all have. */
     double worst;
     MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

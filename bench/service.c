@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "runtime/nxr.h"
 
 enum way { WAY_INNER, WAY_TASKS, WAY_FUSED, WAY_COUNT };
@@ -70,23 +71,10 @@ struct client {
     int status;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The q-quantile of v[0..n) (sorts v). */
 static double quantile(double *v, size_t n, double q)
 {
-    qsort(v, n, sizeof(*v), cmp_double);
+    qsort(v, n, sizeof(*v), bench_cmp_double);
     size_t i = (size_t)(q * (double)(n - 1) + 0.5);
     return v[i < n ? i : n - 1];
 }
@@ -146,9 +134,9 @@ static void *client_main(void *arg)
     struct client *c = arg;
     pthread_barrier_wait(&start);
     for (int i = 0; i < c->cfg->requests && c->status == 0; i++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         c->status = one_request(c);
-        c->lat_us[i] = (now_s() - t0) * 1e6;
+        c->lat_us[i] = (bench_now() - t0) * 1e6;
     }
     return NULL;
 }
@@ -168,10 +156,10 @@ static int run_round(struct client *cl, const struct config *cfg, enum way way,
         pthread_create(&th[i], NULL, client_main, &cl[i]);
     }
     pthread_barrier_wait(&start);
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < cfg->clients; i++)
         pthread_join(th[i], NULL);
-    double wall = now_s() - t0;
+    double wall = bench_now() - t0;
     pthread_barrier_destroy(&start);
     size_t n = (size_t)cfg->clients * (size_t)cfg->requests;
     double *all = malloc(n * sizeof(*all));

@@ -13,26 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "kernels/internal/native.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* One timed run of each contender per round, rounds interleaved, so load
  * from other processes hits every contender alike; medians per contender. */
@@ -103,15 +85,15 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < reps; ++r)
             for (size_t i = 0; i < nc; ++i) {
-                const double t0 = now();
+                const double t0 = bench_now();
                 run_once(&cs[i], &g);
-                cs[i].t[r] = now() - t0;
+                cs[i].t[r] = bench_now() - t0;
             }
-        const double tob = median(cs[0].t, reps);
+        const double tob = bench_median(cs[0].t, reps);
         printf("n=%zu  openblas(1 thread) %.1f GFLOP/s (median of %d)\n", n, flop / tob * 1e-9,
                reps);
         for (size_t i = 1; i < nc; ++i) {
-            const double tn = median(cs[i].t, reps);
+            const double tn = bench_median(cs[i].t, reps);
             printf("n=%zu  native-%-8s %.1f GFLOP/s  ratio native/openblas %.2f\n", n,
                    cs[i].isa->name, flop / tn * 1e-9, tob / tn);
             free(cs[i].scratch);

@@ -24,31 +24,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/timing.h"
 #include "runtime/nxr.h"
 
 #define N_LOOP  (1 << 20)
 #define DIM     1024
 #define BURST   16
 #define MAX_REP 101
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what, int rc)
 {
@@ -102,14 +84,14 @@ static double burst(const struct side *s, enum op op)
                                      .ldy = DIM};
     l.w = op == OP_OUT ? s->w_out : s->w_inner;
     l.layout = op == OP_OUT ? NXR_SHARD_BY_OUTPUT : NXR_SHARD_BY_INNER;
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int i = 0; i < BURST; i++) {
         int rc = op == OP_LOOP ? nxr_parallel_for(s->ctx, 0, N_LOOP, 4096, triad, NULL)
                                : nxr_span_linear(s->ctx, &l);
         if (rc != 0)
             die(nxr_ctx_last_error(s->ctx), rc);
     }
-    return (now_s() - t0) / BURST;
+    return (bench_now() - t0) / BURST;
 }
 
 /* The two sides, call bursts interleaved, medians per op. */
@@ -130,7 +112,7 @@ static void compare(const char *title, const struct side *peer, const char *peer
                 tp[r] = burst(peer, (enum op)op);
             }
         }
-        double mp = median(tp, reps), ms = median(ts, reps);
+        double mp = bench_median(tp, reps), ms = bench_median(ts, reps);
         printf("%-14s %11.1f us %11.1f us %9.3fx\n", op_name[op], mp * 1e6, ms * 1e6, ms / mp);
     }
 }
