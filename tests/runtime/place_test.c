@@ -66,7 +66,8 @@ static const nxr_domain_t *d2, *d7;
 
 static void open_runtime(int policy)
 {
-    const char *spec = nxr_test_expand("7:%0;2:%0 shared");
+    static struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "7:%0;2:%0 shared", NXR_TEST_PARK);
     nxr_provider_desc_t pd;
     nxr_provider_desc_init(&pd);
     pd.name = "recorder";
@@ -77,14 +78,10 @@ static void open_runtime(int policy)
     pd.self = &rec;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&pd, &p), 0);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    o.affinity_policy = policy;
-    o.providers[NXR_FAMILY_GEMM] = p;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    fx.opts.affinity_policy = policy;
+    fx.opts.providers[NXR_FAMILY_GEMM] = p;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
     nxr_provider_destroy(p);
     cr_assert_eq(nxr_runtime_domain(rt, 2, &d2), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 7, &d7), 0);

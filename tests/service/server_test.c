@@ -23,12 +23,9 @@ static uint64_t run_server(const char *domains, unsigned clients, float **out_ou
                            struct svc_round *round, const struct svc_model_shape *shape,
                            const float *w)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = domains;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, domains, 0);
+    nxr_runtime_t *rt = fx.rt;
     size_t n = nxr_runtime_domain_count(rt);
     struct svc_slot_decl slots[8];
     cr_assert_leq(n, 8);
