@@ -8,18 +8,6 @@ TestSuite(executor_bad_input, .fini = teardown, .timeout = 60);
 
 /* ---- executor ----------------------------------------------------------- */
 
-static void body(void *arg, size_t b, size_t e, unsigned worker)
-{
-    (void)b, (void)e, (void)worker;
-    (*(int *)arg)++;
-}
-
-static int task(void *arg, size_t index)
-{
-    (void)arg, (void)index;
-    return 0;
-}
-
 Test(executor_bad_input, parallel_for_null_ctx_or_fn_or_reversed_range_is_einval)
 {
     open_runtime();

@@ -92,4 +92,18 @@ __attribute__((unused)) static void open_runtime(void)
         cr_assert_eq(nxr_test_thread_count(), threads_, #call " changed the thread count");        \
     } while (0)
 
+/* A loop body that counts its calls in *(int *)arg, and a task that does
+ * nothing: the executor's rows and the runtime's destroyed-handle rows. */
+__attribute__((unused)) static void body(void *arg, size_t b, size_t e, unsigned worker)
+{
+    (void)b, (void)e, (void)worker;
+    (*(int *)arg)++;
+}
+
+__attribute__((unused)) static int task(void *arg, size_t index)
+{
+    (void)arg, (void)index;
+    return 0;
+}
+
 #endif /* NXR_TESTS_BAD_INPUT_H */
