@@ -17,18 +17,13 @@
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *make_runtime(const char *domains)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = domains != NULL ? nxr_test_expand(domains) : NULL; /* tests/support/cpus.h */
-    o.spin = 0;
-    nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "runtime: %s", nxr_strerror(rc));
-    return rt;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, domains, NXR_TEST_PARK); /* tests/support/cpus.h, or NULL */
+    return fx.rt;
 }
 
 Test(alloc_arena, malloc_honours_size_and_alignment)

@@ -10,17 +10,13 @@
 #include "base/internal/sys.h"
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *make_runtime(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "runtime: %s", nxr_strerror(rc));
-    return rt;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK);
+    return fx.rt;
 }
 
 static struct nxr_pool_stats stats_of(const nxr_domain_t *d)

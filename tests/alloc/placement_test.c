@@ -11,18 +11,13 @@
 #include <string.h>
 
 #include "runtime/nxr.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *make_runtime(const char *topology)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.topology = topology;
-    o.spin = 0;
-    nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "runtime: %s", nxr_strerror(rc));
-    return rt;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, topology, NXR_TEST_TOPOLOGY | NXR_TEST_PARK);
+    return fx.rt;
 }
 
 /* Touches [p, p + len) and checks that every 16th page and the last one are

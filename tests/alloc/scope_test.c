@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/nxr.h"
+#include "tests/support/runtime.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UAR_CAUGHT .exit_code = 1
@@ -30,12 +31,9 @@ static const nxr_domain_t *dom;
 
 static void setup(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "runtime: %s", nxr_strerror(rc));
+    static struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK);
+    rt = fx.rt;
     dom = nxr_runtime_domain_at(rt, 0);
 }
 

@@ -10,6 +10,7 @@
 
 #include "executor/nxr_omp.h"
 #include "runtime/nxr.h"
+#include "tests/support/runtime.h"
 
 struct probe {
     nxr_ctx_t *ctx;
@@ -51,11 +52,9 @@ static int count_task(void *p, size_t i)
 
 Test(executor_omp, caller_managed_openmp_team_runs_nxr_work, .timeout = 30)
 {
-    nxr_runtime_t *rt;
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    nxr_runtime_t *rt = fx.rt;
     struct nxr_external_decl d;
     nxr_external_decl_init(&d); /* caller-managed by default */
     d.id = 42;

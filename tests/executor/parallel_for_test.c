@@ -13,20 +13,16 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
 
 static void open_domains(const char *domains, int id)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    if (domains != NULL) { /* a template of tests/support/cpus.h */
-        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
-        o.domains = nxr_test_expand(domains);
-    }
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    static struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, domains, 0); /* a template of tests/support/cpus.h, or NULL */
+    rt = fx.rt;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, id), 0);
 }
 

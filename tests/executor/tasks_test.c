@@ -17,20 +17,16 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
 
 static void open_runtime(const char *domains)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    if (domains != NULL) { /* a template of tests/support/cpus.h */
-        NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
-        o.domains = nxr_test_expand(domains);
-    }
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    static struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, domains, 0); /* a template of tests/support/cpus.h, or NULL */
+    rt = fx.rt;
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
 }
 
@@ -217,13 +213,7 @@ Test(executor_tasks, entering_from_an_own_worker_is_ereentrant)
 {
     /* Domain 0 is the second CPU alone and the test thread may also run on
      * the first, so the task runs on the worker. */
-    NXR_TEST_NEED_CPUS(2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand("0:%1");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    open_runtime("0:%1");
     struct reentry re = {.ctx = ctx};
     cr_assert_eq(nxr_submit(ctx, 1, noop_task, NULL, &re.job), 0);
     cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, reenter_task, &re), 0);

@@ -13,6 +13,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static void noop(void *arg, size_t begin, size_t end, unsigned participant)
 {
@@ -44,12 +45,9 @@ static void await_parked(struct nxr__team *team, unsigned i)
 
 Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0; /* park at once: every wake shows as a context switch */
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK); /* park at once: every wake shows as a context switch */
+    nxr_runtime_t *rt = fx.rt;
     const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     if (nxr_domain_budget(d) < 2) {
         nxr_runtime_destroy(rt);

@@ -18,6 +18,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 #define BOUND_MS 20000 /* rendezvous bound: a broken test fails, never hangs */
 
@@ -272,12 +273,9 @@ static void api_chunk(void *arg, size_t b, size_t e, unsigned w)
 Test(executor_team_wake, a_loop_from_outside_runs_between_a_batchs_tasks, .timeout = 60)
 {
     NXR_TEST_NEED_CPUS(2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand("0:%0");
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "0:%0", 0);
+    nxr_runtime_t *rt = fx.rt;
     const nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d), 0);
     api_team = ((const struct nxr_domain *)d)->team;

@@ -13,15 +13,14 @@
 
 #include "ref.h"
 #include "runtime/nxr.h"
+#include "tests/support/runtime.h"
 
 Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
 {
     /* The default layout: one domain per NUMA node (two in the VM). */
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    nxr_runtime_t *rt = fx.rt;
     const size_t k = 300, n = 700; /* over 800 KiB: many pages */
     float *w = ref_fill(k * n, 7, -1.0f, 1.0f);
     nxr_weights_desc_t d;

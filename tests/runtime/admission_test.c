@@ -19,17 +19,15 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
+static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 
 static void open_runtime(const char *tmpl)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand(tmpl);
-    cr_assert_not_null(o.domains);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME(&fx, tmpl, 0);
+    rt = fx.rt;
 }
 
 static void teardown(void)

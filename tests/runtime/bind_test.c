@@ -21,6 +21,7 @@
 #include "executor/internal/team.h"
 #include "runtime/internal/ctx.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 static int cpus[2], ncpus;
 static nxr_runtime_t *rt;
@@ -56,13 +57,9 @@ TestSuite(runtime_bind, .init = setup, .fini = teardown, .timeout = 60);
  * only one, shared). */
 static void open_runtime(void)
 {
-    const char *spec = nxr_test_expand(ncpus >= 2 ? "0:%0;1:%1" : "0:%0;1:%0 shared");
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, ncpus >= 2 ? "0:%0;1:%1" : "0:%0;1:%0 shared", NXR_TEST_PARK);
+    rt = fx.rt;
     cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
     cr_assert_eq(nxr_ctx_create(&ctx1, rt, 1), 0);
 }
@@ -312,12 +309,9 @@ Test(runtime_bind, domain_here_prefers_the_domain_holding_the_whole_affinity)
     /* Domain 5 covers both CPUs; 0 and 1 one each. A thread allowed on both
      * lies wholly inside 5 only, whichever CPU it runs on now (the CPU alone
      * would say 0 or 1). */
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand("0:%0;1:%1;5:%0,%1 shared");
-    o.spin = 0;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "0:%0;1:%1;5:%0,%1 shared", NXR_TEST_PARK);
+    rt = fx.rt;
     cpu_set_t two;
     CPU_ZERO(&two);
     CPU_SET(cpus[0], &two);
@@ -333,13 +327,9 @@ Test(runtime_bind, domain_here_outside_every_domain_is_enodomain)
     need_two_cpus();
     /* A runtime whose only domain is the first CPU; the thread on the
      * second one only. */
-    const char *spec = nxr_test_expand("0:%0");
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "0:%0", NXR_TEST_PARK);
+    rt = fx.rt;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpus[1], &one);

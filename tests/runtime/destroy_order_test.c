@@ -20,6 +20,7 @@
 #include "runtime/nxr.h"
 #include "runtime/nxr_ctx.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 /* A task that destroys the runtime it runs on. */
 static int destroying_task(void *arg, size_t index)
@@ -31,15 +32,9 @@ static int destroying_task(void *arg, size_t index)
 
 static nxr_runtime_t *runtime_with_two_domains(void)
 {
-    const char *spec = nxr_test_expand("0:%0;1:%0 shared");
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    return rt;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "0:%0;1:%0 shared", NXR_TEST_PARK);
+    return fx.rt;
 }
 
 #if defined(NXR_CHECKED) && NXR_CHECKED

@@ -12,17 +12,15 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
+static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 
 static void open_runtime(const char *domains)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains)); /* a tests/support/cpus.h template */
-    o.domains = nxr_test_expand(domains);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME(&fx, domains, 0); /* a tests/support/cpus.h template */
+    rt = fx.rt;
 }
 
 static void teardown(void)

@@ -15,21 +15,16 @@
 
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static const nxr_domain_t *d0, *d1;
 
 static nxr_runtime_t *two_domains(void)
 {
-    const char *spec = nxr_test_expand("0:%0;1:%0 shared");
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    nxr_runtime_t *r;
-    cr_assert_eq(nxr_runtime_create(&r, &o), 0);
-    return r;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "0:%0;1:%0 shared", NXR_TEST_PARK);
+    return fx.rt;
 }
 
 static void setup(void)

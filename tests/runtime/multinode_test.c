@@ -16,6 +16,7 @@
 
 #include "runtime/nxr.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static void need_nodes(int want)
 {
@@ -44,17 +45,9 @@ static hwloc_bitmap_t node_cpus(int node)
 
 static nxr_runtime_t *default_runtime(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    char err[256] = "";
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
-    nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), err);
-    return rt;
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK);
+    return fx.rt;
 }
 
 #define MAX_CPU 256

@@ -25,6 +25,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 enum kind {
     K_FOR,
@@ -200,17 +201,9 @@ enum { A = 3, B = 8 };
 
 static void open_domains(const char *tmpl)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    o.domains = nxr_test_expand(tmpl);
-    cr_assert_not_null(o.domains);
-    char err[256] = "";
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), err);
+    static struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, tmpl, NXR_TEST_PARK);
+    rt = fx.rt;
     cr_assert_eq(nxr_ctx_create(&ctx_a, rt, A), 0);
     cr_assert_eq(nxr_ctx_create(&ctx_b, rt, B), 0);
 }

@@ -32,6 +32,7 @@
 #include "executor/internal/exec.h"
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 struct recorder {
     int calls;
@@ -65,7 +66,8 @@ static const nxr_domain_t *d2, *d7;
 
 static void open_runtime(int policy)
 {
-    const char *spec = nxr_test_expand("7:%0;2:%0 shared");
+    static struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "7:%0;2:%0 shared", NXR_TEST_PARK);
     nxr_provider_desc_t pd;
     nxr_provider_desc_init(&pd);
     pd.name = "recorder";
@@ -76,14 +78,10 @@ static void open_runtime(int policy)
     pd.self = &rec;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&pd, &p), 0);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = spec;
-    o.spin = 0;
-    o.affinity_policy = policy;
-    o.providers[NXR_FAMILY_GEMM] = p;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    fx.opts.affinity_policy = policy;
+    fx.opts.providers[NXR_FAMILY_GEMM] = p;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
     nxr_provider_destroy(p);
     cr_assert_eq(nxr_runtime_domain(rt, 2, &d2), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 7, &d7), 0);
@@ -365,12 +363,10 @@ Test(runtime_place, resolver_bad_arguments)
 Test(runtime_place, synthetic_two_nodes_place_by_the_inputs_node_domain)
 {
     NXR_TEST_NEED_CPUS(2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    o.topology = nxr_test_expand("synthetic:pack:2 numa:1(indexes=0,2) pu:1(indexes=%0,%1)");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, "synthetic:pack:2 numa:1(indexes=0,2) pu:1(indexes=%0,%1)",
+                     NXR_TEST_TOPOLOGY | NXR_TEST_PARK);
+    rt = fx.rt;
     cr_assert_eq(nxr_runtime_domain_count(rt), 2, "one domain per node: 0 and 2");
     cr_assert_eq(nxr_runtime_domain_of_node(rt, 0, &d2), 0);
     cr_assert_eq(nxr_runtime_domain_of_node(rt, 2, &d7), 0, "the sparse node id 2");
@@ -411,11 +407,9 @@ Test(runtime_place, in_two_nodes_the_output_lives_on_the_chosen_domains_node)
         cr_assert_null(getenv("NXR_TEST_NEED_NODE1"), "the VM has %d node(s)", nodes);
         cr_skip_test("needs two NUMA nodes (this machine has %d); run tools/vm_test.sh", nodes);
     }
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0); /* one domain per node, native GEMM */
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK); /* one domain per node, native GEMM */
+    rt = fx.rt;
     const nxr_domain_t *n1;
     cr_assert_eq(nxr_runtime_domain_of_node(rt, 1, &n1), 0);
     cr_assert_eq(nxr_domain_mem_binding(n1), NXR_MEM_BOUND);

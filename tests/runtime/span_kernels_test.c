@@ -23,6 +23,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *span, *plain;
@@ -81,11 +82,9 @@ static void open_runtime(const char *domains, bool with_spy)
 {
     memset(&spy, 0, sizeof(spy));
     atomic_store(&spy.hold, -1);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
-    o.domains = nxr_test_expand(domains);
+    static struct nxr_test_runtime fx;
+    NXR_TEST_NEED_CPUS(nxr_test_runtime_cpus_needed(domains));
+    nxr_test_runtime_opts(&fx, domains, 0);
     nxr_provider_t *p = NULL;
     if (with_spy) {
         nxr_provider_desc_t d;
@@ -96,9 +95,10 @@ static void open_runtime(const char *domains, bool with_spy)
         d.placement = NXR_RUNS_ON_CALLING_THREAD;
         d.gemm = &spy_ops;
         cr_assert_eq(nxr_provider_create(&d, &p), 0);
-        o.providers[NXR_FAMILY_GEMM] = p;
+        fx.opts.providers[NXR_FAMILY_GEMM] = p;
     }
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
     nxr_provider_destroy(p); /* the runtime keeps its own reference */
     cr_assert_eq(nxr_ctx_create(&plain, rt, 0), 0);
 }
@@ -403,10 +403,8 @@ static const nxr_gemm_ops_t fan_ops = {.sgemm = fan_sgemm};
 Test(runtime_span_kernels, an_ordinary_kernel_on_a_span_splits_across_the_members)
 {
     memset(&fan, 0, sizeof(fan));
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand("0:%0;1:%0 shared;2:%0 shared");
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "0:%0;1:%0 shared;2:%0 shared", 0);
     nxr_provider_desc_t d;
     nxr_provider_desc_init(&d);
     d.name = "span-fan";
@@ -416,8 +414,9 @@ Test(runtime_span_kernels, an_ordinary_kernel_on_a_span_splits_across_the_member
     d.gemm = &fan_ops;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
-    o.providers[NXR_FAMILY_GEMM] = p;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    fx.opts.providers[NXR_FAMILY_GEMM] = p;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
     nxr_provider_destroy(p);
     const int ids[] = {2, 0, 1};
     open_span(ids, 3);

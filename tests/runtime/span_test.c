@@ -20,19 +20,17 @@
 #include "service/pool_executor.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
+static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 static nxr_ctx_t *span;
 static struct host_pool *pool;
 
 static void open_runtime(const char *domains)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
-    o.domains = nxr_test_expand(domains);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME(&fx, domains, 0);
+    rt = fx.rt;
 }
 
 static void open_span(const int *ids, size_t n)
@@ -297,11 +295,8 @@ Test(runtime_span, chunks_touch_only_their_members_shard)
 Test(runtime_span, chunks_run_on_their_members_cpus_on_a_synthetic_two_node_machine)
 {
     NXR_TEST_NEED_CPUS(2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.topology = nxr_test_expand("synthetic:pack:2 numa:1 pu:1(indexes=%0,%1)");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME(&fx, "synthetic:pack:2 numa:1 pu:1(indexes=%0,%1)", NXR_TEST_TOPOLOGY);
+    rt = fx.rt;
     cr_assert_eq(nxr_runtime_domain_count(rt), 2);
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
@@ -315,10 +310,8 @@ Test(runtime_span, chunks_run_on_their_members_cpus_on_a_synthetic_two_node_mach
  * VM two or four. */
 Test(runtime_span, every_domain_of_the_machine)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    rt = fx.rt;
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;

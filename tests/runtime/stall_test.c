@@ -15,10 +15,12 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 #define BOUND_MS 20000 /* a broken reporter fails the test, never hangs it */
 
 static nxr_runtime_t *rt;
+static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 
 /* ---- the sink: every line, kept ------------------------------------------ */
 
@@ -66,13 +68,11 @@ static bool reported(void *what)
 
 static void open_runtime(const char *tmpl, int stall_ms)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand(tmpl);
-    o.stall_report_ms = stall_ms;
-    cr_assert_not_null(o.domains);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    NXR_TEST_NEED_CPUS(nxr_test_runtime_cpus_needed(tmpl));
+    nxr_test_runtime_opts(&fx, tmpl, 0);
+    fx.opts.stall_report_ms = stall_ms;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
     /* Before any operation: no wait can report yet. */
     rt->stall.sink = sink;
 }

@@ -17,19 +17,18 @@
 
 #include "runtime/nxr.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
+static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 static nxr_ctx_t *shared_ctx;
 static atomic_int a_inside, b_done;
 
 static void open_runtime(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 0;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    cr_assert_eq(nxr_ctx_create(&shared_ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK | NXR_TEST_CTX);
+    rt = fx.rt;
+    shared_ctx = fx.ctx;
     atomic_store(&a_inside, 0);
     atomic_store(&b_done, 0);
 }

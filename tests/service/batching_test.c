@@ -32,6 +32,7 @@
 #include "service/server.h"
 #include "service/stream.h"
 #include "tests/support/cpus.h"
+#include "tests/support/runtime.h"
 
 #define SEED 11
 #define GATE_ERROR (-EIO)
@@ -141,13 +142,10 @@ struct req {
  * through a context of a clean runtime (the native provider). */
 static void reqs_make(struct req *q, const size_t *rows, size_t n)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    nxr_runtime_t *rt;
-    nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_CTX);
+    nxr_runtime_t *rt = fx.rt;
+    nxr_ctx_t *ctx = fx.ctx;
     for (size_t i = 0; i < n; i++) {
         q[i].in = malloc(rows[i] * shape.hidden * sizeof(float));
         q[i].out = malloc(rows[i] * shape.vocab * sizeof(float));
@@ -192,12 +190,11 @@ static void count_retry(void *arg, int status)
 static void serve_start(struct gate *g, size_t max_batch, nxr_runtime_t **rt,
                         struct svc_server **srv)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = nxr_test_expand("0:%0");
-    o.providers[NXR_FAMILY_GEMM] = g->provider;
-    cr_assert_eq(nxr_runtime_create(rt, &o), 0);
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "0:%0", 0);
+    fx.opts.providers[NXR_FAMILY_GEMM] = g->provider;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    *rt = fx.rt;
     struct svc_slot_decl slot = {.domain_id = 0, .weights = weights};
     struct svc_server_opts so = {.shape = shape, .split_rows = 1, .max_batch = max_batch,
                                  .on_retry = count_retry};
@@ -324,11 +321,9 @@ Test(service_batching, a_lone_client_is_served_one_request_per_pass, .timeout = 
     struct svc_stream stream = {.shape = shape, .seed = SEED, .batch_min = 1, .batch_max = 12};
     struct svc_round round;
     cr_assert_eq(svc_round_make(&round, &stream, 0, 40), 0);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    nxr_runtime_t *rt = fx.rt;
     const size_t n = nxr_runtime_domain_count(rt);
     struct svc_slot_decl slots[8];
     cr_assert_leq(n, 8);

@@ -18,17 +18,17 @@
 #include "service/stats.h"
 #include "service/stream.h"
 #include "service/weights.h"
+#include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
 
 static void setup(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+    static struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_CTX);
+    rt = fx.rt;
+    ctx = fx.ctx;
 }
 
 static void teardown(void)

@@ -17,17 +17,15 @@
 #include "service/load.h"
 #include "service/server.h"
 #include "service/stream.h"
+#include "tests/support/runtime.h"
 
 static uint64_t run_server(const char *domains, unsigned clients, float **out_outputs,
                            struct svc_round *round, const struct svc_model_shape *shape,
                            const float *w)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.domains = domains;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, domains, 0);
+    nxr_runtime_t *rt = fx.rt;
     size_t n = nxr_runtime_domain_count(rt);
     struct svc_slot_decl slots[8];
     cr_assert_leq(n, 8);
@@ -79,13 +77,10 @@ Test(service_server, every_request_answered_with_the_direct_bits, .timeout = 120
     cr_assert_eq(svc_round_make(&round, &stream, 0, 120), 0);
 
     /* The direct computation, on this thread through a context. */
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    nxr_runtime_t *rt;
-    nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_CTX);
+    nxr_runtime_t *rt = fx.rt;
+    nxr_ctx_t *ctx = fx.ctx;
     float *want = malloc(round.total_rows * shape.vocab * sizeof(float));
     float *scratch = malloc(svc_model_scratch_floats(&shape, 12) * sizeof(float));
     for (size_t i = 0; i < round.count; i++)

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "ctx_support.h"
-#include "ref.h"
+#include "tests/kernels/ref.h"
 
 TestSuite(kernels_ctx_openblas, .timeout = 60);
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ctx_support.h"
-#include "ref.h"
+#include "tests/kernels/ref.h"
 #include "tests/support/cpus.h"
 
 static struct ctx_rt r;

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "ctx_support.h"
-#include "ref.h"
+#include "tests/kernels/ref.h"
 
 /* ---- targets ------------------------------------------------------------------ */
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "ctx_support.h"
-#include "ref.h"
+#include "tests/kernels/ref.h"
 
 TestSuite(kernels_ctx_batch, .timeout = 60);
 

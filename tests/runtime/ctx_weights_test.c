@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "ctx_support.h"
-#include "ref.h"
+#include "tests/kernels/ref.h"
 
 static double op_at(const float *x, size_t ld, bool trans, size_t r, size_t c)
 {
