@@ -39,6 +39,7 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
+#include "base/internal/build.h"
 #include "base/internal/sys.h"
 
 /* A waiter spins this many pause iterations (a few microseconds) before it
@@ -49,7 +50,7 @@
 #define ULONG_BITS ((unsigned)(sizeof(unsigned long) * CHAR_BIT))
 
 /* Debug-tier invariant checks (NXR_CHECKED builds); they cannot block. */
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 #define ARB_CHECK(cond, msg) ((cond) ? (void)0 : fail(msg))
 #else
 #define ARB_CHECK(cond, msg) ((void)0)
@@ -85,7 +86,7 @@ struct nxr__arbiter {
     hwloc_bitmap_t universe;
 };
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 static void fail(const char *msg)
 {
     fprintf(stderr, "nxr arbiter: %s\n", msg);
