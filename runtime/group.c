@@ -16,18 +16,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "executor/internal/tasks.h"
 #include "runtime/internal/span.h"
 #include "base/internal/sys.h"
-
-#define CACHE_LINE 64
-
-struct group_op {
-    nxr_task_fn fn;
-    void *arg;
-    size_t count;
-    _Alignas(CACHE_LINE) atomic_size_t next;
-    _Alignas(CACHE_LINE) atomic_int status;
-};
 
 /* What nxr__across_run waits on: the parts not finished (a futex word). */
 struct across_wait {
@@ -37,7 +28,7 @@ struct across_wait {
 /* What one domain's batch runs: the shared operation, as bodies of that
  * domain (so that loops inside run in place on its CPUs). */
 struct group_part {
-    struct group_op *g;
+    struct nxr__tasks *tasks;
     const struct nxr__exec *exec;
 };
 
@@ -46,22 +37,7 @@ struct group_part {
 static void group_item(void *p, size_t index)
 {
     const struct group_part *part = p;
-    struct group_op *g = part->g;
-    struct nxr__exec_tls saved = nxr__body_begin(part->exec, (unsigned)index);
-    for (;;) {
-        /* Relaxed: the status only stops new claims; see nxr_run. */
-        if (atomic_load_explicit(&g->status, memory_order_relaxed) != 0)
-            break;
-        size_t i = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (i >= g->count)
-            break;
-        int rc = g->fn(g->arg, i);
-        int none = 0;
-        if (rc != 0)
-            atomic_compare_exchange_strong_explicit(&g->status, &none, rc, memory_order_relaxed,
-                                                    memory_order_relaxed);
-    }
-    nxr__body_end(saved);
+    nxr__tasks_run(part->tasks, part->exec, (unsigned)index);
 }
 
 static void across_done(void *p)
@@ -134,9 +110,8 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
             if (ex->ops->release != NULL)
                 ex->ops->release(ex->self);
             /* Stop the claims; the parts already started finish. */
-            int none = 0;
             if (stop != NULL)
-                atomic_compare_exchange_strong(stop, &none, rc);
+                nxr__record_first_error(stop, rc);
             size_t rest = 0;
             for (size_t j = started; j < n; j++)
                 rest += parts[j].count > 0;
@@ -186,19 +161,18 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     if (rc != 0)
         goto out_fini;
 
-    struct group_op g = {.fn = fn, .arg = arg, .count = count};
-    atomic_init(&g.next, 0);
-    atomic_init(&g.status, 0);
+    struct nxr__tasks tasks;
+    nxr__tasks_init(&tasks, fn, arg, count);
     struct group_part gparts[NXR__SPAN_MAX];
     struct nxr__across_part parts[NXR__SPAN_MAX];
     for (size_t i = 0; i < n; i++) {
-        gparts[i] = (struct group_part){.g = &g, .exec = &doms[i]->exec};
+        gparts[i] = (struct group_part){.tasks = &tasks, .exec = &doms[i]->exec};
         parts[i] = (struct nxr__across_part){
             .domain = doms[i], .fn = group_item, .arg = &gparts[i], .count = doms[i]->spec.budget};
     }
-    nxr__across_run(parts, n, &g.status);
+    nxr__across_run(parts, n, &tasks.status);
     nxr__arbiter_release(rt->arbiter, &req);
-    rc = atomic_load_explicit(&g.status, memory_order_relaxed);
+    rc = nxr__tasks_status(&tasks);
 out_fini:
     nxr__arbiter_request_fini(&req);
     return rc;
