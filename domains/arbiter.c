@@ -576,6 +576,16 @@ int nxr__arbiter_acquire_exclusive(struct nxr__arbiter *a)
     return acquire(a, NULL, MODE_BLOCK, 0, NULL);
 }
 
+int nxr__arbiter_acquire_exclusive_reporting(struct nxr__arbiter *a, uint64_t report_at_ns,
+                                             void (*report)(void *arg, uint64_t waited_ns),
+                                             void *arg)
+{
+    if (a == NULL)
+        return -EINVAL;
+    struct stall_note note = {.at = report_at_ns, .fn = report, .arg = arg};
+    return acquire(a, NULL, MODE_BLOCK, 0, &note);
+}
+
 int nxr__arbiter_try_acquire_exclusive(struct nxr__arbiter *a)
 {
     if (a == NULL)

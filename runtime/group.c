@@ -16,8 +16,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "executor/internal/tasks.h"
 #include "runtime/internal/span.h"
+#include "executor/internal/contract.h"
+#include "executor/internal/permits.h"
+#include "executor/internal/tasks.h"
 #include "base/internal/sys.h"
 
 /* What nxr__across_run waits on: the parts not finished (a futex word). */
@@ -68,27 +70,6 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
     return 0;
 }
 
-struct across_stall {
-    nxr_runtime_t *rt;
-    struct nxr_domain *first;
-    const char *what;
-};
-
-static void report_across(void *p, uint64_t waited_ns)
-{
-    struct across_stall *s = p;
-    nxr__stall_report(&s->rt->stall, &s->first->exec, s->what, waited_ns);
-}
-
-int nxr__across_acquire(nxr_runtime_t *rt, const struct nxr__arbiter_request *req,
-                        struct nxr_domain *first, const char *what)
-{
-    struct across_stall s = {.rt = rt, .first = first, .what = what};
-    return nxr__arbiter_acquire_reporting(rt->arbiter, req,
-                                          nxr__stall_deadline(&rt->stall, nxr__now_ns()),
-                                          report_across, &s);
-}
-
 int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
 {
     struct across_wait w;
@@ -103,12 +84,10 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
         if (p->count == 0)
             continue;
         struct nxr_executor *ex = &p->domain->exec.executor;
-        if (ex->ops->retain != NULL)
-            ex->ops->retain(ex->self);
+        nxr__executor_retain(ex);
         rc = ex->ops->submit(ex->self, p->fn, p->arg, p->count, across_done, &w);
         if (rc != 0) {
-            if (ex->ops->release != NULL)
-                ex->ops->release(ex->self);
+            nxr__executor_release(ex);
             /* Stop the claims; the parts already started finish. */
             if (stop != NULL)
                 nxr__record_first_error(stop, rc);
@@ -128,9 +107,7 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
     for (size_t i = 0; i < started; i++) {
         if (parts[i].count == 0)
             continue;
-        struct nxr_executor *ex = &parts[i].domain->exec.executor;
-        if (ex->ops->release != NULL)
-            ex->ops->release(ex->self);
+        nxr__executor_release(&parts[i].domain->exec.executor);
     }
     return rc;
 }
@@ -153,11 +130,13 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
         return NXR_EREENTRANT;
     if (count == 0)
         return 0;
-    struct nxr__arbiter_request req;
-    rc = nxr__arbiter_request_init_union(&req, rt->arbiter, sets, n);
+    struct nxr__union_permit permit;
+    rc = nxr__union_permit_init(&permit, rt->arbiter, sets, n);
     if (rc != 0)
         return rc;
-    rc = nxr__across_acquire(rt, &req, doms[0], "admission of nxr_run_across");
+    /* Bounded by the holders of overlapping permits; reported past the
+     * stall threshold (executor/permits.c). */
+    rc = nxr__union_permit_acquire(&permit, &doms[0]->exec, "admission of nxr_run_across");
     if (rc != 0)
         goto out_fini;
 
@@ -171,9 +150,9 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
             .domain = doms[i], .fn = group_item, .arg = &gparts[i], .count = doms[i]->spec.budget};
     }
     nxr__across_run(parts, n, &tasks.status);
-    nxr__arbiter_release(rt->arbiter, &req);
+    nxr__union_permit_release(&permit);
     rc = nxr__tasks_status(&tasks);
 out_fini:
-    nxr__arbiter_request_fini(&req);
+    nxr__union_permit_fini(&permit);
     return rc;
 }
