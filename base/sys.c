@@ -236,7 +236,7 @@ int nxr__mbind_node(void *addr, size_t size, int node)
     return 0;
 }
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 /* The quarantine of retired handles: a ring, oldest freed first. Reachable
  * from here, so LeakSanitizer does not count what it holds as leaked. */
 #define QUARANTINE 64
@@ -248,7 +248,7 @@ static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
 void nxr__handle_retire(unsigned *magic, void *mem)
 {
     *magic = NXR__HANDLE_DEAD;
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
     pthread_mutex_lock(&quarantine_lock);
     void *oldest = quarantine[quarantine_next];
     quarantine[quarantine_next] = mem;

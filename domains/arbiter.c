@@ -39,6 +39,7 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
+#include "base/internal/build.h"
 #include "base/internal/sys.h"
 
 /* A waiter spins this many pause iterations (a few microseconds) before it
@@ -49,7 +50,7 @@
 #define ULONG_BITS ((unsigned)(sizeof(unsigned long) * CHAR_BIT))
 
 /* Debug-tier invariant checks (NXR_CHECKED builds); they cannot block. */
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 #define ARB_CHECK(cond, msg) ((cond) ? (void)0 : fail(msg))
 #else
 #define ARB_CHECK(cond, msg) ((void)0)
@@ -85,7 +86,7 @@ struct nxr__arbiter {
     hwloc_bitmap_t universe;
 };
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 static void fail(const char *msg)
 {
     fprintf(stderr, "nxr arbiter: %s\n", msg);
@@ -573,6 +574,16 @@ int nxr__arbiter_acquire_exclusive(struct nxr__arbiter *a)
     if (a == NULL)
         return -EINVAL;
     return acquire(a, NULL, MODE_BLOCK, 0, NULL);
+}
+
+int nxr__arbiter_acquire_exclusive_reporting(struct nxr__arbiter *a, uint64_t report_at_ns,
+                                             void (*report)(void *arg, uint64_t waited_ns),
+                                             void *arg)
+{
+    if (a == NULL)
+        return -EINVAL;
+    struct stall_note note = {.at = report_at_ns, .fn = report, .arg = arg};
+    return acquire(a, NULL, MODE_BLOCK, 0, &note);
 }
 
 int nxr__arbiter_try_acquire_exclusive(struct nxr__arbiter *a)

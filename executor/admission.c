@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include "base/internal/sys.h"
+#include "executor/internal/contract.h"
 #include "executor/internal/exec.h"
 
 static atomic_ullong exec_serials;
@@ -99,18 +100,6 @@ void nxr__exec_admission_fini(struct nxr__exec *exec)
     pthread_mutex_destroy(&exec->lock);
 }
 
-static void retain(const struct nxr__exec *exec)
-{
-    if (exec->executor.ops->retain != NULL)
-        exec->executor.ops->retain(exec->executor.self);
-}
-
-static void release(const struct nxr__exec *exec)
-{
-    if (exec->executor.ops->release != NULL)
-        exec->executor.ops->release(exec->executor.self);
-}
-
 static int enter_guarded(struct nxr__exec *exec)
 {
     unsigned idle = 0;
@@ -144,7 +133,7 @@ static void submit_taken(struct nxr__exec *exec, struct nxr__deferred *d)
     while (d != NULL) {
         /* Read first: once submitted, the batch may finish and be freed. */
         struct nxr__deferred *next = d->link;
-        retain(exec);
+        nxr__executor_retain(&exec->executor);
         int rc = exec->executor.ops->submit(exec->executor.self, d->fn, d->arg, d->count, d->done,
                                             d->done_arg);
         if (rc != 0) {
@@ -326,7 +315,7 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
             exec->active++;
             exec->batches++;
             pthread_mutex_unlock(&exec->lock);
-            retain(exec);
+            nxr__executor_retain(&exec->executor);
             return 0;
         }
     }
@@ -361,13 +350,13 @@ int nxr__exec_enter(struct nxr__exec *exec)
         return NXR_EREENTRANT;
     int rc = exec->arbiter != NULL ? enter_arbitrated(exec) : enter_guarded(exec);
     if (rc == 0)
-        retain(exec);
+        nxr__executor_retain(&exec->executor);
     return rc;
 }
 
 void nxr__exec_leave(struct nxr__exec *exec)
 {
-    release(exec);
+    nxr__executor_release(&exec->executor);
     bool start = false;
     pthread_mutex_lock(&exec->lock);
     if (--exec->active == 0) {

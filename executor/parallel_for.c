@@ -25,9 +25,8 @@
 #include <string.h>
 
 #include "executor/internal/exec.h"
+#include "base/internal/build.h"
 #include "base/internal/sys.h"
-
-#define CACHE_LINE 64
 
 struct loop {
     const struct nxr__exec *exec; /* whose body the chunks are */
@@ -35,7 +34,7 @@ struct loop {
     void *arg;
     size_t begin, end, grain, chunks;
     /* Dynamic schedule: claimed by every participant, so alone on its line. */
-    _Alignas(CACHE_LINE) atomic_size_t next_chunk;
+    _Alignas(NXR__CACHE_LINE) atomic_size_t next_chunk;
 };
 
 void nxr_for_opts_init(struct nxr_for_opts *opts)

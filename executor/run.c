@@ -15,9 +15,8 @@
 
 #include "base/internal/fork.h"
 #include "executor/internal/exec.h"
+#include "executor/internal/tasks.h"
 #include "base/internal/sys.h"
-
-#define CACHE_LINE 64
 
 /* Runs one task of exec's domain with the body marker set. */
 static int run_task(const struct nxr__exec *exec, nxr_task_fn fn, void *arg, size_t index,
@@ -29,40 +28,17 @@ static int run_task(const struct nxr__exec *exec, nxr_task_fn fn, void *arg, siz
     return rc;
 }
 
-/* Records rc as the first error if none was recorded yet. */
-static void record_error(atomic_int *status, int rc)
-{
-    int none = 0;
-    /* Relaxed: the status is read only after the region or job completed,
-     * which orders it. */
-    atomic_compare_exchange_strong_explicit(status, &none, rc, memory_order_relaxed,
-                                            memory_order_relaxed);
-}
-
+/* OUTER: every participant of the region claims tasks (executor/tasks.c). */
 struct outer {
     const struct nxr__exec *exec;
-    nxr_task_fn fn;
-    void *arg;
-    size_t count;
-    _Alignas(CACHE_LINE) atomic_size_t next;
-    _Alignas(CACHE_LINE) atomic_int status;
+    struct nxr__tasks tasks;
 };
 
 static void outer_body(void *p, unsigned participant, unsigned count)
 {
     struct outer *o = p;
     (void)count;
-    for (;;) {
-        if (atomic_load_explicit(&o->status, memory_order_relaxed) != 0)
-            return; /* first error wins: start nothing new */
-        /* Relaxed: hands out distinct indices; see dynamic_body. */
-        size_t i = atomic_fetch_add_explicit(&o->next, 1, memory_order_relaxed);
-        if (i >= o->count)
-            return;
-        int rc = run_task(o->exec, o->fn, o->arg, i, participant);
-        if (rc != 0)
-            record_error(&o->status, rc);
-    }
+    nxr__tasks_run(&o->tasks, o->exec, participant);
 }
 
 /* SEQUENTIAL: every task in order on this thread, as bodies of exec. */
@@ -183,15 +159,14 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
         struct sequence q = {.exec = exec, .fn = fn, .arg = arg, .count = count};
         return nxr__exec_call(exec, run_sequence, &q);
     }
-    struct outer o = {.exec = exec, .fn = fn, .arg = arg, .count = count};
-    atomic_init(&o.next, 0);
-    atomic_init(&o.status, 0);
+    struct outer o = {.exec = exec};
+    nxr__tasks_init(&o.tasks, fn, arg, count);
     int rc = nxr__exec_enter(exec);
     if (rc != 0)
         return rc;
     rc = exec->executor.ops->install(exec->executor.self, outer_body, &o, n);
     nxr__exec_leave(exec);
-    return rc != 0 ? rc : atomic_load_explicit(&o.status, memory_order_relaxed);
+    return rc != 0 ? rc : nxr__tasks_status(&o.tasks);
 }
 
 struct nxr_job {
@@ -220,7 +195,7 @@ static void job_item(void *p, size_t index)
         return; /* first error wins: skip what has not started */
     int rc = run_task(job->exec, job->fn, job->arg, index, 0);
     if (rc != 0)
-        record_error(&job->status, rc);
+        nxr__record_first_error(&job->status, rc);
 }
 
 static void job_done(void *p)
@@ -238,7 +213,7 @@ static void job_done(void *p)
 static void job_fail(void *p, int rc)
 {
     struct nxr_job *job = p;
-    record_error(&job->status, rc);
+    nxr__record_first_error(&job->status, rc);
     /* Release pairs with the acquire load in nxr_job_wait. */
     atomic_store_explicit(&job->finished, 1, memory_order_release);
     nxr__futex_wake(&job->finished, INT_MAX);

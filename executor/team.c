@@ -101,10 +101,10 @@
 
 #include "domains/internal/cpuset.h"
 #include "executor/internal/rhythm.h"
+#include "base/internal/build.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
-#define CACHE_LINE       64
 #define JOB_CALLER_JOINS (UINT64_C(1) << 31)
 #define JOB_COUNT_MASK   (JOB_CALLER_JOINS - 1)
 /* The dispatcher's join wait with the adaptive policy: pause iterations
@@ -120,7 +120,7 @@
 struct slot {
     /* The last generation that claimed this slot (see the file comment):
      * claimed by at most two threads at once, so alone on its line. */
-    _Alignas(CACHE_LINE) atomic_uint gen;
+    _Alignas(NXR__CACHE_LINE) atomic_uint gen;
 };
 
 struct batch {
@@ -138,7 +138,7 @@ struct worker {
     /* This worker's futex word and parked flag (see the file comment): on
      * their own line, read by dispatchers on every region, written by the
      * worker only when it parks and by a waker only when it is parked. */
-    _Alignas(CACHE_LINE) atomic_uint wake_seq;
+    _Alignas(NXR__CACHE_LINE) atomic_uint wake_seq;
     atomic_uint parked;
     /* While parked: the deadline of its timed park (the rhythm's), 0 when
      * it parked for good. Written before `parked` (see wake_worker). */
@@ -157,7 +157,7 @@ struct worker {
 
 struct nxr__team {
     /* Dispatcher writes, every worker polls: alone on its line. */
-    _Alignas(CACHE_LINE) _Atomic uint64_t job;
+    _Alignas(NXR__CACHE_LINE) _Atomic uint64_t job;
     /* Read only by a thread holding a slot of the current region. */
     nxr__team_fn fn;
     void *arg;
@@ -179,20 +179,20 @@ struct nxr__team {
     /* Test hook (nxr__team_set_claim_hook); NULL almost always. */
     _Atomic(const struct nxr__team_claim_hook *) claim_hook;
     /* Participants count down; the dispatcher parks on it. */
-    _Alignas(CACHE_LINE) atomic_uint remaining;
+    _Alignas(NXR__CACHE_LINE) atomic_uint remaining;
     atomic_uint dispatcher_parked;
 
     /* Submitters set, workers poll: 1 while the FIFO may hold items. */
-    _Alignas(CACHE_LINE) atomic_uint queued;
+    _Alignas(NXR__CACHE_LINE) atomic_uint queued;
     pthread_mutex_t queue_lock;
     pthread_cond_t drained;
     struct batch *head, *tail;
     size_t outstanding; /* batches not finished yet; under queue_lock */
 
     /* Publish times (dispatcher writes, idle workers read): own lines. */
-    _Alignas(CACHE_LINE) struct nxr__rhythm rhythm;
+    _Alignas(NXR__CACHE_LINE) struct nxr__rhythm rhythm;
 
-    _Alignas(CACHE_LINE) atomic_bool stop;
+    _Alignas(NXR__CACHE_LINE) atomic_bool stop;
     unsigned size;
     struct slot *slots; /* size + 1 */
     /* Read per wait: NXR__TEAM_SPIN_ADAPTIVE (the rhythm decides), else a
@@ -725,7 +725,7 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     struct nxr__team *team =
         nxr__fault_hit(NXR_FAULT_ALLOC)
             ? NULL
-            : aligned_alloc(CACHE_LINE, (sizeof(*team) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE);
+            : aligned_alloc(NXR__CACHE_LINE, (sizeof(*team) + NXR__CACHE_LINE - 1) / NXR__CACHE_LINE * NXR__CACHE_LINE);
     if (team == NULL)
         return -ENOMEM;
     memset(team, 0, sizeof(*team));
@@ -742,13 +742,13 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     /* aligned_alloc: struct worker has a cache-line-aligned member. */
     team->workers = nxr__fault_hit(NXR_FAULT_ALLOC)
                         ? NULL
-                        : aligned_alloc(CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
+                        : aligned_alloc(NXR__CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
     if (team->workers != NULL)
         memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
     /* aligned_alloc: struct slot is one cache line. */
     team->slots = team->workers == NULL || nxr__fault_hit(NXR_FAULT_ALLOC)
                       ? NULL
-                      : aligned_alloc(CACHE_LINE, ((size_t)opts->size + 1) * sizeof(*team->slots));
+                      : aligned_alloc(NXR__CACHE_LINE, ((size_t)opts->size + 1) * sizeof(*team->slots));
     if (team->slots != NULL) {
         for (unsigned i = 0; i <= opts->size; i++)
             atomic_init(&team->slots[i].gen, 0);

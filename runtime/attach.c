@@ -11,6 +11,7 @@
 
 #include "alloc/internal/pool.h"
 #include "domains/internal/cpuset.h"
+#include "executor/internal/contract.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 
@@ -23,17 +24,7 @@ void nxr_external_decl_init(struct nxr_external_decl *decl)
 
 static int validate_executor(const struct nxr_executor *ex, int id, char *err, size_t errsz)
 {
-    const char *why = NULL;
-    if (ex->ops == NULL || ex->ops->install == NULL)
-        why = "has no install operation";
-    else if (ex->ops->submit == NULL)
-        why = "has no submit operation";
-    else if (ex->workers == 0)
-        why = "declares zero workers";
-    else if ((ex->ops->retain == NULL) != (ex->ops->release == NULL))
-        why = "has retain without release, or release without retain";
-    else if (ex->owner != NXR_EXECUTOR_OWNED_BY_CALLER)
-        why = "claims to be owned by nxr (an attached executor is the caller's)";
+    const char *why = nxr__executor_broken_rule(ex);
     if (why == NULL)
         return 0;
     snprintf(err, errsz, "external domain %d: executor %s", id, why);
@@ -166,8 +157,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, 
     if (rc != 0)
         goto out_free;
     /* Held until nxr__domain_free releases it, after the domain drained. */
-    if (d->exec.executor.ops->retain != NULL)
-        d->exec.executor.ops->retain(d->exec.executor.self);
+    nxr__executor_retain(&d->exec.executor);
     quiet_overlapping_teams(rt, d->spec.cpus);
     pthread_mutex_unlock(&rt->domains_lock);
     return 0;

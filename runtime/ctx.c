@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/build.h"
 #include "base/internal/fork.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
@@ -312,7 +313,7 @@ void nxr_ctx_reset(nxr_ctx_t *ctx)
 
 /* ---- the driving thread ---------------------------------------------------------- */
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 /* Its address is the calling thread's token: unique among live threads. */
 static _Thread_local char driver_token;
 

@@ -17,17 +17,10 @@
 #include <stdlib.h>
 
 #include "runtime/internal/span.h"
+#include "executor/internal/contract.h"
+#include "executor/internal/permits.h"
+#include "executor/internal/tasks.h"
 #include "base/internal/sys.h"
-
-#define CACHE_LINE 64
-
-struct group_op {
-    nxr_task_fn fn;
-    void *arg;
-    size_t count;
-    _Alignas(CACHE_LINE) atomic_size_t next;
-    _Alignas(CACHE_LINE) atomic_int status;
-};
 
 /* What nxr__across_run waits on: the parts not finished (a futex word). */
 struct across_wait {
@@ -37,7 +30,7 @@ struct across_wait {
 /* What one domain's batch runs: the shared operation, as bodies of that
  * domain (so that loops inside run in place on its CPUs). */
 struct group_part {
-    struct group_op *g;
+    struct nxr__tasks *tasks;
     const struct nxr__exec *exec;
 };
 
@@ -46,22 +39,7 @@ struct group_part {
 static void group_item(void *p, size_t index)
 {
     const struct group_part *part = p;
-    struct group_op *g = part->g;
-    struct nxr__exec_tls saved = nxr__body_begin(part->exec, (unsigned)index);
-    for (;;) {
-        /* Relaxed: the status only stops new claims; see nxr_run. */
-        if (atomic_load_explicit(&g->status, memory_order_relaxed) != 0)
-            break;
-        size_t i = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (i >= g->count)
-            break;
-        int rc = g->fn(g->arg, i);
-        int none = 0;
-        if (rc != 0)
-            atomic_compare_exchange_strong_explicit(&g->status, &none, rc, memory_order_relaxed,
-                                                    memory_order_relaxed);
-    }
-    nxr__body_end(saved);
+    nxr__tasks_run(part->tasks, part->exec, (unsigned)index);
 }
 
 static void across_done(void *p)
@@ -92,27 +70,6 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
     return 0;
 }
 
-struct across_stall {
-    nxr_runtime_t *rt;
-    struct nxr_domain *first;
-    const char *what;
-};
-
-static void report_across(void *p, uint64_t waited_ns)
-{
-    struct across_stall *s = p;
-    nxr__stall_report(&s->rt->stall, &s->first->exec, s->what, waited_ns);
-}
-
-int nxr__across_acquire(nxr_runtime_t *rt, const struct nxr__arbiter_request *req,
-                        struct nxr_domain *first, const char *what)
-{
-    struct across_stall s = {.rt = rt, .first = first, .what = what};
-    return nxr__arbiter_acquire_reporting(rt->arbiter, req,
-                                          nxr__stall_deadline(&rt->stall, nxr__now_ns()),
-                                          report_across, &s);
-}
-
 int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
 {
     struct across_wait w;
@@ -127,16 +84,13 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
         if (p->count == 0)
             continue;
         struct nxr_executor *ex = &p->domain->exec.executor;
-        if (ex->ops->retain != NULL)
-            ex->ops->retain(ex->self);
+        nxr__executor_retain(ex);
         rc = ex->ops->submit(ex->self, p->fn, p->arg, p->count, across_done, &w);
         if (rc != 0) {
-            if (ex->ops->release != NULL)
-                ex->ops->release(ex->self);
+            nxr__executor_release(ex);
             /* Stop the claims; the parts already started finish. */
-            int none = 0;
             if (stop != NULL)
-                atomic_compare_exchange_strong(stop, &none, rc);
+                nxr__record_first_error(stop, rc);
             size_t rest = 0;
             for (size_t j = started; j < n; j++)
                 rest += parts[j].count > 0;
@@ -153,9 +107,7 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
     for (size_t i = 0; i < started; i++) {
         if (parts[i].count == 0)
             continue;
-        struct nxr_executor *ex = &parts[i].domain->exec.executor;
-        if (ex->ops->release != NULL)
-            ex->ops->release(ex->self);
+        nxr__executor_release(&parts[i].domain->exec.executor);
     }
     return rc;
 }
@@ -178,28 +130,29 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
         return NXR_EREENTRANT;
     if (count == 0)
         return 0;
-    struct nxr__arbiter_request req;
-    rc = nxr__arbiter_request_init_union(&req, rt->arbiter, sets, n);
+    struct nxr__union_permit permit;
+    rc = nxr__union_permit_init(&permit, rt->arbiter, sets, n);
     if (rc != 0)
         return rc;
-    rc = nxr__across_acquire(rt, &req, doms[0], "admission of nxr_run_across");
+    /* Bounded by the holders of overlapping permits; reported past the
+     * stall threshold (executor/permits.c). */
+    rc = nxr__union_permit_acquire(&permit, &doms[0]->exec, "admission of nxr_run_across");
     if (rc != 0)
         goto out_fini;
 
-    struct group_op g = {.fn = fn, .arg = arg, .count = count};
-    atomic_init(&g.next, 0);
-    atomic_init(&g.status, 0);
+    struct nxr__tasks tasks;
+    nxr__tasks_init(&tasks, fn, arg, count);
     struct group_part gparts[NXR__SPAN_MAX];
     struct nxr__across_part parts[NXR__SPAN_MAX];
     for (size_t i = 0; i < n; i++) {
-        gparts[i] = (struct group_part){.g = &g, .exec = &doms[i]->exec};
+        gparts[i] = (struct group_part){.tasks = &tasks, .exec = &doms[i]->exec};
         parts[i] = (struct nxr__across_part){
             .domain = doms[i], .fn = group_item, .arg = &gparts[i], .count = doms[i]->spec.budget};
     }
-    nxr__across_run(parts, n, &g.status);
-    nxr__arbiter_release(rt->arbiter, &req);
-    rc = atomic_load_explicit(&g.status, memory_order_relaxed);
+    nxr__across_run(parts, n, &tasks.status);
+    nxr__union_permit_release(&permit);
+    rc = nxr__tasks_status(&tasks);
 out_fini:
-    nxr__arbiter_request_fini(&req);
+    nxr__union_permit_fini(&permit);
     return rc;
 }

@@ -257,7 +257,11 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
                      "could wait on its own operation");
             return NXR_EREENTRANT;
         }
-        if ((rc = nxr__arbiter_acquire_exclusive(rt->arbiter)) != 0)
+        /* Bounded by the holders of every permit; reported past the stall
+         * threshold (executor/permits.c). */
+        rc = nxr__exclusive_permit_acquire(rt->arbiter, exec,
+                                           "admission of a kernel under the exclusive permit");
+        if (rc != 0)
             return rc;
         /* Only a process-global count is set (and restored). A PER_CALL_BOUND
          * provider on external workers (a partial domain under this policy)
@@ -268,7 +272,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
         /* The exclusive permit covers every domain: the call is made on
          * this one's CPUs (here, or on a worker) without its own permit. */
         rc = nxr__exec_call_admitted(exec, invoke, &inv);
-        nxr__arbiter_release_exclusive(rt->arbiter);
+        nxr__exclusive_permit_release(rt->arbiter);
         return rc;
     case NXR_RUN_REJECT:
     default:

@@ -13,6 +13,7 @@
 
 #include "alloc/internal/registry.h"
 #include "domains/internal/cpuset.h"
+#include "executor/internal/contract.h"
 #include "runtime/internal/ctx.h"
 #include "kernels/internal/openblas.h"
 #include "runtime/internal/runtime.h"
@@ -56,8 +57,8 @@ void nxr__domain_free(struct nxr_domain *d)
 {
     nxr__team_destroy(d->team);
     /* The reference an attach took (the built-in team has no retain/release). */
-    if (d->exec.executor.ops != NULL && d->exec.executor.ops->release != NULL)
-        d->exec.executor.ops->release(d->exec.executor.self);
+    if (d->exec.executor.ops != NULL)
+        nxr__executor_release(&d->exec.executor);
     if (d->admission_ready)
         nxr__exec_admission_fini(&d->exec);
     if (d->spec.cpus != NULL)

@@ -57,7 +57,7 @@ void nxr__span_free(struct nxr__span *s)
         return;
     for (size_t i = 0; i < s->n; i++)
         nxr_ctx_destroy(s->member[i]);
-    nxr__arbiter_request_fini(&s->req);
+    nxr__union_permit_fini(&s->permit);
     free(s);
 }
 
@@ -146,7 +146,7 @@ int nxr_span_create(nxr_ctx_t **out, nxr_runtime_t *rt, const struct nxr_span_op
         s->prefix[i + 1] = s->prefix[i] + doms[i]->spec.budget;
         sets[i] = doms[i]->spec.cpus;
     }
-    rc = nxr__arbiter_request_init_union(&s->req, rt->arbiter, sets, n);
+    rc = nxr__union_permit_init(&s->permit, rt->arbiter, sets, n);
     if (rc != 0) {
         free(s);
         return rc;
@@ -261,8 +261,8 @@ static void share_item(void *p, size_t index)
  * runs as that domain's own loop (its permit, its small-work rule); anything
  * else takes the union permit and runs every share at once.
  */
-static int span_run(nxr_runtime_t *rt, struct nxr__span *s, const struct span_loop *l,
-                    const size_t *bounds, unsigned max_threads)
+static int span_run(struct nxr__span *s, const struct span_loop *l, const size_t *bounds,
+                    unsigned max_threads)
 {
     size_t busy = 0, last = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -307,12 +307,12 @@ static int span_run(nxr_runtime_t *rt, struct nxr__span *s, const struct span_lo
             .domain = s->doms[i], .fn = share_item, .arg = &shares[i], .count = shares[i].count};
     }
     /* Bounded by the holders of overlapping permits; reported past the
-     * stall threshold (nxr__across_acquire). */
-    int rc = nxr__across_acquire(rt, &s->req, s->doms[0], "admission of a span");
+     * stall threshold (executor/permits.c). */
+    int rc = nxr__union_permit_acquire(&s->permit, &s->doms[0]->exec, "admission of a span");
     if (rc != 0)
         return rc;
     rc = nxr__across_run(parts, s->n, NULL);
-    nxr__arbiter_release(rt->arbiter, &s->req);
+    nxr__union_permit_release(&s->permit);
     return rc;
 }
 
@@ -346,7 +346,7 @@ static int span_for(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_f
     size_t len = end - begin, chunks = len / l.grain + (len % l.grain != 0);
     size_t bounds[NXR__SPAN_MAX + 1];
     nxr__span_split(chunks, s->prefix, s->n, bounds);
-    return span_run(ctx->rt, s, &l, bounds, opts->max_threads);
+    return span_run(s, &l, bounds, opts->max_threads);
 }
 
 int nxr__span_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end,
@@ -396,5 +396,5 @@ int nxr__span_for_parts(nxr_ctx_t *ctx, const size_t *bounds, nxr_for_fn fn, voi
     struct span_loop l = {.fn = fn, .arg = arg, .begin = 0, .end = end, .grain = 1};
     /* Grain 1: the parts' row bounds are the chunk bounds, so a member gets
      * exactly its part's rows, split over its team. */
-    return span_run(ctx->rt, s, &l, bounds, 0);
+    return span_run(s, &l, bounds, 0);
 }

@@ -16,13 +16,10 @@
 
 #include <stdbool.h>
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
-#define NXR__SCOPE_CHECKED_DEFAULT true
-#define NXR__BUFFER_CHECKED        1
-#else
-#define NXR__SCOPE_CHECKED_DEFAULT false
-#define NXR__BUFFER_CHECKED        0
-#endif
+#include "base/internal/build.h"
+
+#define NXR__SCOPE_CHECKED_DEFAULT (NXR__CHECKED_BUILD != 0)
+#define NXR__BUFFER_CHECKED        NXR__CHECKED_BUILD
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NXR__ASAN 1

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/internal/build.h"
+
 enum nxr__fault_point {
     NXR_FAULT_ALLOC = 1u << 0,           /* nxr__malloc/nxr__calloc return NULL */
     NXR_FAULT_THREAD_CREATE = 1u << 1,   /* nxr__thread_create returns -EAGAIN */
@@ -184,7 +186,7 @@ void nxr__handle_retire(unsigned *magic, void *mem);
 /* Reports a call with a destroyed (or foreign) handle and aborts. */
 void nxr__handle_dead(const char *what, const void *handle) __attribute__((noreturn));
 
-#if defined(NXR_CHECKED) && NXR_CHECKED
+#if NXR__CHECKED_BUILD
 #define NXR__HANDLE_CHECK(h, what)                                                                 \
     do {                                                                                           \
         if ((h) != NULL && (h)->magic != NXR__HANDLE_LIVE)                                         \

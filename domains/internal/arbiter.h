@@ -199,6 +199,10 @@ bool nxr__arbiter_contended(struct nxr__arbiter *a, const struct nxr__arbiter_re
  * Same waiting policy, results and errors as the non-exclusive calls
  * (-EINVAL when a is NULL). */
 int nxr__arbiter_acquire_exclusive(struct nxr__arbiter *a);
+/* As nxr__arbiter_acquire_reporting, for the exclusive permit. */
+int nxr__arbiter_acquire_exclusive_reporting(struct nxr__arbiter *a, uint64_t report_at_ns,
+                                             void (*report)(void *arg, uint64_t waited_ns),
+                                             void *arg);
 int nxr__arbiter_try_acquire_exclusive(struct nxr__arbiter *a);
 int nxr__arbiter_acquire_exclusive_timed(struct nxr__arbiter *a, uint64_t timeout_ns);
 void nxr__arbiter_release_exclusive(struct nxr__arbiter *a);

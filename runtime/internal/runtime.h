@@ -14,6 +14,7 @@
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
 #include "executor/internal/team.h"
+#include "base/internal/build.h"
 #include "base/internal/fork.h"
 #include "runtime/nxr.h"
 
@@ -22,13 +23,6 @@
  * (a pause count, INT_MAX at most) overrides it. */
 #define NXR_SPIN_DEFAULT NXR__TEAM_SPIN_ADAPTIVE
 
-/* 1 in checked builds (-DNXR_CHECKED=1): misuse that other builds report
- * aborts instead. A constant, so .c files test it without an #if. */
-#if defined(NXR_CHECKED) && NXR_CHECKED
-#define NXR__CHECKED_BUILD 1
-#else
-#define NXR__CHECKED_BUILD 0
-#endif
 
 struct nxr_domain {
     struct nxr__domain_spec spec; /* id, node, cpus (NULL: caller-managed), budget, admission */

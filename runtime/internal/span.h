@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "executor/internal/permits.h"
 #include "runtime/internal/runtime.h"
 
 #define NXR__SPAN_MAX 64 /* domains in one span or group */
@@ -30,8 +31,8 @@ struct nxr__across_part {
 
 /*
  * Runs every part on its domain's executor at once and returns when all
- * finished. The caller holds the union permit (nxr__arbiter_acquire of a
- * request over the parts' sets) and is outside any body. When a submit
+ * finished. The caller holds the union permit (nxr__union_permit_acquire
+ * over the parts' sets) and is outside any body. When a submit
  * fails, the parts already started still run to the end (their items are
  * not recalled); `*stop` (may be NULL) is set to the error first so that
  * items which check it start nothing new, and the error is returned.
@@ -39,17 +40,6 @@ struct nxr__across_part {
  * counts down once, after its last item, on whatever thread ran it.
  */
 int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop);
-
-/*
- * Acquires the union permit req (prepared for rt's arbiter) for a group or
- * a span whose first member is `first`. Bounded by the holders of
- * overlapping permits (their operations end; the arbiter serves overlapping
- * waiters in arrival order); a wait past the stall threshold reports once
- * ("admission of <what>" on the first member) and goes on waiting. Returns
- * what nxr__arbiter_acquire returns.
- */
-int nxr__across_acquire(nxr_runtime_t *rt, const struct nxr__arbiter_request *req,
-                        struct nxr_domain *first, const char *what);
 
 /* A span's own state (a context over several domains): the member domains
  * in the order the caller listed them, their budgets' prefix sums (the
@@ -60,7 +50,7 @@ struct nxr__span {
     struct nxr_domain *doms[NXR__SPAN_MAX];
     unsigned prefix[NXR__SPAN_MAX + 1]; /* prefix[i]: budgets of members < i */
     nxr_ctx_t *member[NXR__SPAN_MAX];
-    struct nxr__arbiter_request req;
+    struct nxr__union_permit permit; /* executor/internal/permits.h */
 };
 
 /*

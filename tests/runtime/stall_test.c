@@ -235,9 +235,9 @@ Test(runtime_stall, a_group_waiting_for_its_union_permit_reports_once)
     cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *held;
-    cr_assert_eq(nxr_submit(ctx, 1, hold_until_reported,
-                            "admission of nxr_run_across on domain 0", &held),
-                 0);
+    cr_assert_eq(
+        nxr_submit(ctx, 1, hold_until_reported, "admission of nxr_run_across on domain 0", &held),
+        0);
     atomic_int ran = 0;
     const int ids[] = {0};
     cr_expect_eq(nxr_run_across(rt, ids, 1, 3, count_task, &ran), 0);
@@ -263,14 +263,82 @@ Test(runtime_stall, a_span_waiting_for_its_union_permit_reports_once)
     cr_assert_eq(nxr_span_create(&span, rt, &so), 0);
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *held;
-    cr_assert_eq(
-        nxr_submit(ctx0, 1, hold_until_reported, "admission of a span on domain 1", &held), 0);
+    cr_assert_eq(nxr_submit(ctx0, 1, hold_until_reported, "admission of a span on domain 1", &held),
+                 0);
     cr_expect_eq(nxr_parallel_for(span, 0, 64, 1, noop_body, NULL), 0);
     cr_expect_eq(nxr_job_wait(held), 0);
     cr_expect_eq(atomic_load(&hold_gave_up), 0, "the span's permit wait never reported");
     cr_expect_eq(count_lines("admission of a span on domain 1"), 1);
     nxr_ctx_destroy(span);
     nxr_ctx_destroy(ctx0);
+}
+
+/* A GLOBAL_OR_UNCONTROLLED provider: under the exclusive policy its calls
+ * take the process-wide exclusive permit (kernels/rules.c). */
+static int exclusive_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+{
+    (void)self, (void)call, (void)g;
+    return 0;
+}
+
+static const nxr_gemm_ops_t exclusive_gemm = {.sgemm = exclusive_sgemm};
+
+/* Its process-global count (a GLOBAL provider must bring one). */
+static atomic_int exclusive_count = 1;
+
+static int exclusive_count_get(void *self)
+{
+    (void)self;
+    return atomic_load(&exclusive_count);
+}
+
+static void exclusive_count_set(void *self, int count)
+{
+    (void)self;
+    atomic_store(&exclusive_count, count);
+}
+
+static const nxr_global_threads_ops_t exclusive_count_ops = {.get = exclusive_count_get,
+                                                             .set = exclusive_count_set};
+
+Test(runtime_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
+{
+    nxr_provider_desc_t d;
+    nxr_provider_desc_init(&d);
+    d.name = "exclusive-gemm";
+    d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
+    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.gemm = &exclusive_gemm;
+    d.global_threads = &exclusive_count_ops;
+    nxr_provider_t *p;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.domains = nxr_test_expand("0:%0");
+    o.stall_report_ms = 1;
+    o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
+    o.providers[NXR_FAMILY_GEMM] = p;
+    cr_assert_not_null(o.domains);
+    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    nxr_provider_destroy(p); /* the runtime's bundle holds its own reference */
+    rt->stall.sink = sink;
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    /* The batch holds domain 0's permit until the kernel's wait reported. */
+    const char *what = "admission of a kernel under the exclusive permit on domain 0";
+    atomic_store(&hold_gave_up, 0);
+    nxr_job_t *held;
+    cr_assert_eq(nxr_submit(ctx, 1, hold_until_reported, (void *)what, &held), 0);
+    float a[4] = {0}, b[4] = {0}, c[4];
+    nxr_sgemm_args_t g = {
+        .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
+    cr_expect_eq(nxr_sgemm(ctx, &g), 0);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    cr_expect_eq(atomic_load(&hold_gave_up), 0, "the exclusive permit's wait never reported");
+    cr_expect_eq(count_lines(what), 1);
+    cr_expect_geq(describe_count(), 1);
+    nxr_ctx_destroy(ctx);
 }
 
 Test(runtime_stall, the_threshold_option_and_variable_are_checked)
