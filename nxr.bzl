@@ -25,11 +25,76 @@ NXR_TEST_COPTS = [
     "-g",
 ]
 
-def nxr_library(name, copts = [], **kwargs):
-    """A library of nxr itself: project flags, private unless it says otherwise."""
+# The library packages, bottom up: the layer table of docs/architecture.md.
+# A package's internals are visible to the library packages after it;
+# tools/layering_check.sh holds the whole table (with the packages above
+# these) and checks that this list agrees with it.
+NXR_LIBRARY_LAYERS = ["base", "domains", "executor", "alloc", "kernels", "runtime"]
+
+def _internal_visibility(package):
+    """Who may depend on a package's internals: the library packages above
+    it, the tests (white-box, and often through a higher layer: tests of the
+    executor drive it through the runtime) and the benchmarks."""
+    above = []
+    if package in NXR_LIBRARY_LAYERS:
+        above = NXR_LIBRARY_LAYERS[NXR_LIBRARY_LAYERS.index(package) + 1:]
+    return ["//%s:__pkg__" % p for p in [package] + above] + [
+        "//bench:__pkg__",
+        "//tests:__subpackages__",
+    ]
+
+def nxr_library(
+        name,
+        srcs = [],
+        hdrs = [],
+        internal_hdrs = [],
+        textual_hdrs = [],
+        deps = [],
+        copts = [],
+        visibility = ["//visibility:public"],
+        **kwargs):
+    """A library of nxr itself, as two targets, with the project's flags.
+
+    :<name>_internal  the implementation (srcs) and every header: internal_hdrs
+                      (the package's internal/ headers) and hdrs. Private to
+                      the library packages above this one (NXR_LIBRARY_LAYERS),
+                      the tests and bench/; what an upper package's own
+                      internals depend on.
+    :<name>           the public headers (hdrs: the package's nxr*.h), linked
+                      with the implementation; visible to `visibility`
+                      (public unless the BUILD says otherwise). What the
+                      packages on the public API only (service, tools,
+                      examples, dist) depend on.
+
+    Bazel's visibility checks who names which target; which headers a file
+    includes is checked by tools/layering_check.sh (gcc has no layering_check
+    feature, so the internal headers still reach a dependant's sandbox
+    through the implementation).
+    """
+    native.cc_library(
+        name = name + "_internal",
+        srcs = srcs,
+        hdrs = hdrs + internal_hdrs,
+        textual_hdrs = textual_hdrs,
+        copts = NXR_COPTS + copts,
+        deps = deps,
+        visibility = _internal_visibility(native.package_name()),
+        **kwargs
+    )
+    native.cc_library(
+        name = name,
+        hdrs = hdrs,
+        deps = [":" + name + "_internal"],
+        visibility = visibility,
+    )
+
+def nxr_private_library(name, copts = [], **kwargs):
+    """A part of one package's library (one vector ISA's kernels, say), with
+    the project's flags and visible to that package only."""
     native.cc_library(
         name = name,
         copts = NXR_COPTS + copts,
+        visibility = ["//visibility:private"],
         **kwargs
     )
 

@@ -1,14 +1,19 @@
 /*
- * A service that already has a thread pool (service/host_pool.c) hands it to
+ * A service that already has a thread pool (host_pool.c, next to this file) hands it to
  * nxr as a cooperative domain on the CPUs the pool runs on, then runs an nxr
  * loop on it. Run: bazel run //examples:attach_pool  (`-- --json` also prints
  * nxr_runtime_describe's JSON with the pool attached).
+ * Outside the tree:
+ *   cc attach_pool.c host_pool.c pool_executor.c $(pkg-config --cflags --libs nxr) -pthread
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, sched_getaffinity */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/pool_executor.h"
+#include "pool_executor.h"
 
 static void square(void *arg, size_t b, size_t e, unsigned worker)
 {

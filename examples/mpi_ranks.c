@@ -24,11 +24,16 @@
  * rank ran and the result matches the reference, 1 otherwise (the same on
  * every rank).
  *
- * The model is the demo's (service/model.h): transformer-style MLP blocks
- * and a softmax head, its forward pass written once over an ops table; the
- * ranks run it through nxr's kernels (svc_ops_nxr), the reference through
- * plain C ops below.
+ * The model is a small one written here: residual blocks x += silu(x W_l)
+ * and a softmax head, run by the ranks with nxr's kernels and by the
+ * reference in plain C in double (model_forward, ref_forward below).
+ * Outside the tree: mpicc mpi_ranks.c $(pkg-config --cflags --libs nxr) -lm
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, sched_getaffinity */
+#endif
+#include <nxr/nxr.h>
+
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
@@ -39,73 +44,124 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/nxr.h"
-#include "service/model.h"
-#include "service/ops.h"
-
 #define RECORD 1024 /* bytes of one rank's JSON record */
 
+/* The model: `layers` blocks of hidden x hidden weights, then a hidden x
+ * vocab head. */
+struct model {
+    size_t hidden, layers, vocab;
+};
+
 struct shape {
-    struct svc_model_shape model;
+    struct model model;
     size_t batch;
 };
 
 #define SEED_WEIGHTS 11
 #define SEED_INPUT   13
 
-/* ---- the reference: the model's ops in plain C, in double ------------------- */
-
-static int ref_rmsnorm(void *self, size_t rows, size_t cols, const float *x, const float *gamma,
-                       float eps, float *out)
+static size_t model_floats(const struct model *m)
 {
-    (void)self;
-    for (size_t r = 0; r < rows; r++) {
-        double ms = 0;
-        for (size_t c = 0; c < cols; c++)
-            ms += (double)x[r * cols + c] * x[r * cols + c];
-        double inv = 1.0 / sqrt(ms / (double)cols + eps);
-        for (size_t c = 0; c < cols; c++)
-            out[r * cols + c] = (float)(x[r * cols + c] * inv * (gamma ? gamma[c] : 1.0f));
-    }
-    return 0;
+    return m->layers * m->hidden * m->hidden + m->hidden * m->vocab;
 }
 
-static int ref_linear(void *self, size_t rows, size_t in, size_t out, const float *x,
-                      const float *w, const float *b, enum svc_act act, bool accumulate, float *y)
+/* Floats of scratch a forward pass over `rows` rows needs. */
+static size_t model_scratch_floats(const struct model *m, size_t rows)
 {
-    (void)self;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = 0; j < out; j++) {
-            double acc = b[j];
-            for (size_t k = 0; k < in; k++)
-                acc += (double)x[r * in + k] * w[k * out + j];
-            if (act == SVC_ACT_SILU)
-                acc = acc / (1.0 + exp(-acc));
-            else if (act == SVC_ACT_GELU)
-                acc = 0.5 * acc *
-                      (1.0 + tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
-            y[r * out + j] = (float)(accumulate ? y[r * out + j] + acc : acc);
+    return rows * (3 * m->hidden + m->vocab);
+}
+
+/* Deterministic values in [-0.05, 0.05] (weights) and [-0.5, 0.5] (input). */
+static void model_fill(const struct model *m, unsigned seed, float *w)
+{
+    for (size_t i = 0; i < model_floats(m); i++)
+        w[i] = (float)((i * 7919 + seed * 31) % 101) / 1000.0f - 0.05f;
+}
+
+static void model_input(const struct model *m, unsigned seed, size_t rows, float *x)
+{
+    for (size_t i = 0; i < rows * m->hidden; i++)
+        x[i] = (float)((i * 13 + seed) % 17) / 17.0f - 0.5f;
+}
+
+/* out[rows x vocab] = softmax(head(blocks(input))), with nxr's kernels on
+ * ctx's domain; scratch holds model_scratch_floats(m, rows). */
+static int model_forward(nxr_ctx_t *ctx, const struct model *m, const float *w, size_t rows,
+                         const float *input, float *out, float *scratch)
+{
+    const size_t h = m->hidden;
+    float *x = scratch, *y = x + rows * h, *t = y + rows * h, *logits = t + rows * h;
+    memcpy(x, input, rows * h * sizeof(float));
+    int rc = 0;
+    for (size_t l = 0; l < m->layers && rc == 0; l++) {
+        nxr_sgemm_args_t g = {.m = rows, .n = h, .k = h, .alpha = 1, .a = x, .lda = h,
+                              .b = w + l * h * h, .ldb = h, .beta = 0, .c = t, .ldc = h};
+        if ((rc = nxr_sgemm(ctx, &g)) == 0 &&
+            (rc = nxr_unary(ctx, NXR_UNARY_SILU, rows * h, t, t)) == 0 &&
+            (rc = nxr_binary(ctx, NXR_BINARY_ADD, rows * h, x, t, y)) == 0) {
+            float *swap = x;
+            x = y;
+            y = swap;
         }
-    return 0;
-}
-
-static int ref_softmax(void *self, size_t rows, size_t cols, const float *x, float *out)
-{
-    (void)self;
-    for (size_t r = 0; r < rows; r++) {
-        double m = -INFINITY, sum = 0;
-        for (size_t c = 0; c < cols; c++)
-            m = fmax(m, x[r * cols + c]);
-        for (size_t c = 0; c < cols; c++)
-            sum += exp(x[r * cols + c] - m);
-        for (size_t c = 0; c < cols; c++)
-            out[r * cols + c] = (float)(exp(x[r * cols + c] - m) / sum);
     }
-    return 0;
+    nxr_sgemm_args_t head = {.m = rows, .n = m->vocab, .k = h, .alpha = 1, .a = x, .lda = h,
+                             .b = w + m->layers * h * h, .ldb = m->vocab, .beta = 0,
+                             .c = logits, .ldc = m->vocab};
+    if (rc == 0)
+        rc = nxr_sgemm(ctx, &head);
+    if (rc == 0)
+        rc = nxr_softmax(ctx, rows, m->vocab, logits, m->vocab, out, m->vocab);
+    return rc;
 }
 
-static const struct svc_ops ref_ops = {
-    .rmsnorm = ref_rmsnorm, .linear = ref_linear, .softmax = ref_softmax};
+/* ---- the reference: the same model in plain C, in double -------------------- */
+
+static int ref_forward(const struct model *m, const float *w, size_t rows, const float *input,
+                       float *out)
+{
+    const size_t h = m->hidden, v = m->vocab;
+    double *x = malloc(rows * h * sizeof(double)), *t = malloc(h * sizeof(double)),
+           *logits = malloc(v * sizeof(double));
+    if (x == NULL || t == NULL || logits == NULL) {
+        free(x);
+        free(t);
+        free(logits);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < rows * h; i++)
+        x[i] = input[i];
+    for (size_t r = 0; r < rows; r++) {
+        double *xr = x + r * h;
+        for (size_t l = 0; l < m->layers; l++) {
+            const float *wl = w + l * h * h;
+            for (size_t j = 0; j < h; j++) {
+                double acc = 0;
+                for (size_t k = 0; k < h; k++)
+                    acc += xr[k] * wl[k * h + j];
+                t[j] = acc / (1.0 + exp(-acc)); /* silu */
+            }
+            for (size_t j = 0; j < h; j++)
+                xr[j] += t[j];
+        }
+        const float *wh = w + m->layers * h * h;
+        double mx = -INFINITY, sum = 0;
+        for (size_t j = 0; j < v; j++) {
+            double acc = 0;
+            for (size_t k = 0; k < h; k++)
+                acc += xr[k] * wh[k * v + j];
+            logits[j] = acc;
+            mx = fmax(mx, acc);
+        }
+        for (size_t j = 0; j < v; j++)
+            sum += exp(logits[j] - mx);
+        for (size_t j = 0; j < v; j++)
+            out[r * v + j] = (float)(exp(logits[j] - mx) / sum);
+    }
+    free(x);
+    free(t);
+    free(logits);
+    return 0;
+}
 
 /* ---- where this rank is ------------------------------------------------------ */
 
@@ -175,7 +231,7 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     nxr_ctx_t *ctx;
     nxr_buffer_t *outbuf, *scratch;
     float *w, *x;
-    const struct svc_model_shape *m = &s->model;
+    const struct model *m = &s->model;
     /* Defaults, environment honoured (NXR_TOPOLOGY, NXR_DOMAINS, ...): the
      * allowed set is whatever the launcher bound this process to. */
     if ((rc = nxr_runtime_create(&rt, NULL)) != 0)
@@ -199,22 +255,22 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     size_t floats = s->batch * m->vocab; /* the batch's output */
 
     /* A replica of the weights and the batch's input on the rank's node. */
-    if ((rc = nxr_domain_malloc(d, svc_model_floats(m) * sizeof(float), 64, (void **)&w)) != 0 ||
+    if ((rc = nxr_domain_malloc(d, model_floats(m) * sizeof(float), 64, (void **)&w)) != 0 ||
         (rc = nxr_domain_malloc(d, s->batch * m->hidden * sizeof(float), 64, (void **)&x)) != 0 ||
-        (rc = nxr_buffer_acquire(d, (svc_model_scratch_floats(m, rows) + 1) * sizeof(float),
+        (rc = nxr_buffer_acquire(d, (model_scratch_floats(m, rows) + 1) * sizeof(float),
                                  &scratch)) != 0 ||
         (rc = nxr_buffer_acquire(d, floats * sizeof(float), &outbuf)) != 0)
         fail(rank, "memory", rc);
-    svc_model_fill(m, SEED_WEIGHTS, w);
-    svc_model_input(m, SEED_INPUT, 0, s->batch, x);
+    model_fill(m, SEED_WEIGHTS, w);
+    model_input(m, SEED_INPUT, s->batch, x);
 
     /* The output of the whole batch, in a pool buffer of this domain: this
      * rank's rows computed in place, the others zero. */
     float *out = nxr_buffer_data(outbuf);
     memset(out, 0, floats * sizeof(float));
     if (rows > 0 &&
-        (rc = svc_model_forward(&svc_ops_nxr, ctx, m, w, rows, x + rep->row_begin * m->hidden,
-                                out + rep->row_begin * m->vocab, nxr_buffer_data(scratch))) != 0)
+        (rc = model_forward(ctx, m, w, rows, x + rep->row_begin * m->hidden,
+                            out + rep->row_begin * m->vocab, nxr_buffer_data(scratch))) != 0)
         fail(rank, "forward", rc);
 
     /* Combine in place, on the buffer's own memory: no staging copy. */
@@ -238,10 +294,8 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     if (rank == 0) {
         /* The reference: the whole batch on this one rank, plain C ops. */
         float *ref = malloc(floats * sizeof(float));
-        float *ref_scratch = malloc(svc_model_scratch_floats(m, s->batch) * sizeof(float));
-        if (ref == NULL || ref_scratch == NULL)
+        if (ref == NULL || ref_forward(m, w, s->batch, x, ref) != 0)
             fail(rank, "reference memory", -ENOMEM);
-        svc_model_forward(&ref_ops, NULL, m, w, s->batch, x, ref, ref_scratch);
         *max_err = 0;
         for (size_t i = 0; i < floats; i++) {
             double e = fabs((double)out[i] - ref[i]);
@@ -249,7 +303,6 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
                 *max_err = isnan(e) ? INFINITY : e;
         }
         free(ref);
-        free(ref_scratch);
     }
 
     nxr_buffer_release(outbuf);
@@ -266,7 +319,7 @@ static void print_text(int size, const struct shape *s, const char *records, dou
                        bool ok)
 {
     printf(
-        "mpi_ranks: %d rank(s), batch %zu, the demo's model: hidden %zu, %zu layer(s), vocab %zu\n",
+        "mpi_ranks: %d rank(s), batch %zu, the example's model: hidden %zu, %zu layer(s), vocab %zu\n",
         size, s->batch, s->model.hidden, s->model.layers, s->model.vocab);
     for (int r = 0; r < size; r++)
         printf("  %s\n", records + (size_t)r * RECORD);
@@ -279,7 +332,7 @@ static void print_json(int size, const struct shape *s, const char *records, dou
                        bool ok, const char *topology)
 {
     printf("{\"ranks\":%d,\"topology\":\"%s\","
-           "\"model\":{\"name\":\"service/model.h\",\"batch\":%zu,\"hidden\":%zu,"
+           "\"model\":{\"name\":\"examples/mpi_ranks.c\",\"batch\":%zu,\"hidden\":%zu,"
            "\"layers\":%zu,\"vocab\":%zu},"
            "\"check\":{\"reference\":\"rank 0, the same model over the whole batch, plain C ops\","
            "\"max_abs_err\":%.6g,\"tolerance\":%.6g,\"ok\":%s},\"rank_info\":[",
@@ -314,7 +367,7 @@ static bool parse(int argc, char **argv, struct shape *s, bool *json)
             return false;
     }
     s->batch = batch;
-    s->model = svc_model_shape_make(hidden, layers, vocab);
+    s->model = (struct model){.hidden = hidden, .layers = layers, .vocab = vocab};
     return batch <= 1u << 16 && hidden <= 1u << 12 && layers <= 64 && vocab <= 1u << 16;
 }
 

@@ -23,13 +23,16 @@
  * Run: bazel run //examples:span_decode   (NXR_DOMAINS / NXR_TOPOLOGY pick
  * the domains, e.g. NXR_DOMAINS='0:0;1:1' for two on one node).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, sched_getaffinity */
+#endif
+#include <nxr/nxr.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "runtime/nxr.h"
 
 #define LAYERS 3
 #define DIM    64  /* model width */

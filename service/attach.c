@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "executor/nxr_omp.h"
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 
 const char *svc_executor_name(enum svc_executor e)
 {

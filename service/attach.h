@@ -5,7 +5,7 @@
  *   - openmp: a caller-managed OpenMP team (executor/nxr_omp.h) of as many
  *     threads as the domain has CPUs. OpenMP owns its threads' placement;
  *     they inherit the serving thread's binding. Placement "none".
- *   - pool: a cooperative pthread pool (service/host_pool.h) pinned to the
+ *   - pool: a cooperative pthread pool (examples/host_pool.h) pinned to the
  *     domain's CPUs, declared with that set and arbitrated against the
  *     domain. Placement "declared".
  * The serving threads stay bound to the original domain's CPUs.
@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "runtime/nxr.h"
-#include "service/host_pool.h"
+#include "examples/host_pool.h"
 
 enum svc_executor {
     SVC_EXECUTOR_NXR = 0,    /* nxr's own teams: nothing attached */

@@ -2,7 +2,8 @@
 # The user-facing scripts end to end, outside Bazel's sandbox (they run
 # Bazel themselves, so they cannot run inside `bazel test`); a stage of
 # .ci/run. tools/install.sh into a fresh prefix, then tests/dist/consumer.c
-# built against it with pkg-config and run; the installed libnxr.so loaded
+# built against it with pkg-config and run, every example (examples/*.c)
+# built the same way and one run; the installed libnxr.so loaded
 # at run time with dlopen (tests/dist/dlopen_host.c) and with ctypes.CDLL
 # from python3, plain and beside numpy (ctypes_host.py); tools/package.sh,
 # its three .debs unpacked into a fresh root, checked for their files and
@@ -38,6 +39,29 @@ consume_prefix() {
         "$prefix/bin/nxr" info >/dev/null
 }
 check "consumer against the installed prefix, and its bin/nxr" consume_prefix
+# Every example builds against the installed headers and library alone
+# (examples/*.c include only <nxr/nxr.h> and files beside them; mpi_ranks
+# with mpicc); the service example runs and checks its own result.
+examples_prefix() {
+    local pc=$prefix/lib/pkgconfig flags ex
+    flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs nxr) || return 1
+    for ex in service span_decode; do
+        # shellcheck disable=SC2086
+        cc -std=c11 "examples/$ex.c" -o "$work/ex_$ex" $flags -pthread -lm || return 1
+    done
+    # shellcheck disable=SC2086
+    cc -std=c11 examples/attach_pool.c examples/host_pool.c examples/pool_executor.c \
+        -o "$work/ex_attach_pool" $flags -pthread || return 1
+    if command -v mpicc >/dev/null; then
+        # shellcheck disable=SC2086
+        mpicc -std=c11 examples/mpi_ranks.c -o "$work/ex_mpi_ranks" $flags -lm || return 1
+    else
+        echo "no mpicc here (tools/setup.sh installs it): mpi_ranks not built"
+        return 1
+    fi
+    LD_LIBRARY_PATH=$prefix/lib "$work/ex_service"
+}
+check "every example built with cc \$(pkg-config --cflags --libs nxr) against the prefix; the service example run" examples_prefix
 # Loaded at run time with nothing set up for it (tests/dist/dlopen_host.c,
 # ctypes_host.py): no GLIBC_TUNABLES, no LD_PRELOAD, no library path.
 clean_env=(env -u GLIBC_TUNABLES -u LD_PRELOAD -u LD_LIBRARY_PATH)

@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/check.h"

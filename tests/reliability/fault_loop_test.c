@@ -32,7 +32,7 @@
 
 #include "alloc/internal/arena.h"
 #include "alloc/internal/pool.h"
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/sys.h"
 #include "tests/support/cpus.h"

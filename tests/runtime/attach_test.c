@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "ctx_support.h"
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 
 TestSuite(kernels_ctx_rules, .timeout = 60);
 

@@ -17,7 +17,7 @@
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/span.h"
-#include "service/pool_executor.h"
+#include "examples/pool_executor.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 #include "tests/support/runtime.h"

@@ -1,5 +1,8 @@
 /* A plain pthread pool (see host_pool.h): one mutex, one FIFO, N threads. */
-#include "service/host_pool.h"
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, CPU_SET, pthread affinity */
+#endif
+#include "host_pool.h"
 
 #include <stdlib.h>
 

@@ -1,15 +1,15 @@
 /*
  * A plain pthread pool, written the way a service might already have one.
  * It knows nothing about nxr: it runs tasks on N threads that it pins
- * itself. service/pool_executor.h turns it into an nxr executor (the demo's
+ * itself. pool_executor.h (next to it) turns it into an nxr executor (the demo's
  * `--executor pool`, examples/attach_pool.c); the tests use it as "the
  * service's existing pool".
  *
  * Tasks are intrusive (the caller owns their storage), so posting never
  * allocates and never fails.
  */
-#ifndef NXR_SERVICE_HOST_POOL_H
-#define NXR_SERVICE_HOST_POOL_H
+#ifndef NXR_EXAMPLES_HOST_POOL_H
+#define NXR_EXAMPLES_HOST_POOL_H
 
 #include <pthread.h>
 #include <sched.h>
@@ -50,4 +50,4 @@ bool host_pool_is_own_thread(const struct host_pool *pool);
 
 unsigned host_pool_threads(const struct host_pool *pool);
 
-#endif /* NXR_SERVICE_HOST_POOL_H */
+#endif /* NXR_EXAMPLES_HOST_POOL_H */

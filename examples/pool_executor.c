@@ -3,7 +3,10 @@
  * install or submit holds the batch and one pool task per participant or
  * item, so a batch is either posted whole or (no memory) not at all.
  */
-#include "service/pool_executor.h"
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, CPU_SET, pthread affinity */
+#endif
+#include "pool_executor.h"
 
 #include <errno.h>
 #include <stdatomic.h>
