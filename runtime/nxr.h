@@ -58,8 +58,6 @@
 extern "C" {
 #endif
 
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
 
 #define NXR_POOL_CAP_UNSET ((size_t)-1)
 #define NXR_CPU_QUOTA_UNSET (-1)

@@ -68,8 +68,7 @@
 extern "C" {
 #endif
 
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
+/* nxr_runtime_t and nxr_domain_t: runtime/nxr_place.h. */
 typedef struct nxr_ctx nxr_ctx_t;
 
 /* nxr_ctx_create's domain id for a placing context (see above). */

@@ -11,13 +11,12 @@
 
 #include "alloc/nxr_alloc.h"
 #include "base/nxr_status.h"
+#include "runtime/nxr_place.h" /* nxr_runtime_t, nxr_domain_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
 
 /* ------------------------------------------------- which domain owns memory */
 
