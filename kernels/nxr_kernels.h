@@ -13,8 +13,8 @@
  *   - placement: do the threads of a call run on nxr's domain workers
  *     (ENGINE_WORKERS), only on the calling thread (CALLING_THREAD), or on
  *     threads the provider owns (EXTERNAL_WORKERS).
- * The classification decides where a call may run (see
- * kernels/internal/rules.h); an impossible combination is NXR_EPROVIDER at
+ * The classification decides where a call may run (the provider rules in
+ * docs/contracts.md); an impossible combination is NXR_EPROVIDER at
  * creation, never a silent downgrade. A provider is immutable after
  * creation.
  *

@@ -29,7 +29,8 @@
  * from outside the domain is a one-worker region and regions take turns.
  * Keep nxr_parallel_for and INNER kernels for requests big enough to use
  * the whole domain: with several clients those take turns too.
- * bench/service measures the two shapes against each other.
+ * The service benchmark (README, "Benchmarks") measures the two
+ * shapes against each other.
  *
  * Tasks, loops and jobs started through a context stay valid after the
  * context is destroyed (they belong to the domain); the runtime must outlive

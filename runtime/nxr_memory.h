@@ -1,5 +1,5 @@
 /*
- * nxr domain memory: the per-domain calls over alloc/'s pools, arenas and
+ * nxr domain memory: the per-domain calls over nxr_alloc.h's pools, arenas and
  * scopes (alloc/nxr_alloc.h has the types, the buffer and scope calls that
  * need no domain, and how binding works). Each domain of a runtime owns one
  * pool and one arena whose memory lives on the domain's NUMA node.

@@ -6,6 +6,7 @@
 #   PREFIX/lib/pkgconfig/nxr.pc, nxr-static.pc, nxr-omp.pc
 #   PREFIX/lib/cmake/nxr/nxrConfig.cmake (nxr::nxr, nxr::nxr_static, nxr::omp)
 #   PREFIX/bin/nxr                     the `nxr info` command
+#   PREFIX/share/doc/nxr/*.md          README.md and docs/, which the headers cite
 # The build is the one `bazel test //...` tests (tests/dist stage the same
 # files with the same script, dist/stage.sh). PREFIX may be relative to the
 # current directory. Prints each installed file and its size.
