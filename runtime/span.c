@@ -348,9 +348,10 @@ static int span_for(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_f
                           .dynamic = opts->schedule == NXR_SCHEDULE_DYNAMIC};
     size_t bounds[NXR__SPAN_MAX + 1];
     nxr__span_split(chunks, s->prefix, s->n, bounds);
-    /* n below the span's participants (the thread cap or the cost hint):
-     * span_run shares it out like the work. */
-    return span_run(ctx->rt, s, &l, bounds, n < s->prefix[s->n] ? n : 0);
+    /* n below the chunks (the thread cap or the cost hint, not the chunk
+     * count, which each member's share already bounds): span_run shares
+     * the cap out like the work. */
+    return span_run(ctx->rt, s, &l, bounds, n < chunks && n < s->prefix[s->n] ? n : 0);
 }
 
 int nxr__span_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end,
