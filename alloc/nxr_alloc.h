@@ -37,14 +37,14 @@
  * memory the kernel does not fall back to another node (it reclaims, and in
  * the end OOM-kills), which is the price of placement that holds.
  *
- * The arena back end depends on the library (alloc/internal/arena.h):
+ * The arena back end depends on the library:
  * libnxr.a (and Bazel's targets but --config=tsan's) use a private jemalloc copy (its
- * symbols are local to nxr, see third_party/jemalloc/privatize.sh), so the
+ * symbols are local to libnxr), so the
  * host's malloc stays the host's, whether that is glibc's or the host's own
  * jemalloc; like any jemalloc, that copy reads MALLOC_CONF at start-up.
  * Its thread-local state uses the initial-exec TLS model, which a
  * dlopen()ed library cannot have, so libnxr.so is built without it: there
- * every arena allocation is an extent of its own (alloc/arena_mmap.c),
+ * every arena allocation is an extent of its own (mmap'ed),
  * and libnxr.so loads with dlopen / ctypes at any time. The pools and
  * scopes above are the same code in both; what differs is the cost of
  * nxr_domain_malloc/free and of a pool or scope miss (README, "dlopen").

@@ -4,7 +4,9 @@
 # Installs what //dist built: headers in INCLUDEDIR/nxr/, libnxr.so.X.Y.Z
 # with its libnxr.so.X and libnxr.so links, libnxr.a, the same for
 # libnxr_omp, nxr.pc / nxr-static.pc / nxr-omp.pc in LIBDIR/pkgconfig, the
-# CMake package in LIBDIR/cmake/nxr and the nxr command in BINDIR. Defaults:
+# CMake package in LIBDIR/cmake/nxr, the nxr command in BINDIR and the
+# documentation (README.md, docs/*.md) in PREFIX/share/doc/nxr, where the
+# installed headers' comments point. Defaults:
 # PREFIX/lib, PREFIX/include, PREFIX/bin. Paths written into the .pc and
 # CMake files are the final ones; DESTDIR (for packaging) is only where the
 # files go now. Run by tools/install.sh (`bazel run //dist:stage`) and by
@@ -88,8 +90,9 @@ shared() { # name: lib<name>.so.X.Y.Z, lib<name>.so.X -> it, lib<name>.so -> .so
     put 0644 "$dist/lib$1.a" "$destdir$libdir/lib$1.a"
 }
 
+docdir=$prefix/share/doc/nxr
 install -d "$destdir$includedir/nxr" "$destdir$libdir/pkgconfig" "$destdir$libdir/cmake/nxr" \
-    "$destdir$bindir"
+    "$destdir$bindir" "$destdir$docdir"
 for h in "$dist"/include/nxr/*.h; do
     put 0644 "$h" "$destdir$includedir/nxr/$(basename "$h")"
 done
@@ -101,6 +104,10 @@ fill "$dist/nxr-omp.pc.in" "$destdir$libdir/pkgconfig/nxr-omp.pc"
 fill "$dist/nxrConfig.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfig.cmake"
 fill "$dist/nxrConfigVersion.cmake.in" "$destdir$libdir/cmake/nxr/nxrConfigVersion.cmake"
 put 0755 "$root/tools/nxr" "$destdir$bindir/nxr"
+put 0644 "$root/README.md" "$destdir$docdir/README.md"
+for d in "$root"/docs/*.md; do
+    put 0644 "$d" "$destdir$docdir/$(basename "$d")"
+done
 echo "stage.sh: nxr $version installed under $destdir$prefix (bytes, file):"
 printf '%s' "$installed" | while IFS= read -r f; do stat -c '%10s  %n' "$f"; done
 echo "  (and the links lib{nxr,nxr_omp}.so.$major and .so)"

@@ -116,9 +116,30 @@ typedef void (*nxr_for_fn)(void *arg, size_t begin, size_t end, unsigned worker)
 /* A task: index in [0, count); returns 0 or a negative status. */
 typedef int (*nxr_task_fn)(void *arg, size_t index);
 
-/* The grain nxr_parallel_for uses when given 0: loops shorter than this run
- * on one thread. Meant for cheap bodies; pass 1 for heavy ones. */
+/*
+ * Grain 0 (the default) splits the range evenly over the participants, as
+ * OpenMP's schedule(static) does: with a budget of n, n chunks of
+ * ceil(len / n) iterations, one per participant (about four per participant
+ * for NXR_SCHEDULE_DYNAMIC, so a slow one can be balanced). So a heavy loop
+ * of few iterations (288 matmul rows, 6 attention heads) uses the whole
+ * budget. What keeps a cheap loop on one thread is the cost hint below, or
+ * a grain of your own.
+ *
+ * NXR_GRAIN_DEFAULT is 0.x's meaning of grain 0 (loops shorter than 1024
+ * iterations ran on one thread); nxr no longer uses it, it stays so that
+ * code naming it still builds.
+ */
 #define NXR_GRAIN_DEFAULT 1024
+
+/*
+ * The small-work rule's unit: a participant is worth waking for about this
+ * much work (a region's fixed cost is a few microseconds at most, so a
+ * share this large keeps it under a tenth). With a cost hint, a loop gets
+ * at most floor(len * cost_ns / NXR_FOR_SHARE_NS) participants,
+ * at least one; a loop left with one participant runs on the calling
+ * thread when that thread is inside the domain.
+ */
+#define NXR_FOR_SHARE_NS 10000.0
 
 enum nxr_schedule {
     /* Each participant takes one contiguous share of the chunks (one call). */
@@ -128,12 +149,16 @@ enum nxr_schedule {
 };
 
 struct nxr_for_opts {
-    size_t grain; /* iterations per chunk; 0: NXR_GRAIN_DEFAULT */
+    size_t grain; /* iterations per chunk; 0: an even split over the participants */
     enum nxr_schedule schedule;
     unsigned max_threads; /* 0: the context's budget */
+    /* The small-work rule's hint: estimated nanoseconds one iteration
+     * takes (like the cost per unit Eigen's and ONNX Runtime's parallel-for
+     * take). 0: unknown, no cap (the default); negative or NaN: -EINVAL. */
+    double cost_ns;
 };
 
-/* grain 0 (NXR_GRAIN_DEFAULT), static schedule, no thread cap. */
+/* grain 0 (an even split), static schedule, no thread cap, no cost hint. */
 NXR_API void nxr_for_opts_init(struct nxr_for_opts *opts);
 
 enum nxr_mode {

@@ -3,7 +3,8 @@
  *
  * OpenMP decides where its threads run (OMP_PROC_BIND, OMP_PLACES) and how
  * many exist, so nxr cannot claim a placement for them: attach this executor
- * as a CALLER_MANAGED domain. Link //executor:omp (built with -fopenmp).
+ * as a CALLER_MANAGED domain. Link libnxr_omp (`pkg-config --libs nxr-omp`;
+ * the host builds with -fopenmp).
  */
 #ifndef NXR_OMP_H
 #define NXR_OMP_H

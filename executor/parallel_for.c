@@ -43,6 +43,44 @@ void nxr_for_opts_init(struct nxr_for_opts *opts)
     opts->schedule = NXR_SCHEDULE_STATIC;
 }
 
+/* Chunks per participant for grain 0 with the dynamic schedule: enough
+ * that a participant slowed down (a preempted worker) sheds work, few
+ * enough that the shared counter stays cold. */
+#define DYNAMIC_CHUNKS_PER_PARTICIPANT 4
+
+bool nxr__for_opts_valid(const struct nxr_for_opts *opts)
+{
+    return (opts->schedule == NXR_SCHEDULE_STATIC || opts->schedule == NXR_SCHEDULE_DYNAMIC) &&
+           opts->cost_ns >= 0; /* false for NaN too */
+}
+
+unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget,
+                        size_t *grain, size_t *chunks)
+{
+    if (opts->max_threads != 0 && opts->max_threads < budget)
+        budget = opts->max_threads;
+    unsigned n = budget > 0 ? budget : 1;
+    if (opts->cost_ns > 0) {
+        /* The small-work rule: one participant per NXR_FOR_SHARE_NS of
+         * estimated work, at least one. */
+        double shares = (double)len * opts->cost_ns / NXR_FOR_SHARE_NS;
+        n = shares < 1.0 ? 1 : shares < (double)n ? (unsigned)shares : n;
+    }
+    size_t g = opts->grain;
+    if (g == 0) {
+        /* OpenMP's static schedule: an even split over the participants. */
+        size_t pieces = opts->schedule == NXR_SCHEDULE_DYNAMIC
+                            ? (size_t)n * DYNAMIC_CHUNKS_PER_PARTICIPANT
+                            : n;
+        if (pieces > len)
+            pieces = len;
+        g = pieces > 0 ? len / pieces + (len % pieces != 0) : 1;
+    }
+    *grain = g;
+    *chunks = len / g + (len % g != 0);
+    return *chunks < n ? (unsigned)*chunks : n;
+}
+
 /* [begin, end) of chunks [c0, c1), clipped to the loop's end. */
 static void chunk_range(const struct loop *l, size_t c0, size_t c1, size_t *b, size_t *e)
 {
@@ -95,7 +133,7 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
         nxr_for_opts_init(&defaults);
         opts = &defaults;
     }
-    if (opts->schedule != NXR_SCHEDULE_STATIC && opts->schedule != NXR_SCHEDULE_DYNAMIC)
+    if (!nxr__for_opts_valid(opts))
         return -EINVAL;
     if (begin == end)
         return 0;
@@ -110,13 +148,8 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
     case NXR__NEST_NONE:
         break;
     }
-    size_t grain = opts->grain != 0 ? opts->grain : NXR_GRAIN_DEFAULT;
-    size_t len = end - begin;
-    size_t chunks = len / grain + (len % grain != 0);
-    unsigned budget = exec->budget;
-    if (opts->max_threads != 0 && opts->max_threads < budget)
-        budget = opts->max_threads;
-    unsigned n = chunks < budget ? (unsigned)chunks : budget;
+    size_t grain, chunks;
+    unsigned n = nxr__for_shape(opts, end - begin, exec->budget, &grain, &chunks);
     if (n <= 1 && nxr__exec_caller_inside(exec)) {
         /* Work for one thread, and this thread is on the domain: run it here,
          * no permit, no hand-off. (Outside the domain it goes to a worker
@@ -156,6 +189,10 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
  * or who ran which block, and equal to a serial fold block by block.
  */
 #define REDUCE_MAX_BLOCKS  1024
+/* Blocks for grain 0: a number, not a size, so a short heavy reduction is
+ * still spread over up to this many participants; fixed, not the budget,
+ * so the blocks (and the bits) do not depend on the machine. */
+#define REDUCE_DEFAULT_BLOCKS 64
 #define REDUCE_STACK_BYTES (64 * 256)
 
 struct reduction {
@@ -189,9 +226,11 @@ int nxr__reduce_blocks(nxr__loop_fn loop, void *self, size_t begin, size_t end, 
     if (map == NULL || combine == NULL || identity == NULL || result == NULL ||
         elem_size == 0 || begin > end)
         return -EINVAL;
-    if (grain == 0)
-        grain = NXR_GRAIN_DEFAULT;
     size_t len = end - begin;
+    if (grain == 0)
+        grain = len > REDUCE_DEFAULT_BLOCKS
+                    ? len / REDUCE_DEFAULT_BLOCKS + (len % REDUCE_DEFAULT_BLOCKS != 0)
+                    : 1;
     size_t chunks = len / grain + (len % grain != 0);
     size_t block = grain;
     if (chunks > REDUCE_MAX_BLOCKS)

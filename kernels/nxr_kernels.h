@@ -13,8 +13,8 @@
  *   - placement: do the threads of a call run on nxr's domain workers
  *     (ENGINE_WORKERS), only on the calling thread (CALLING_THREAD), or on
  *     threads the provider owns (EXTERNAL_WORKERS).
- * The classification decides where a call may run (see
- * kernels/internal/rules.h); an impossible combination is NXR_EPROVIDER at
+ * The classification decides where a call may run (the provider rules in
+ * docs/contracts.md); an impossible combination is NXR_EPROVIDER at
  * creation, never a silent downgrade. A provider is immutable after
  * creation.
  *
@@ -106,7 +106,8 @@ NXR_API const char *nxr_provider_placement_name(enum nxr_provider_placement plac
  * so calls of one shape reuse the same memory.
  *
  * parallel_for is how an ENGINE_WORKERS provider uses the domain's workers:
- * it splits [0, n) into chunks of `grain` and runs fn(arg, begin, end, w)
+ * it splits [0, n) into chunks of `grain` (0: one chunk per participant,
+ * as nxr_parallel_for's grain 0) and runs fn(arg, begin, end, w)
  * over them with at most `threads` participants (w < threads selects
  * scratch[w]), on the domain's CPUs, and returns when all ran: 0 or a
  * negative status. A range of one chunk runs on the calling thread when that

@@ -21,6 +21,8 @@ static const char *loop_args(size_t begin, size_t end, const struct nxr_for_opts
     if (opts != NULL && opts->schedule != NXR_SCHEDULE_STATIC &&
         opts->schedule != NXR_SCHEDULE_DYNAMIC)
         return "opts->schedule is not a schedule";
+    if (opts != NULL && !nxr__for_opts_valid(opts))
+        return "opts->cost_ns is negative or NaN (0: no hint)";
     return NULL;
 }
 

@@ -1,6 +1,7 @@
 /*
  * nxr: a NUMA-aware executor runtime. This is the public header; include it
- * and link //:nxr.
+ * and link libnxr (`pkg-config --cflags --libs nxr`; the README's "Using
+ * nxr from Make or CMake").
  *
  * A runtime (nxr_runtime_t) discovers the machine, forms resource domains
  * (one per NUMA node by default, see domains/nxr_domains.h) and starts, for
@@ -57,9 +58,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
 
 #define NXR_POOL_CAP_UNSET ((size_t)-1)
 #define NXR_CPU_QUOTA_UNSET (-1)

@@ -29,7 +29,8 @@
  * from outside the domain is a one-worker region and regions take turns.
  * Keep nxr_parallel_for and INNER kernels for requests big enough to use
  * the whole domain: with several clients those take turns too.
- * bench/service measures the two shapes against each other.
+ * The service benchmark (README, "Benchmarks") measures the two
+ * shapes against each other.
  *
  * Tasks, loops and jobs started through a context stay valid after the
  * context is destroyed (they belong to the domain); the runtime must outlive
@@ -68,8 +69,7 @@
 extern "C" {
 #endif
 
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
+/* nxr_runtime_t and nxr_domain_t: runtime/nxr_place.h. */
 typedef struct nxr_ctx nxr_ctx_t;
 
 /* nxr_ctx_create's domain id for a placing context (see above). */
@@ -185,10 +185,14 @@ NXR_API int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous);
 NXR_API int nxr_thread_binding_restore(nxr_thread_binding_t *previous);
 
 /*
- * Runs fn over [begin, end) in chunks of `grain` (0: NXR_GRAIN_DEFAULT),
- * static schedule. Work that fits one thread (one chunk, or a budget of
- * one) runs on the calling thread when that thread is inside the domain
- * (no permit, no hand-off), else on one of the domain's workers. Otherwise
+ * Runs fn over [begin, end) in chunks of `grain`, static schedule. Grain 0
+ * splits the range evenly over the budget's participants, one chunk each,
+ * like OpenMP's schedule(static) (executor/nxr_executor.h); a cheap loop
+ * that should stay on one thread passes a grain of its own or a cost hint
+ * (nxr_parallel_for_opts, opts.cost_ns). Work that fits one thread (one
+ * chunk, or a budget of one) runs on the calling thread when that thread
+ * is inside the domain (no permit, no hand-off), else on one of the
+ * domain's workers. Otherwise
  * min(chunks, budget) participants run it: the domain's workers, plus the
  * caller when it is inside the domain. Blocks until every chunk ran.
  * Before a region the domain's permit is taken (waiting while an
@@ -201,13 +205,15 @@ NXR_API int nxr_thread_binding_restore(nxr_thread_binding_t *previous);
 NXR_API int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
                              void *arg);
 
-/* nxr_parallel_for with a schedule and a thread cap. opts NULL: defaults. */
+/* nxr_parallel_for with a schedule, a thread cap and a cost hint (struct
+ * nxr_for_opts in executor/nxr_executor.h). opts NULL: defaults. -EINVAL
+ * also for a bad schedule or a negative or NaN cost_ns. */
 NXR_API int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end,
                                   const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg);
 
 /*
  * A reduction over [begin, end) in blocks: blocks of `grain` iterations (0:
- * NXR_GRAIN_DEFAULT), made a whole multiple of grain coarser when there
+ * ceil(len / 64), 64 blocks whatever the budget), made a whole multiple of grain coarser when there
  * would be more than 1024; the last block may be shorter. Each block is
  * folded by exactly one call map(arg, b, e, partial) into its own partial
  * (a copy of `identity`, elem_size bytes), then combine(arg, result,

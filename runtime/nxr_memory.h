@@ -1,5 +1,5 @@
 /*
- * nxr domain memory: the per-domain calls over alloc/'s pools, arenas and
+ * nxr domain memory: the per-domain calls over nxr_alloc.h's pools, arenas and
  * scopes (alloc/nxr_alloc.h has the types, the buffer and scope calls that
  * need no domain, and how binding works). Each domain of a runtime owns one
  * pool and one arena whose memory lives on the domain's NUMA node.
@@ -11,13 +11,12 @@
 
 #include "alloc/nxr_alloc.h"
 #include "base/nxr_status.h"
+#include "runtime/nxr_place.h" /* nxr_runtime_t, nxr_domain_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
 
 /* ------------------------------------------------- which domain owns memory */
 

@@ -39,7 +39,11 @@
 extern "C" {
 #endif
 
+/* The runtime's handles, declared once here (the lowest of the runtime's
+ * headers, which every other one includes): C99 rejects a typedef declared
+ * twice. */
 typedef struct nxr_runtime nxr_runtime_t;
+typedef struct nxr_domain nxr_domain_t;
 
 /* How calls without an explicit domain are placed (opts.affinity_policy,
  * NXR_AFFINITY=most-bytes|single-domain). */

@@ -337,16 +337,21 @@ static int span_for(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_f
         fn(arg, begin, end, s->prefix[m] + nxr__tls.participant);
         return 0;
     }
+    size_t grain, chunks;
+    /* The same shape as a domain's loop, over the span's participants. */
+    unsigned n = nxr__for_shape(opts, end - begin, s->prefix[s->n], &grain, &chunks);
     struct span_loop l = {.fn = fn,
                           .arg = arg,
                           .begin = begin,
                           .end = end,
-                          .grain = opts->grain != 0 ? opts->grain : NXR_GRAIN_DEFAULT,
+                          .grain = grain,
                           .dynamic = opts->schedule == NXR_SCHEDULE_DYNAMIC};
-    size_t len = end - begin, chunks = len / l.grain + (len % l.grain != 0);
     size_t bounds[NXR__SPAN_MAX + 1];
     nxr__span_split(chunks, s->prefix, s->n, bounds);
-    return span_run(s, &l, bounds, opts->max_threads);
+    /* n below the chunks (the thread cap or the cost hint, not the chunk
+     * count, which each member's share already bounds): span_run shares
+     * the cap out like the work. */
+    return span_run(s, &l, bounds, n < chunks && n < s->prefix[s->n] ? n : 0);
 }
 
 int nxr__span_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end,

@@ -3,7 +3,8 @@
 # (default: the current directory), from the same staging as
 # tools/install.sh, with /usr as the prefix and the multiarch libdir:
 #   libnxr<major>_<version>_<arch>.deb  libnxr.so.<major>, libnxr_omp.so.<major>
-#   libnxr-dev_<version>_<arch>.deb     headers, .so links, .a, .pc, CMake
+#   libnxr-dev_<version>_<arch>.deb     headers, .so links, .a, .pc, CMake,
+#                                       /usr/share/doc/nxr (the docs the headers cite)
 #   nxr-tools_<version>_<arch>.deb      /usr/bin/nxr
 # Binaries are stripped as Debian's tools strip them (debug info removed;
 # the .a keeps its symbol table). Depends are read from the ELF files:
@@ -93,6 +94,6 @@ build "libnxr$major" "NUMA-aware executor runtime (shared libraries)" \
 build libnxr-dev "NUMA-aware executor runtime (development files)" \
     "libnxr$major (= $version), libhwloc-dev, libnuma-dev, libopenblas-dev" \
     usr/include/nxr "$rel/libnxr.so" "$rel/libnxr_omp.so" "$rel/libnxr.a" "$rel/libnxr_omp.a" \
-    "$rel/pkgconfig" "$rel/cmake"
+    "$rel/pkgconfig" "$rel/cmake" usr/share/doc/nxr
 build nxr-tools "NUMA-aware executor runtime (the nxr command)" \
     "$(depends_of "$root/usr/bin/nxr")" usr/bin/nxr

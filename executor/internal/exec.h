@@ -213,6 +213,19 @@ bool nxr__exec_drain(struct nxr__exec *exec);
 
 /* ---- operations on a domain (the runtime's context calls wrap these) ---- */
 
+/* Whether opts holds a schedule and a cost hint nxr knows (>= 0, not NaN). */
+bool nxr__for_opts_valid(const struct nxr_for_opts *opts);
+
+/*
+ * A loop's shape, the one rule for a domain's loops and a span's: the grain
+ * (opts->grain, or for 0 an even split over the participants: one chunk
+ * each, four each for the dynamic schedule), the chunks it makes of len >= 1
+ * iterations, and the participants, returned: min(chunks, budget,
+ * max_threads, the cost hint's cap), at least 1.
+ */
+unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget,
+                        size_t *grain, size_t *chunks);
+
 /*
  * A loop over [begin, end) (see nxr_parallel_for_opts in runtime/nxr_ctx.h
  * for the contract). The decision, cheapest first: an empty range returns;
@@ -220,7 +233,7 @@ bool nxr__exec_drain(struct nxr__exec *exec);
  * domain's body it is NXR_EREENTRANT; a loop that would use one thread runs
  * on the calling thread when that thread is inside the domain (no permit,
  * no hand-off) and on one worker otherwise; anything else is a region of
- * min(chunks, budget, max_threads) participants under the domain's permit.
+ * nxr__for_shape's participants under the domain's permit.
  */
 int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
                            const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The installed headers stand alone: each one, and the umbrella <nxr/nxr.h>,
-# compiles by itself with only -I<include dir>, as C11 with -Wall -Wextra
-# -pedantic -Werror (with and without _GNU_SOURCE, which adds the cpu_set_t
-# helpers) and as C++17 both plainly (the headers' own extern "C") and
+# compiles by itself with only -I<include dir>, as C99 and C11 with -Wall
+# -Wextra -pedantic -Werror (C11 with and without _GNU_SOURCE, which adds the
+# cpu_set_t helpers; C99 is what a host that has not moved on builds with,
+# and rejects a typedef declared twice) and as C++17 both plainly (the headers' own extern "C") and
 # inside an extern "C" block; each can be included twice (guards), and the
 # C++ view of a few declarations is the C one (no C++-only surprises).
 set -euo pipefail
@@ -14,6 +15,7 @@ fail() {
     exit 1
 }
 cflags=(-std=c11 -Wall -Wextra -pedantic -Werror -Wstrict-prototypes -Wmissing-prototypes -I"$inc")
+c99flags=(-std=c99 "${cflags[@]:1}")
 cxxflags=(-std=c++17 -Wall -Wextra -pedantic -Werror -I"$inc")
 
 compile() { # label source compiler-and-flags...
@@ -30,6 +32,7 @@ headers=$(cd "$inc/nxr" && ls nxr*.h)
 nl=$'\n'
 for h in $headers; do
     compile "$h as C11 -pedantic" "#include <nxr/$h>$nl#include <nxr/$h>" cc "${cflags[@]}" -x c
+    compile "$h as C99 -pedantic" "#include <nxr/$h>$nl#include <nxr/$h>" cc "${c99flags[@]}" -x c
     compile "$h as C11 with _GNU_SOURCE" "#define _GNU_SOURCE$nl#include <nxr/$h>" \
         cc "${cflags[@]}" -x c
     compile "$h as C++17" "#include <nxr/$h>" c++ "${cxxflags[@]}" -x c++

@@ -57,6 +57,14 @@ if grep -En '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*/' "$prefix"/inc
 fi
 [ -z "$(find "$prefix/include/nxr" -mindepth 1 -not -name 'nxr*.h')" ] || fail "stray files in include/nxr"
 ok "$(ls "$prefix/include/nxr" | wc -l) flat headers in include/nxr, none including a directory path"
+# What the headers' comments point at is installed: share/doc/nxr/X.md.
+docs=$(cat "$prefix"/include/nxr/*.h | grep -oE 'share/doc/nxr/[a-z0-9-]+\.md' | sort -u)
+[ -n "$docs" ] || fail "no installed header names a document (share/doc/nxr/...)"
+for d in $docs; do
+    [ -f "$prefix/$d" ] || fail "an installed header names $d, which is not installed"
+done
+[ -f "$prefix/share/doc/nxr/README.md" ] || fail "share/doc/nxr/README.md is not installed"
+ok "the $(wc -w <<<"$docs") documents the installed headers name are in share/doc/nxr"
 
 run() { # label program: runs it with no library path help, checks its ok line
     local out

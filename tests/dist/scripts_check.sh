@@ -29,7 +29,19 @@ check() { # label command...
 }
 
 prefix=$work/prefix
+# Whether this tree's Bazel server runs (the pid file tools/install.sh reads).
+bazel_server() {
+    local f pid
+    f=$HOME/.cache/bazel/_bazel_${USER:-$(id -un)}/$(printf %s "$(pwd -P)" | md5sum | cut -d' ' -f1)/server/server.pid.txt
+    pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo running || echo none
+}
+server_before=$(bazel_server)
 check "tools/install.sh PREFIX" bash tools/install.sh "$prefix"
+cp "$work/out" "$work/install.out"
+check "install.sh left the Bazel server as it found it ($server_before)" \
+    test "$(bazel_server)" = "$server_before"
+check "install.sh printed the LD_LIBRARY_PATH line for a prefix the linker does not search" \
+    grep -qF "export LD_LIBRARY_PATH=$prefix/lib" "$work/install.out"
 version=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion nxr 2>/dev/null)
 consume_prefix() {
     local pc=$prefix/lib/pkgconfig

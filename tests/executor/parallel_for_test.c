@@ -224,23 +224,28 @@ Test(executor_parallel_for, small_work_stays_on_the_calling_thread)
     cr_assert_eq(nxr_test_pin(nxr_domain_cpuset(nxr_ctx_domain(ctx))), 0);
     struct nest n = {.ctx = ctx};
     outer_tid = (pid_t)syscall(SYS_gettid);
-    /* 100 iterations, default grain 1024: one chunk, the caller runs it,
-     * and it takes no permit and dispatches no region (what the shortcut
-     * saves; without it the chunk would still run on this thread when the
-     * caller takes part, so the thread alone proves nothing). */
+    /* 100 iterations of 1 ns (the cost hint): 100 ns, under one
+     * participant's share, so one participant: the caller runs it, and it
+     * takes no permit and dispatches no region (what the shortcut saves;
+     * without it the chunk would still run on this thread when the caller
+     * takes part, so the thread alone proves nothing). */
     struct nxr__arbiter_stats before, after;
     nxr__arbiter_stats(rt->arbiter, &before);
     uint64_t regions = nxr__team_regions(rt->domains[0]->team);
-    cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 0, inner_body, &n), 0);
+    struct nxr_for_opts cheap;
+    nxr_for_opts_init(&cheap);
+    cheap.cost_ns = 1.0;
+    cr_assert_eq(nxr_parallel_for_opts(ctx, 0, 100, &cheap, inner_body, &n), 0);
     nxr__arbiter_stats(rt->arbiter, &after);
     cr_expect_eq(atomic_load(&n.inner_calls), 1);
     cr_expect_eq(atomic_load(&n.mismatched_thread), 0);
     cr_expect_eq(after.grants, before.grants, "small work took a permit");
     cr_expect_eq(nxr__team_regions(rt->domains[0]->team), regions, "small work woke the team");
-    /* The peer in the same run: two chunks for two participants do take a
-     * permit (a budget of one runs them on this thread too, permit-free). */
+    /* The peer in the same run: the same 100 iterations without a hint
+     * (grain 0: an even split) do take a permit (a budget of one runs them
+     * on this thread too, permit-free). */
     if (nxr_ctx_budget(ctx) >= 2) {
-        cr_assert_eq(nxr_parallel_for(ctx, 0, 2048, 0, inner_body, &n), 0);
+        cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 0, inner_body, &n), 0);
         nxr__arbiter_stats(rt->arbiter, &after);
         cr_expect_eq(after.grants, before.grants + 1, "two chunks went through admission");
     }
