@@ -223,8 +223,8 @@ NXR__KERNELS_OWN(OWN)
 int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
                     const nxr_sgemm_epilogue_t *epilogue)
 {
-    bool none =
-        epilogue == NULL || (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
+    bool none = epilogue == NULL ||
+                (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
     if (none)
         return nxr_sgemm(ctx, args);
     return call_sgemm_fused(ctx, args, epilogue);
@@ -275,25 +275,18 @@ static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_c
     }
     pc->isa = w->isa;
     pc->packed = &copy->view;
-    pc->epilogue =
-        ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE) ? ep : NULL;
-    pc->gemm = (nxr_sgemm_args_t){.trans_a = args->trans_a,
-                                  .trans_b = w->trans,
-                                  .m = args->m,
-                                  .n = w->n,
-                                  .k = w->k,
-                                  .alpha = args->alpha,
-                                  .a = args->a,
-                                  .lda = args->lda,
-                                  .b = copy->data,
-                                  .ldb = w->trans ? w->k : w->n,
-                                  .beta = args->beta,
-                                  .c = args->c,
-                                  .ldc = args->ldc};
+    pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
+                       ? ep
+                       : NULL;
+    pc->gemm = (nxr_sgemm_args_t){
+        .trans_a = args->trans_a, .trans_b = w->trans, .m = args->m, .n = w->n, .k = w->k,
+        .alpha = args->alpha, .a = args->a, .lda = args->lda, .b = copy->data,
+        .ldb = w->trans ? w->k : w->n, .beta = args->beta, .c = args->c, .ldc = args->ldc};
     /* The whole copy (padding included), named as such, before nxr_sgemm's
      * rules would call it B. */
-    if (nxr__sgemm_reads_ab(&pc->gemm) &&
-        nxr__spans_overlap(pc->gemm.c, nxr__sgemm_c_bytes(&pc->gemm), copy->data, copy->bytes)) {
+    if (nxr__sgemm_reads_ab(&pc->gemm) && nxr__spans_overlap(pc->gemm.c,
+                                                             nxr__sgemm_c_bytes(&pc->gemm),
+                                                             copy->data, copy->bytes)) {
         k->bad = -EINVAL;
         snprintf(k->why, sizeof k->why, "c overlaps the packed weights");
         return;
@@ -314,11 +307,8 @@ int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
     if (ctx == NULL)
         return -EINVAL;
     struct packed_call pc = {0};
-    struct nxr__kcall k = {.name = "nxr_sgemm_packed",
-                           .providers = providers_of(ctx),
-                           .family = NXR_FAMILY_GEMM,
-                           .invoke = inv_sgemm_packed,
-                           .args = &pc};
+    struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
+                           .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};
     if (ctx->rt != NULL) /* else nxr__kcall_run reports the orphaned context */
         packed_prepare(ctx, &k, &pc, args, epilogue);
     return nxr__kcall_run(ctx, &k);
