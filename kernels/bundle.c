@@ -1,6 +1,7 @@
 /*
  * nxr provider bundles: one typed slot per family, resolved at creation,
- * and the dispatch functions the runtime calls through them.
+ * and the dispatch functions the runtime calls through them: one per row of
+ * kernels/internal/kernel_table.h, generated below.
  */
 #include "kernels/internal/provider.h"
 
@@ -102,11 +103,15 @@ size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm
     return b->gemm->sgemm_scratch(b->slot[NXR_FAMILY_GEMM].self, args);
 }
 
-int nxr__bundle_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                      const nxr_sgemm_args_t *args)
-{
-    DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm, call, args);
-}
+/* Every kernel of the table but those with their own dispatch (below). */
+#define BUNDLE_DEFINE(name, family, table, PARAMS)                                                 \
+    int nxr__bundle_##name(const nxr_provider_bundle_t *bundle,                                    \
+                           const nxr_kernel_call_t *call PARAMS(NXR__PARAM_DECL))                  \
+    {                                                                                              \
+        DISPATCH(bundle, NXR_FAMILY_##family, table, name, call PARAMS(NXR__PARAM_PASS));          \
+    }
+NXR__KERNELS(BUNDLE_DEFINE)
+#undef BUNDLE_DEFINE
 
 int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
                             const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
@@ -115,81 +120,4 @@ int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_cal
         DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm_fused, call, args, epilogue);
     int rc = nxr__bundle_sgemm(b, call, args);
     return rc != 0 ? rc : nxr__epilogue_apply(call, args, epilogue);
-}
-
-int nxr__bundle_sgemm_batch(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            const nxr_sgemm_batch_args_t *args)
-{
-    DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm_batch, call, args);
-}
-
-int nxr__bundle_binary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                       enum nxr_binary_op op, size_t n, const float *x, const float *y, float *out)
-{
-    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, binary, call, op, n, x, y, out);
-}
-
-int nxr__bundle_scale(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                      float alpha, const float *x, float *out)
-{
-    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, scale, call, n, alpha, x, out);
-}
-
-int nxr__bundle_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                      enum nxr_unary_op op, size_t n, const float *x, float *out)
-{
-    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, unary, call, op, n, x, out);
-}
-
-int nxr__bundle_binary_rows(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
-                            size_t ldx, const float *row, float *out, size_t ldo)
-{
-    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, binary_rows, call, op, rows, cols, x, ldx,
-             row, out, ldo);
-}
-
-int nxr__bundle_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                      float *a, const float *x, const float *y, float s)
-{
-    DISPATCH(b, NXR_FAMILY_ELEMENTWISE, elementwise, triad, call, n, a, x, y, s);
-}
-
-int nxr__bundle_sum(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                    const float *x, float *out)
-{
-    DISPATCH(b, NXR_FAMILY_REDUCTION, reduction, sum, call, n, x, out);
-}
-
-int nxr__bundle_max(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                    const float *x, float *out)
-{
-    DISPATCH(b, NXR_FAMILY_REDUCTION, reduction, max, call, n, x, out);
-}
-
-int nxr__bundle_argmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                       const float *x, size_t *out)
-{
-    DISPATCH(b, NXR_FAMILY_REDUCTION, reduction, argmax, call, n, x, out);
-}
-
-int nxr__bundle_softmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
-                        size_t cols, const float *x, size_t ldx, float *out, size_t ldo)
-{
-    DISPATCH(b, NXR_FAMILY_NORM, norm, softmax, call, rows, cols, x, ldx, out, ldo);
-}
-
-int nxr__bundle_rmsnorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
-                        size_t cols, const float *x, size_t ldx, const float *gamma, float eps,
-                        float *out, size_t ldo)
-{
-    DISPATCH(b, NXR_FAMILY_NORM, norm, rmsnorm, call, rows, cols, x, ldx, gamma, eps, out, ldo);
-}
-
-int nxr__bundle_layernorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                          size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
-                          const float *beta, float eps, float *out, size_t ldo)
-{
-    DISPATCH(b, NXR_FAMILY_NORM, norm, layernorm, call, rows, cols, x, ldx, gamma, beta, eps, out,
-             ldo);
 }

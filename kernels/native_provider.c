@@ -405,57 +405,48 @@ static const nxr_reduction_ops_t native_reduction_ops = {
 
 /* ---- rows ------------------------------------------------------------------------- */
 
-static int run_rows(void *self, const nxr_kernel_call_t *call, const struct nxr__rows_job *proto,
-                    size_t rows)
+/* Every row op: one job of `kind` over rows x cols (gamma, beta: NULL when
+ * the op has none; eps 0 for softmax). */
+static int run_rows(void *self, const nxr_kernel_call_t *call, enum nxr__rows_kind kind,
+                    size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
+                    const float *beta, float eps, float *out, size_t ldo)
 {
-    if (call == NULL || proto->cols == 0 || proto->ldx < proto->cols || proto->ldo < proto->cols ||
-        isnan(proto->eps) || proto->eps < 0.0f)
+    if (call == NULL || cols == 0 || ldx < cols || ldo < cols || isnan(eps) || eps < 0.0f)
         return -EINVAL;
-    if (rows > 0 && (proto->x == NULL || proto->out == NULL))
+    if (rows > 0 && (x == NULL || out == NULL))
         return -EINVAL;
-    struct nxr__rows_job job = *proto;
-    job.isa = isa_of(self);
-    size_t grain = proto->cols >= ROW_ELEMS ? 1 : ROW_ELEMS / proto->cols;
+    struct nxr__rows_job job = {.isa = isa_of(self),
+                                .kind = kind,
+                                .cols = cols,
+                                .x = x,
+                                .ldx = ldx,
+                                .gamma = gamma,
+                                .beta = beta,
+                                .eps = eps,
+                                .out = out,
+                                .ldo = ldo};
+    size_t grain = cols >= ROW_ELEMS ? 1 : ROW_ELEMS / cols;
     return run_range(call, rows, grain, nxr__rows_chunk, &job);
 }
 
 static int native_softmax(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
                           const float *x, size_t ldx, float *out, size_t ldo)
 {
-    const struct nxr__rows_job job = {
-        .kind = NXR_ROWS_SOFTMAX, .cols = cols, .x = x, .ldx = ldx, .out = out, .ldo = ldo};
-    return run_rows(self, call, &job, rows);
+    return run_rows(self, call, NXR_ROWS_SOFTMAX, rows, cols, x, ldx, NULL, NULL, 0.0f, out, ldo);
 }
 
 static int native_rmsnorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
                           const float *x, size_t ldx, const float *gamma, float eps, float *out,
                           size_t ldo)
 {
-    const struct nxr__rows_job job = {.kind = NXR_ROWS_RMSNORM,
-                                      .cols = cols,
-                                      .x = x,
-                                      .ldx = ldx,
-                                      .gamma = gamma,
-                                      .eps = eps,
-                                      .out = out,
-                                      .ldo = ldo};
-    return run_rows(self, call, &job, rows);
+    return run_rows(self, call, NXR_ROWS_RMSNORM, rows, cols, x, ldx, gamma, NULL, eps, out, ldo);
 }
 
 static int native_layernorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
                             const float *x, size_t ldx, const float *gamma, const float *beta,
                             float eps, float *out, size_t ldo)
 {
-    const struct nxr__rows_job job = {.kind = NXR_ROWS_LAYERNORM,
-                                      .cols = cols,
-                                      .x = x,
-                                      .ldx = ldx,
-                                      .gamma = gamma,
-                                      .beta = beta,
-                                      .eps = eps,
-                                      .out = out,
-                                      .ldo = ldo};
-    return run_rows(self, call, &job, rows);
+    return run_rows(self, call, NXR_ROWS_LAYERNORM, rows, cols, x, ldx, gamma, beta, eps, out, ldo);
 }
 
 static const nxr_norm_ops_t native_norm_ops = {

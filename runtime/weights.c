@@ -3,7 +3,7 @@
  * by the native GEMM's layout (kernels/internal/native.h, "packed op(B)")
  * into memory of that domain's arena, so it is freed like other domain
  * memory and nxr_mem_domain names its domain. The calls against it are in
- * kernel_calls.c.
+ * kernel_wrappers.c.
  */
 #include "runtime/internal/weights.h"
 

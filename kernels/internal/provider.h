@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "kernels/internal/kernel_table.h"
 #include "kernels/nxr_kernels.h"
 
 struct nxr_provider {
@@ -62,44 +63,10 @@ struct nxr_provider_bundle {
     const nxr_norm_ops_t *norm;
 };
 
-/* Dispatch: the slot's op, NXR_EUNSUPPORTED when it has none, with the FP
- * environment checked around foreign providers (the provider's own error
- * wins over NXR_EFPENV; the environment is restored either way). */
+/* Dispatch: nxr__bundle_<kernel>(b, call, the op's parameters), one per row
+ * of kernels/internal/kernel_table.h, declared there. And the scratch a
+ * GEMM call needs (the slot's sgemm_scratch; 0 without one). */
 size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm_args_t *args);
-int nxr__bundle_sgemm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                      const nxr_sgemm_args_t *args);
-int nxr__bundle_sgemm_batch(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            const nxr_sgemm_batch_args_t *args);
-int nxr__bundle_binary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                       enum nxr_binary_op op, size_t n, const float *x, const float *y, float *out);
-int nxr__bundle_scale(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                      float alpha, const float *x, float *out);
-int nxr__bundle_unary(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                      enum nxr_unary_op op, size_t n, const float *x, float *out);
-int nxr__bundle_binary_rows(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
-                            size_t ldx, const float *row, float *out, size_t ldo);
-/* The slot's sgemm_fused, or (when it has none) its sgemm followed by
- * nxr__epilogue_apply on the same call: on the domain, through the call's
- * parallel_for. */
-int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue);
-int nxr__bundle_triad(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                      float *a, const float *x, const float *y, float s);
-int nxr__bundle_sum(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                    const float *x, float *out);
-int nxr__bundle_max(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                    const float *x, float *out);
-int nxr__bundle_argmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t n,
-                       const float *x, size_t *out);
-int nxr__bundle_softmax(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
-                        size_t cols, const float *x, size_t ldx, float *out, size_t ldo);
-int nxr__bundle_rmsnorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, size_t rows,
-                        size_t cols, const float *x, size_t ldx, const float *gamma, float eps,
-                        float *out, size_t ldo);
-int nxr__bundle_layernorm(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                          size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
-                          const float *beta, float eps, float *out, size_t ldo);
 
 /* nxr's own epilogue over C's rows (native kernels, the best ISA), run
  * through call->parallel_for when the call has one, else on this thread. */

@@ -19,7 +19,7 @@
  * Partial domains with a budget above one need three or more allowed CPUs.
  * This machine has two, so one test simulates a wider process by adding a
  * CPU id to the runtime's recorded allowed set after creation (what
- * kernel_calls.c compares the domain with); the same rule on real CPUs runs
+ * kernel_call.c compares the domain with); the same rule on real CPUs runs
  * where there are at least three, and skips with a reason elsewhere.
  */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /*
- * Per-call scratch through a context (runtime/kernel_calls.c): it is one
+ * Per-call scratch through a context (runtime/kernel_call.c, runtime/kernel_wrappers.c): it is one
  * buffer of the calling domain's pool, sliced per thread, released after
  * the call. Checked from the outside: a spy provider records the areas it
  * was handed, and the pool itself -- its statistics, and the buffer it hands

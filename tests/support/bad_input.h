@@ -21,7 +21,7 @@
  *   tests/runtime/bad_input_test.c   runtime creation (settings, domains,
  *       declarations), lookups and contexts, describe, external domains
  *       (attach), kernel calls through a context and their preconditions
- *       (runtime/kernel_calls.c, kernels/args.c), placement, memory
+ *       (runtime/kernel_call.c, runtime/kernel_wrappers.c, kernels/args.c), placement, memory
  *       ownership and binding, enum names, destroyed handles
  *   tests/executor/bad_input_test.c  parallel_for, parallel_reduce, run,
  *       submit, job wait/detach

@@ -1,0 +1,44 @@
+/*
+ * nxr kernel calls, internals: the one request every kernel call through a
+ * context makes of the call engine (runtime/kernel_call.c), filled by its
+ * public wrapper (runtime/kernel_wrappers.c, from the rows of
+ * kernels/internal/kernel_table.h).
+ */
+#ifndef NXR_RUNTIME_INTERNAL_KERNEL_CALL_H
+#define NXR_RUNTIME_INTERNAL_KERNEL_CALL_H
+
+#include <stddef.h>
+
+#include "kernels/nxr_kernels.h"
+#include "runtime/nxr_ctx.h"
+#include "runtime/nxr_place.h"
+
+/* One kernel call: what to invoke with which arguments, the argument
+ * check's verdict, and the inputs placement weighs. */
+struct nxr__kcall {
+    const char *name; /* the public call, for error details */
+    /* The runtime's providers (NULL for an orphaned context, which the
+     * engine reports): the argument check asks them for scratch sizes. */
+    const nxr_provider_bundle_t *providers;
+    enum nxr_provider_family family;
+    size_t scratch_bytes; /* per thread */
+    /* The kernel's invoker: its dispatch (nxr__bundle_<kernel>) with the
+     * arguments unpacked from args, which the wrapper owns for the call. */
+    int (*invoke)(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, const void *args);
+    const void *args;
+    int bad;       /* -EINVAL (or another status) when the arguments break the contract */
+    char why[160]; /* and which one, why */
+    struct nxr_mem_ref in[4];
+    size_t nin;
+};
+
+/*
+ * Makes the call on ctx (runtime/kernel_call.c's file comment: the thread
+ * rule, the verdict, placement, provider rules, fan-out, scratch, permits).
+ * Returns the status the public kernel returns; every failure leaves its
+ * detail in ctx's last error. -EINVAL for a NULL ctx. Blocks until the
+ * kernel is done; the driving thread of ctx, or a body of its domain.
+ */
+int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k);
+
+#endif /* NXR_RUNTIME_INTERNAL_KERNEL_CALL_H */

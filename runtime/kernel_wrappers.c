@@ -1,0 +1,315 @@
+/*
+ * The public kernels through a context (runtime/nxr_ctx_kernels.h): for each
+ * row of kernels/internal/kernel_table.h, the wrapper nxr_<kernel>, which
+ * packs its parameters into struct nxr__<kernel>_args, has check_<kernel>
+ * apply the contract's argument rules (kernels/internal/args.h) and name
+ * the inputs a placing context weighs, and hands the call to the engine
+ * (runtime/kernel_call.c) with the kernel's invoker. Only the checks, the
+ * fused GEMM's shortcut and the call against packed weights are written by
+ * hand; the rest is generated at the end of this file.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernels/internal/args.h"
+#include "kernels/internal/kernel_table.h"
+#include "kernels/internal/provider.h"
+#include "runtime/internal/ctx.h"
+#include "runtime/internal/kernel_call.h"
+#include "runtime/internal/runtime.h"
+#include "runtime/internal/weights.h"
+#include "runtime/nxr_ctx_kernels.h"
+
+static const nxr_provider_bundle_t *providers_of(const nxr_ctx_t *ctx)
+{
+    return ctx->rt != NULL ? ctx->rt->providers : NULL;
+}
+
+static void input(struct nxr__kcall *k, const void *ptr, size_t bytes)
+{
+    if (ptr != NULL && bytes > 0 && k->nin < sizeof(k->in) / sizeof(k->in[0]))
+        k->in[k->nin++] = (struct nxr_mem_ref){.ptr = ptr, .bytes = bytes};
+}
+
+static size_t floats(size_t n)
+{
+    return n > SIZE_MAX / sizeof(float) ? SIZE_MAX : n * sizeof(float);
+}
+
+/* ---- the checks: the contract's rules, and the inputs placement weighs ----- */
+
+/* A, B and (when it is read) C of one GEMM, each `batch` items apart. */
+static void gemm_inputs(struct nxr__kcall *k, const nxr_sgemm_args_t *g, size_t batch, size_t sa,
+                        size_t sb, size_t sc)
+{
+    input(k, g->a, nxr__batch_bytes(nxr__sgemm_a_bytes(g), batch, sa));
+    input(k, g->b, nxr__batch_bytes(nxr__sgemm_b_bytes(g), batch, sb));
+    if (g->beta != 0.0f)
+        input(k, g->c, nxr__batch_bytes(nxr__sgemm_c_bytes(g), batch, sc));
+}
+
+static void check_sgemm(struct nxr__kcall *k, const struct nxr__sgemm_args *a)
+{
+    k->bad = nxr__check_sgemm(a->args, k->why, sizeof(k->why));
+    if (k->bad == 0) {
+        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, a->args);
+        gemm_inputs(k, a->args, 1, 0, 0, 0);
+    }
+}
+
+static void check_sgemm_fused(struct nxr__kcall *k, const struct nxr__sgemm_fused_args *a)
+{
+    k->bad = nxr__check_sgemm(a->args, k->why, sizeof(k->why));
+    if (k->bad == 0)
+        k->bad = nxr__check_epilogue(a->args, a->epilogue, k->why, sizeof(k->why));
+    if (k->bad == 0) {
+        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, a->args);
+        gemm_inputs(k, a->args, 1, 0, 0, 0);
+        if (a->args->m > 0 && a->args->n > 0)
+            input(k, a->epilogue->bias, floats(a->args->n));
+    }
+}
+
+static void check_sgemm_batch(struct nxr__kcall *k, const struct nxr__sgemm_batch_args *a)
+{
+    const nxr_sgemm_batch_args_t *b = a->args;
+    k->bad = nxr__check_sgemm_batch(b, k->why, sizeof(k->why));
+    if (k->bad == 0) {
+        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, &b->gemm);
+        gemm_inputs(k, &b->gemm, b->batch, b->stride_a, b->stride_b, b->stride_c);
+    }
+}
+
+/* Vectors of n floats: x (and y when two) read, out written; names are the
+ * public call's names for them. */
+static void vectors(struct nxr__kcall *k, size_t n, const float *x, const float *y, bool two,
+                    const float *out, const char *const names[3])
+{
+    k->bad = nxr__check_vectors(n, x, y, two, out, names, k->why, sizeof(k->why));
+    input(k, x, floats(n));
+    if (two)
+        input(k, y, floats(n));
+}
+
+static const char *const xy_out[3] = {"x", "y", "out"};
+
+static void check_binary(struct nxr__kcall *k, const struct nxr__binary_args *a)
+{
+    vectors(k, a->n, a->x, a->y, true, a->out, xy_out);
+}
+
+static void check_scale(struct nxr__kcall *k, const struct nxr__scale_args *a)
+{
+    vectors(k, a->n, a->x, NULL, false, a->out, xy_out);
+}
+
+static void check_unary(struct nxr__kcall *k, const struct nxr__unary_args *a)
+{
+    vectors(k, a->n, a->x, NULL, false, a->out, xy_out);
+}
+
+static void check_triad(struct nxr__kcall *k, const struct nxr__triad_args *a)
+{
+    static const char *const names[3] = {"b", "c", "a"};
+    vectors(k, a->n, a->b, a->c, true, a->a, names);
+}
+
+static void check_binary_rows(struct nxr__kcall *k, const struct nxr__binary_rows_args *a)
+{
+    k->bad = nxr__check_binary_rows(a->rows, a->cols, a->x, a->ldx, a->row, a->out, a->ldo, k->why,
+                                    sizeof(k->why));
+    if (a->rows > 0 && a->cols > 0) {
+        input(k, a->x, nxr__matrix_bytes(a->rows, a->cols, a->ldx));
+        input(k, a->row, floats(a->cols));
+    }
+}
+
+/* x of n floats; empty_ok: the reduction of nothing has a value (the sum). */
+static void reduction(struct nxr__kcall *k, size_t n, const float *x, const void *out,
+                      bool empty_ok)
+{
+    k->bad = nxr__check_reduction(n, x, out, empty_ok, k->why, sizeof(k->why));
+    input(k, x, floats(n));
+}
+
+static void check_sum(struct nxr__kcall *k, const struct nxr__sum_args *a)
+{
+    reduction(k, a->n, a->x, a->out, true);
+}
+
+static void check_max(struct nxr__kcall *k, const struct nxr__max_args *a)
+{
+    reduction(k, a->n, a->x, a->out, false);
+}
+
+static void check_argmax(struct nxr__kcall *k, const struct nxr__argmax_args *a)
+{
+    reduction(k, a->n, a->x, a->out, false);
+}
+
+/* A row kernel: x, gamma and beta read (NULL: not there), out written. */
+static void rows(struct nxr__kcall *k, size_t rows, size_t cols, const float *x, size_t ldx,
+                 const float *gamma, const float *beta, float eps, const float *out, size_t ldo)
+{
+    k->bad =
+        nxr__check_rows(rows, cols, x, ldx, gamma, beta, eps, out, ldo, k->why, sizeof(k->why));
+    if (rows > 0) {
+        input(k, x, nxr__matrix_bytes(rows, cols, ldx));
+        input(k, gamma, floats(cols));
+        input(k, beta, floats(cols));
+    }
+}
+
+static void check_softmax(struct nxr__kcall *k, const struct nxr__softmax_args *a)
+{
+    rows(k, a->rows, a->cols, a->x, a->ldx, NULL, NULL, 0.0f, a->out, a->ldo);
+}
+
+static void check_rmsnorm(struct nxr__kcall *k, const struct nxr__rmsnorm_args *a)
+{
+    rows(k, a->rows, a->cols, a->x, a->ldx, a->gamma, NULL, a->eps, a->out, a->ldo);
+}
+
+static void check_layernorm(struct nxr__kcall *k, const struct nxr__layernorm_args *a)
+{
+    rows(k, a->rows, a->cols, a->x, a->ldx, a->gamma, a->beta, a->eps, a->out, a->ldo);
+}
+
+/* ---- generated: the invokers and the public wrappers ------------------------ */
+
+/* invoke_<kernel>: the dispatch, with the arguments unpacked. */
+#define INVOKER(name, family, table, PARAMS)                                                       \
+    static int invoke_##name(const nxr_provider_bundle_t *bundle, const nxr_kernel_call_t *call,   \
+                             const void *args_)                                                    \
+    {                                                                                              \
+        const struct nxr__##name##_args *from = args_;                                             \
+        return nxr__bundle_##name(bundle, call PARAMS(NXR__PARAM_FROM));                           \
+    }
+NXR__KERNELS(INVOKER)
+NXR__KERNELS_OWN(INVOKER)
+#undef INVOKER
+
+/* A kernel's call, as fn: its arguments packed, checked, and run. */
+#define ARG_INIT(type, param) .param = param,
+#define KERNEL_CALL(fn, kernel, fam, PARAMS)                                                       \
+    fn(nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))                                                     \
+    {                                                                                              \
+        if (ctx == NULL)                                                                           \
+            return -EINVAL;                                                                        \
+        const struct nxr__##kernel##_args kargs_ = {PARAMS(ARG_INIT)};                             \
+        struct nxr__kcall kcall_ = {.name = "nxr_" #kernel,                                        \
+                                    .providers = providers_of(ctx),                                \
+                                    .family = NXR_FAMILY_##fam,                                    \
+                                    .invoke = invoke_##kernel,                                     \
+                                    .args = &kargs_};                                              \
+        check_##kernel(&kcall_, &kargs_);                                                          \
+        return nxr__kcall_run(ctx, &kcall_);                                                       \
+    }
+/* nxr_<kernel>, exported; call_<kernel> for the hand-written wrappers below. */
+#define PUBLIC(name, family, table, PARAMS) KERNEL_CALL(int nxr_##name, name, family, PARAMS)
+#define OWN(name, family, table, PARAMS)    KERNEL_CALL(static int call_##name, name, family, PARAMS)
+NXR__KERNELS(PUBLIC)
+NXR__KERNELS_OWN(OWN)
+#undef OWN
+#undef PUBLIC
+#undef KERNEL_CALL
+#undef ARG_INIT
+
+/* ---- written by hand ------------------------------------------------------- */
+
+/* Without a bias or an activation there is nothing to fuse: nxr_sgemm. */
+int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
+                    const nxr_sgemm_epilogue_t *epilogue)
+{
+    bool none = epilogue == NULL ||
+                (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
+    if (none)
+        return nxr_sgemm(ctx, args);
+    return call_sgemm_fused(ctx, args, epilogue);
+}
+
+/* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
+
+struct packed_call {
+    const struct nxr__native_isa *isa;
+    nxr_sgemm_args_t gemm; /* b: the copy's data */
+    const struct nxr__packed_b *packed;
+    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+};
+
+static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c,
+                            const void *p)
+{
+    const struct packed_call *pc = p;
+    (void)b; /* the weights' own ISA: the native provider's, checked at creation */
+    return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
+}
+
+/* The packed call's verdict: the copy for ctx's domain, then nxr_sgemm's
+ * rules on the equivalent unpacked arguments (the copy standing in for B),
+ * the epilogue's, and C against the whole copy. */
+static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_call *pc,
+                           const nxr_sgemm_packed_args_t *args, const nxr_sgemm_epilogue_t *ep)
+{
+    if (args == NULL || args->w == NULL) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why, "%s is NULL", args == NULL ? "args" : "args->w");
+        return;
+    }
+    const nxr_weights_t *w = args->w;
+    if (ctx->placing) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why,
+                 "a placing context has no domain to choose a copy by; use a context on a "
+                 "domain that holds one");
+        return;
+    }
+    const struct nxr__weights_copy *copy = nxr__weights_on(w, ctx->domain);
+    if (copy == NULL) {
+        k->bad = NXR_ENODOMAIN;
+        snprintf(k->why, sizeof k->why, "the weights have no copy on domain %d",
+                 ctx->domain->spec.id);
+        return;
+    }
+    pc->isa = w->isa;
+    pc->packed = &copy->view;
+    pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
+                       ? ep
+                       : NULL;
+    pc->gemm = (nxr_sgemm_args_t){
+        .trans_a = args->trans_a, .trans_b = w->trans, .m = args->m, .n = w->n, .k = w->k,
+        .alpha = args->alpha, .a = args->a, .lda = args->lda, .b = copy->data,
+        .ldb = w->trans ? w->k : w->n, .beta = args->beta, .c = args->c, .ldc = args->ldc};
+    /* The whole copy (padding included), named as such, before nxr_sgemm's
+     * rules would call it B. */
+    if (nxr__sgemm_reads_ab(&pc->gemm) && nxr__spans_overlap(pc->gemm.c,
+                                                             nxr__sgemm_c_bytes(&pc->gemm),
+                                                             copy->data, copy->bytes)) {
+        k->bad = -EINVAL;
+        snprintf(k->why, sizeof k->why, "c overlaps the packed weights");
+        return;
+    }
+    k->bad = nxr__check_sgemm(&pc->gemm, k->why, sizeof k->why);
+    if (k->bad == 0)
+        k->bad = nxr__check_epilogue(&pc->gemm, pc->epilogue, k->why, sizeof k->why);
+    if (k->bad == 0) {
+        k->scratch_bytes =
+            nxr__sgemm_scratch_for(w->isa, &pc->gemm, copy->view.panels ? &copy->view : NULL);
+        gemm_inputs(k, &pc->gemm, 1, 0, 0, 0);
+    }
+}
+
+int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
+                     const nxr_sgemm_epilogue_t *epilogue)
+{
+    if (ctx == NULL)
+        return -EINVAL;
+    struct packed_call pc = {0};
+    struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
+                           .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};
+    if (ctx->rt != NULL) /* else nxr__kcall_run reports the orphaned context */
+        packed_prepare(ctx, &k, &pc, args, epilogue);
+    return nxr__kcall_run(ctx, &k);
+}
