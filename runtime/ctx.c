@@ -242,11 +242,31 @@ static void default_reason(const nxr_ctx_t *ctx, const struct nxr_domain *d, int
     }
 }
 
+/* Whether the driver's current call (outside any body) failed: its leave
+ * then keeps the detail, else empties the slot, so a call that succeeds
+ * leaves "" even when a body it ran inline on this thread failed. */
+static _Thread_local bool driver_call_failed;
+
+static void driver_call_begins(void)
+{
+    nxr__last_error_clear();
+    if (nxr__tls.depth == 0)
+        driver_call_failed = false;
+}
+
+static void driver_call_ends(void)
+{
+    if (nxr__tls.depth == 0 && !driver_call_failed)
+        nxr__last_error_clear();
+}
+
 int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
                   const char *why)
 {
     if (rc == 0 || ctx == NULL)
         return rc;
+    if (nxr__tls.depth == 0)
+        driver_call_failed = true;
     char reason[NXR__LAST_ERROR_BYTES];
     if (why == NULL) {
         default_reason(ctx, d, rc, reason, sizeof(reason));
@@ -332,7 +352,7 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
 int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
-    nxr__last_error_clear();
+    driver_call_begins();
     NXR__HANDLE_CHECK(ctx, "context");
     if (nxr__forked_since(ctx->fork_gen))
         return NXR_EFORKED;
@@ -356,6 +376,7 @@ int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 
 void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
 {
+    driver_call_ends();
     if (entered && --ctx->driver_depth == 0)
         atomic_store_explicit(&ctx->driver, 0, memory_order_release);
 }
@@ -363,7 +384,7 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
 int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
-    nxr__last_error_clear();
+    driver_call_begins();
     if (nxr__forked_since(ctx->fork_gen))
         return NXR_EFORKED;
     return ctx->rt == NULL ? NXR_EBROKEN : 0;
@@ -373,5 +394,6 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
 {
     (void)ctx;
     (void)entered;
+    driver_call_ends();
 }
 #endif
