@@ -23,6 +23,7 @@ memory (empty()).
 import contextlib
 import ctypes
 import threading
+import weakref
 
 from nxr import _lib, _memory
 from nxr._errors import ERRNOS, Error, check, invalid
@@ -72,7 +73,7 @@ class Job:
                 raise invalid("Job.wait", "this job was already waited for")
             ptr, self._ptr = self._ptr, None
         rc = _lib.lib.nxr_job_wait(ptr)
-        self._ctx._jobs.discard(self)
+        self._ctx._runtime._jobs.discard(self)
         if self._errors:
             raise self._errors[0]
         check(rc, "nxr_job_wait")
@@ -85,11 +86,13 @@ class Context:
         self._runtime = runtime
         self._ptr = ptr
         self._lock = threading.RLock()
-        self._jobs = set()
         d = _lib.lib.nxr_ctx_domain(ptr)
         self._domain = d
         self.domain_id = _lib.lib.nxr_domain_id(d)
         self.node = _lib.lib.nxr_domain_node(d)
+        # A context dropped without close() is destroyed when collected
+        # (it holds its Runtime, so before the runtime goes).
+        self._finalizer = weakref.finalize(self, _lib.lib.nxr_ctx_destroy, ptr)
 
     def __repr__(self):
         return "<nxr.Context domain %d%s>" % (self.domain_id, " closed" if self._ptr is None else "")
@@ -108,13 +111,13 @@ class Context:
             self._destroy()
 
     def _destroy(self):  # under self._lock
-        for job in list(self._jobs):
+        for job in [j for j in list(self._runtime._jobs) if j._ctx is self]:
             try:
                 job.wait()
             except Exception:
                 pass  # its owner did not wait for it; closing must go on
         if self._ptr is not None:
-            _lib.lib.nxr_ctx_destroy(self._ptr)
+            self._finalizer()  # nxr_ctx_destroy, once
             self._ptr = None
 
     @contextlib.contextmanager
@@ -200,7 +203,9 @@ class Context:
         out = ctypes.c_void_p()
         self._call("nxr_submit", _lib.lib.nxr_submit, count, cb, None, ctypes.byref(out))
         job = Job(self, out, cb, errors)
-        self._jobs.add(job)  # keeps the callback alive until it is waited for
+        # Held by the runtime until waited for: the callback (and this
+        # context) must outlive the tasks; Runtime.close waits for it.
+        self._runtime._jobs.add(job)
         return job
 
     # ---- kernels -------------------------------------------------------------

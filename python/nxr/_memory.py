@@ -10,6 +10,7 @@ the runtime until then (nxr._runtime, "Lifetime").
 """
 import ctypes
 import math
+import operator
 import weakref
 
 from nxr import _lib
@@ -41,8 +42,8 @@ def empty(handle, domain, call, shape, dtype):
     if isinstance(shape, int):
         shape = (shape,)
     try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
+        shape = tuple(operator.index(s) for s in shape)
+    except (TypeError, ValueError):
         raise invalid(call, "shape must be an int or a tuple of ints, got %r" % (shape,))
     if any(s < 0 for s in shape):
         raise invalid(call, "shape %r has a negative dimension" % (shape,))

@@ -61,6 +61,7 @@ class Runtime:
         self._handle = _Handle(ptr)
         self._lock = threading.Lock()  # the context set and close
         self._contexts = weakref.WeakSet()
+        self._jobs = set()  # submitted and not yet waited for (Context.submit)
         self._domains = None
 
     # ---- lifetime ----------------------------------------------------
