@@ -197,6 +197,8 @@ class BadInput(unittest.TestCase):
         rt2.close()
         self.refused(["closed"], c2.sgemm, a, a)
         self.refused(["closed"], c2.softmax, a)
+        self.refused(["closed"], c2.softmax, a, out=np.empty_like(a))  # no allocation first
+        self.refused(["closed"], c2.sum, a)
         self.refused(["closed"], c2.empty, 4)
         self.refused(["closed"], rt2.pack, a)
         self.assertEqual(ctx.sgemm(a, a).shape, (4, 4))  # the other runtime is untouched

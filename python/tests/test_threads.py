@@ -64,6 +64,7 @@ class TwoContexts(unittest.TestCase):
                     ctx.close()
                 except BaseException as e:  # noqa: B902
                     errors.append(e)
+                    barrier.abort()  # the other thread fails at once, not at the timeout
 
             ts = [threading.Thread(target=drive) for _ in range(2)]
             for t in ts:
