@@ -106,9 +106,15 @@ class Context:
         return False
 
     def close(self):
-        """Waits for its submitted jobs and destroys the context."""
-        with self._driving("close"):
+        """Waits for its submitted jobs and destroys the context; a no-op once
+        closed (also by its runtime's close). nxr.Error(EBUSY) while another
+        thread is inside a call on it."""
+        if not self._lock.acquire(blocking=False):
+            raise self._busy("close")
+        try:
             self._destroy()
+        finally:
+            self._lock.release()
 
     def _destroy(self):  # under self._lock
         for job in [j for j in list(self._runtime._jobs) if j._ctx is self]:
@@ -120,15 +126,19 @@ class Context:
             self._finalizer()  # nxr_ctx_destroy, once
             self._ptr = None
 
+    def _busy(self, call):
+        return Error(
+            ERRNOS["EBUSY"],
+            "%s: another thread is inside a call on the context of domain %d; a context "
+            "is driven by one thread at a time (open one per thread)" % (call, self.domain_id),
+            call,
+        )
+
     @contextlib.contextmanager
     def _driving(self, call):
+        # Never waits: a second driver is refused, not queued (the thread rule).
         if not self._lock.acquire(blocking=False):
-            raise Error(
-                ERRNOS["EBUSY"],
-                "%s: another thread is inside a call on the context of domain %d; a context "
-                "is driven by one thread at a time (open one per thread)" % (call, self.domain_id),
-                call,
-            )
+            raise self._busy(call)
         try:
             if self._ptr is None:
                 what = "runtime" if self._runtime.closed else "context"
@@ -163,15 +173,18 @@ class Context:
             return _memory.empty(self._runtime._ptr("empty"), self._domain, "empty", shape, dtype)
 
     def _out(self, call, out, shape):
+        """The output array: out once checked, or new domain memory."""
         if out is None:
-            return self.empty(shape), None
-        return out, f32(call, "out", out, shape=shape, writable=True)
+            return self.empty(shape)
+        f32(call, "out", out, shape=shape, writable=True)
+        return out
 
     # ---- work --------------------------------------------------------------
     def parallel_for(self, n, fn, grain=0):
-        """Calls fn(begin, end) over [0, n) in chunks on the domain's threads
-        (grain 0: one chunk per participant). fn runs under the GIL; the
-        first exception it raises is raised here after every chunk ran."""
+        """Calls fn(begin, end) over [0, n) on the domain's threads, each range
+        whole chunks of `grain` (0: one range per participant, split evenly).
+        fn runs under the GIL; the first exception it raises is raised here
+        after every range ran."""
         errors = []
 
         def body(_arg, begin, end, _worker):
@@ -236,7 +249,7 @@ class Context:
         shape = (g.n,) if a.ndim == 1 else (g.m, g.n)
         if out is None and beta != 0:
             raise invalid(call, "beta %g reads out, which was not given" % beta)
-        out, _ = self._out(call, out, shape)
+        out = self._out(call, out, shape)
         g.c = out.ctypes.data
         ep = self._epilogue(call, bias, activation, g.n)
         if ep is None:
@@ -271,7 +284,7 @@ class Context:
         g.w, g.alpha, g.beta, g.ldc = weights.ptr, alpha, beta, weights.n
         if out is None and beta != 0:
             raise invalid(call, "beta %g reads out, which was not given" % beta)
-        out, _ = self._out(call, out, (weights.n,) if a.ndim == 1 else (m, weights.n))
+        out = self._out(call, out, (weights.n,) if a.ndim == 1 else (m, weights.n))
         g.c = out.ctypes.data
         ep = self._epilogue(call, bias, activation, weights.n) or _lib.SgemmEpilogue()
         self._call("nxr_sgemm_packed", _lib.lib.nxr_sgemm_packed, ctypes.byref(g),
@@ -300,7 +313,7 @@ class Context:
         _memory.need_numpy(call)
         rows, cols = self._rows(call, "x", x)
         f32(call, "gamma", gamma, shape=(cols,))
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_rmsnorm", _lib.lib.nxr_rmsnorm, rows, cols, x.ctypes.data, cols,
                    gamma.ctypes.data, eps, out.ctypes.data, cols)
         return out
@@ -312,7 +325,7 @@ class Context:
         rows, cols = self._rows(call, "x", x)
         f32(call, "gamma", gamma, shape=(cols,))
         f32(call, "beta", beta, shape=(cols,))
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_layernorm", _lib.lib.nxr_layernorm, rows, cols, x.ctypes.data, cols,
                    gamma.ctypes.data, beta.ctypes.data, eps, out.ctypes.data, cols)
         return out
@@ -322,7 +335,7 @@ class Context:
         call = "softmax"
         _memory.need_numpy(call)
         rows, cols = self._rows(call, "x", x)
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_softmax", _lib.lib.nxr_softmax, rows, cols, x.ctypes.data, cols,
                    out.ctypes.data, cols)
         return out
@@ -331,7 +344,7 @@ class Context:
         _memory.need_numpy(call)
         f32(call, "x", x)
         f32(call, "y", y, shape=x.shape)
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_binary", _lib.lib.nxr_binary, op, x.size, x.ctypes.data, y.ctypes.data,
                    out.ctypes.data)
         return out
@@ -349,7 +362,7 @@ class Context:
         f32(call, "x", x, ndim=2)
         rows, cols = x.shape
         f32(call, "row", row, shape=(cols,))
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_binary_rows", _lib.lib.nxr_binary_rows, op, rows, cols, x.ctypes.data,
                    cols, row.ctypes.data, out.ctypes.data, cols)
         return out
@@ -367,7 +380,7 @@ class Context:
         call = "scale"
         _memory.need_numpy(call)
         f32(call, "x", x)
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         with self._driving("nxr_scale") as ptr:
             check(_lib.scale(ptr, x.size, x.ctypes.data, alpha, out.ctypes.data), "nxr_scale", ptr)
         return out
@@ -375,7 +388,7 @@ class Context:
     def _unary(self, call, op, x, out):
         _memory.need_numpy(call)
         f32(call, "x", x)
-        out, _ = self._out(call, out, x.shape)
+        out = self._out(call, out, x.shape)
         self._call("nxr_unary", _lib.lib.nxr_unary, op, x.size, x.ctypes.data, out.ctypes.data)
         return out
 
@@ -393,7 +406,7 @@ class Context:
         _memory.need_numpy(call)
         f32(call, "b", b)
         f32(call, "c", c, shape=b.shape)
-        out, _ = self._out(call, out, b.shape)
+        out = self._out(call, out, b.shape)
         with self._driving("nxr_triad") as ptr:
             check(_lib.triad(ptr, b.size, b.ctypes.data, c.ctypes.data, s, out.ctypes.data),
                   "nxr_triad", ptr)

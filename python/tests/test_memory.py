@@ -54,6 +54,19 @@ class Empty(unittest.TestCase):
         del a
         self.assertEqual(support.threads(), idle)
 
+    def test_runtime_empty_names_the_domain(self):
+        with support.runtime() as rt:
+            d = rt.domains[-1]
+            base = support.outstanding(rt)
+            a = rt.empty(d.id, (2, 3), dtype=np.float64)
+            self.assertEqual((a.shape, a.dtype), ((2, 3), np.float64))
+            self.assertEqual(support.outstanding(rt), base + 1)
+            with self.assertRaises(nxr.Error) as e:
+                rt.empty(max(x.id for x in rt.domains) + 1, 4)
+            self.assertEqual(e.exception.status, nxr.NXR_ENODOMAIN)
+            del a
+            self.assertEqual(support.outstanding(rt), base)
+
     def test_bad_shapes(self):
         with support.runtime() as rt:
             ctx = rt.context(rt.domains[0].id)

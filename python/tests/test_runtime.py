@@ -66,6 +66,37 @@ class RuntimeCalls(unittest.TestCase):
             self.assertIn("closed", str(e.exception))
 
 
+    def test_parallel_for_covers_the_range_once_and_submit_runs_every_task(self):
+        with support.runtime() as rt:
+            ctx = rt.context(rt.domains[0].id)
+            for n, grain in ((1000, 0), (1000, 7), (1, 0)):
+                seen = []
+                ctx.parallel_for(n, lambda b, e: seen.append((b, e)), grain=grain)
+                covered = sorted(i for b, e in seen for i in range(b, e))
+                self.assertEqual(covered, list(range(n)))
+                if grain:  # whole chunks of grain to each participant
+                    self.assertTrue(all(b % grain == 0 for b, e in seen), seen)
+            done = []
+            ctx.submit(17, done.append).wait()
+            self.assertEqual(sorted(done), list(range(17)))
+            job = ctx.submit(1, lambda i: None)
+            job.wait()
+            with self.assertRaises(nxr.Error) as e:
+                job.wait()  # a job is waited for once
+            self.assertEqual(e.exception.status, nxr.EINVAL)
+
+    def test_close_of_a_context_is_idempotent(self):
+        with support.runtime() as rt:
+            ctx = rt.context(rt.domains[0].id)
+            ctx.close()
+            ctx.close()
+            self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), 0)
+            with self.assertRaises(nxr.Error) as e:
+                ctx.parallel_for(1, lambda b, e: None)
+            self.assertIn("context is closed", str(e.exception))
+        ctx.close()  # after the runtime's close too
+
+
 class RuntimeBadInput(unittest.TestCase):
     def check_refused(self, status, words, **kw):
         idle = support.threads()
