@@ -393,8 +393,8 @@ def main(argv=None):
         nxr_servers.append((Server(make, a.max_batch, bind=ctx.bind), ctx, rep))
     np_servers = [Server(lambda: NumpyReplica(model), a.max_batch) for _ in doms]
 
-    paths = {"nxr": ([s for s, _, _ in nxr_servers], [], 0.0, []),
-             "numpy": (np_servers, [], 0.0, [])}
+    servers = {"nxr": [s for s, _, _ in nxr_servers], "numpy": np_servers}
+    latencies = {"nxr": [], "numpy": []}
     walls = {"nxr": 0.0, "numpy": 0.0}
     outputs = {"nxr": {}, "numpy": {}}
     errors = []
@@ -403,15 +403,14 @@ def main(argv=None):
         chunk = requests[k * per_round:(k + 1) * per_round]
         if not chunk:
             break
-        for name in ("nxr", "numpy"):
-            servers, lat = paths[name][0], paths[name][1]
+        for name in ("nxr", "numpy"):  # the same requests, one path after the other
             reqs = [Request(i, x) for i, x in chunk]
-            walls[name] += serve_round(servers, reqs, a.clients)
+            walls[name] += serve_round(servers[name], reqs, a.clients)
             for r in reqs:
                 if r.error is not None:
                     errors.append("%s request %d: %s" % (name, r.index, r.error))
                     continue
-                lat.append(r.latency)
+                latencies[name].append(r.latency)
                 outputs[name][r.index] = r.output
     common = sorted(set(outputs["nxr"]) & set(outputs["numpy"]))
     diff = max((float(np.max(np.abs(outputs["nxr"][i] - outputs["numpy"][i]))) for i in common),
@@ -419,9 +418,9 @@ def main(argv=None):
     tolerance = 1e-4
     match = bool(common) and not errors and diff <= tolerance and len(common) == a.requests
 
-    ns = [s for s, _, _ in nxr_servers]
-    res_nxr = summary(paths["nxr"][1], walls["nxr"], ns)
-    res_np = summary(paths["numpy"][1], walls["numpy"], np_servers)
+    ns = servers["nxr"]
+    res_nxr = summary(latencies["nxr"], walls["nxr"], ns)
+    res_np = summary(latencies["numpy"], walls["numpy"], np_servers)
     domains = []
     for d, (s, ctx, rep) in zip(doms, nxr_servers):
         where = nxr.nodes(rep)

@@ -1,7 +1,6 @@
 """Domain memory as numpy arrays: no copy, on the domain's node, released
 when the last array over it goes (the pools' outstanding count), and
 replicas one per domain."""
-import errno
 import unittest
 
 import numpy as np
