@@ -37,7 +37,7 @@ static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
     nxr__strbuf_printf(sb, "]");
 }
 
-static uint64_t placed(const struct nxr_domain *d, enum nxr_place_reason r)
+static uint64_t placed(const struct nxr_domain *d, enum nxr_route_reason r)
 {
     return atomic_load_explicit(&d->placed[r], memory_order_relaxed);
 }
@@ -56,7 +56,7 @@ static void placement_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
     nxr__strbuf_printf(sb,
                        ",\"placement\":{\"policy\":\"%s\",\"default_domain\":%d,"
                        "\"refused_mixed\":%" PRIu64 "}",
-                       nxr_affinity_policy_name(rt->settings.affinity),
+                       nxr_route_policy_name(rt->settings.route),
                        rt->default_domain->spec.id,
                        (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
 }
@@ -66,7 +66,7 @@ static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise",
 
 /* The creation-time probe when the process had OpenBLAS then; else a probe
  * now, which loads it: a description was asked for. */
-static const nxr_openblas_info_t *openblas_of(const nxr_runtime_t *rt, nxr_openblas_info_t *tmp)
+static const struct nxr_openblas_info *openblas_of(const nxr_runtime_t *rt, struct nxr_openblas_info *tmp)
 {
     if (rt->openblas.present)
         return &rt->openblas;
@@ -107,10 +107,10 @@ static void providers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         nxr__strbuf_json_string(sb, nxr_provider_name(p));
         nxr__strbuf_printf(sb, ",\"count\":\"%s\",\"placement\":\"%s\"}",
                            nxr_count_control_name(nxr_provider_count_control(p)),
-                           nxr_provider_placement_name(nxr_provider_placement(p)));
+                           nxr_provider_runs_on_name(nxr_provider_runs_on(p)));
     }
-    nxr_openblas_info_t probed;
-    const nxr_openblas_info_t *ob = openblas_of(rt, &probed);
+    struct nxr_openblas_info probed;
+    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
     nxr__strbuf_printf(sb,
                        ",\"openblas\":{\"present\":%s,\"threading\":\"%s\",\"threads\":%d,"
                        "\"core\":",
@@ -121,10 +121,10 @@ static void providers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
                        ",\"count\":\"%s\",\"placement\":\"%s\",\"core_fallback\":%s,"
                        "\"diagnostic\":",
                        nxr_count_control_name(ob->count),
-                       nxr_provider_placement_name(ob->placement),
+                       nxr_provider_runs_on_name(ob->runs_on),
                        ob->core_fallback ? "true" : "false");
     nxr__strbuf_json_string(sb, ob->diagnostic);
-    const nxr_fpenv_t *env = &rt->fpenv;
+    const struct nxr_fpenv *env = &rt->fpenv;
     nxr__strbuf_printf(sb,
                        "}},\"fpenv\":{\"supported\":%s,\"default\":%s,\"flush_to_zero\":%s,"
                        "\"denormals_are_zero\":%s,\"rounding\":\"%s\"}",
@@ -143,12 +143,12 @@ static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
         nxr__strbuf_printf(sb, " %s=%s", family_keys[f], nxr_provider_name(p));
     }
-    nxr_openblas_info_t probed;
-    const nxr_openblas_info_t *ob = openblas_of(rt, &probed);
+    struct nxr_openblas_info probed;
+    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
     nxr__strbuf_printf(sb, "\nopenblas: %s, %d thread(s), core %s, %s x %s\n",
                        openblas_threading_name(ob->threading), ob->threads, ob->core,
                        nxr_count_control_name(ob->count),
-                       nxr_provider_placement_name(ob->placement));
+                       nxr_provider_runs_on_name(ob->runs_on));
     if (ob->core_fallback)
         nxr__strbuf_printf(sb, "  warning: %s\n", ob->diagnostic);
     if (!nxr_fpenv_is_default(&rt->fpenv))
@@ -265,8 +265,8 @@ static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         nxr__strbuf_printf(sb,
                            ",\"placed\":{\"most_bytes\":%" PRIu64 ",\"tie\":%" PRIu64
                            ",\"default\":%" PRIu64 "}}",
-                           placed(d, NXR_PLACE_MOST_BYTES), placed(d, NXR_PLACE_TIE),
-                           placed(d, NXR_PLACE_DEFAULT));
+                           placed(d, NXR_ROUTE_REASON_MOST_BYTES), placed(d, NXR_ROUTE_REASON_TIE),
+                           placed(d, NXR_ROUTE_REASON_DEFAULT));
     }
     nxr__strbuf_printf(sb, "]");
     placement_json(rt, sb);
@@ -319,12 +319,12 @@ static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
         nxr__strbuf_printf(sb,
                            "    placed calls: most-bytes %" PRIu64 ", tie %" PRIu64
                            ", default %" PRIu64 "; open contexts %u\n",
-                           placed(d, NXR_PLACE_MOST_BYTES), placed(d, NXR_PLACE_TIE),
-                           placed(d, NXR_PLACE_DEFAULT), open_contexts(rt, d));
+                           placed(d, NXR_ROUTE_REASON_MOST_BYTES), placed(d, NXR_ROUTE_REASON_TIE),
+                           placed(d, NXR_ROUTE_REASON_DEFAULT), open_contexts(rt, d));
     }
     nxr__strbuf_printf(sb,
                        "placement: policy %s, default domain %d, refused as mixed %" PRIu64 "\n",
-                       nxr_affinity_policy_name(rt->settings.affinity), rt->default_domain->spec.id,
+                       nxr_route_policy_name(rt->settings.route), rt->default_domain->spec.id,
                        (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
     peers_text(rt, sb);
     providers_text(rt, sb);
