@@ -149,7 +149,7 @@ class Context:
 
     def _call(self, call, fn, *args):
         with self._driving(call) as ptr:
-            check(fn(ptr, *args), call, ptr)
+            check(fn(ptr, *args), call)
 
     # ---- the calling thread --------------------------------------------
     @contextlib.contextmanager
@@ -381,8 +381,7 @@ class Context:
         _memory.need_numpy(call)
         f32(call, "x", x)
         out = self._out(call, out, x.shape)
-        with self._driving("nxr_scale") as ptr:
-            check(_lib.scale(ptr, x.size, x.ctypes.data, alpha, out.ctypes.data), "nxr_scale", ptr)
+        self._call("nxr_scale", _lib.lib.nxr_scale, x.size, x.ctypes.data, alpha, out.ctypes.data)
         return out
 
     def _unary(self, call, op, x, out):
@@ -407,9 +406,8 @@ class Context:
         f32(call, "b", b)
         f32(call, "c", c, shape=b.shape)
         out = self._out(call, out, b.shape)
-        with self._driving("nxr_triad") as ptr:
-            check(_lib.triad(ptr, b.size, b.ctypes.data, c.ctypes.data, s, out.ctypes.data),
-                  "nxr_triad", ptr)
+        self._call("nxr_triad", _lib.lib.nxr_triad, b.size, b.ctypes.data, c.ctypes.data, s,
+                   out.ctypes.data)
         return out
 
     def _reduce(self, call, fn, x, ctype):

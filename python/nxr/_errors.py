@@ -63,10 +63,11 @@ class Error(Exception):
         super().__init__("%s%s (%s)" % (where, detail or text, named))
 
 
-def check(rc, call, ctx=None):
-    """Raises Error for a failed C call, with the library's detail."""
+def check(rc, call):
+    """Raises Error for a failed C call, with the library's detail (the
+    calling thread's nxr_last_error, read before any other nxr call)."""
     if rc != 0:
-        raise Error(rc, _lib.last_error(ctx), call)
+        raise Error(rc, _lib.last_error(), call)
 
 
 def invalid(call, detail):

@@ -1,7 +1,8 @@
 """The one place the binding meets libnxr: finding and loading the shared
-library, every ctypes prototype and struct mirror, and the few call shapes
-that differ between API versions (argument order, where a failed call's
-detail is read). Nothing else in the package names a C function.
+library, every ctypes prototype and struct mirror of the 1.0 API
+(docs/api-1.0.md), the constructors' calling shape and where a failed
+call's detail is read (nxr_last_error). The rest of the package calls
+lib.<name> with these prototypes and the wrappers below.
 
 Loading. The library is the first of: the file named by NXR_LIBRARY; the
 one installed beside this package (the path tools/install.sh wrote into
@@ -20,7 +21,6 @@ not follow fails there, not in a corrupted call.
 import ctypes
 import ctypes.util
 import os
-import threading
 
 from nxr import _build
 
@@ -58,22 +58,21 @@ class RuntimeOpts(ctypes.Structure):
         ("num_threads", c_int),
         ("cpu_quota", c_int),
         ("cgroup_root", c_char_p),
-        ("peers", c_int),
+        ("peers", c_int),  # enum nxr_peers_mode
         ("peers_dir", c_char_p),
         ("spin", c_int),
         ("providers", c_void_p * FAMILY_COUNT),
-        ("provider_policy", c_int),
+        ("provider_policy", c_int),  # enum nxr_provider_policy
+        ("has_pool_cap", c_bool),
         ("pool_cap", c_size_t),
-        ("affinity_policy", c_int),
+        ("route_policy", c_int),  # enum nxr_route_policy
         ("stall_report_ms", c_int),
         ("ignore_env", c_bool),
-        ("errbuf", c_void_p),
-        ("errbuf_size", c_size_t),
     ]
 
 
 class SgemmArgs(ctypes.Structure):
-    """nxr_sgemm_args_t (kernels/nxr_kernels.h)."""
+    """struct nxr_sgemm_args (kernels/nxr_kernels.h)."""
 
     _fields_ = [
         ("trans_a", c_bool),
@@ -93,13 +92,13 @@ class SgemmArgs(ctypes.Structure):
 
 
 class SgemmEpilogue(ctypes.Structure):
-    """nxr_sgemm_epilogue_t (kernels/nxr_kernels.h)."""
+    """struct nxr_sgemm_epilogue (kernels/nxr_kernels.h)."""
 
     _fields_ = [("bias", c_void_p), ("activation", c_int)]
 
 
 class WeightsDesc(ctypes.Structure):
-    """nxr_weights_desc_t (runtime/nxr_weights.h)."""
+    """struct nxr_weights_desc (runtime/nxr_weights.h)."""
 
     _fields_ = [
         ("trans", c_bool),
@@ -113,7 +112,7 @@ class WeightsDesc(ctypes.Structure):
 
 
 class SgemmPackedArgs(ctypes.Structure):
-    """nxr_sgemm_packed_args_t (runtime/nxr_weights.h)."""
+    """struct nxr_sgemm_packed_args (runtime/nxr_weights.h)."""
 
     _fields_ = [
         ("trans_a", c_bool),
@@ -132,10 +131,10 @@ class SgemmPackedArgs(ctypes.Structure):
 # mirror and the C type it stands for.
 MIRRORS = [
     (RuntimeOpts, "struct nxr_runtime_opts"),
-    (SgemmArgs, "nxr_sgemm_args_t"),
-    (SgemmEpilogue, "nxr_sgemm_epilogue_t"),
-    (WeightsDesc, "nxr_weights_desc_t"),
-    (SgemmPackedArgs, "nxr_sgemm_packed_args_t"),
+    (SgemmArgs, "struct nxr_sgemm_args"),
+    (SgemmEpilogue, "struct nxr_sgemm_epilogue"),
+    (WeightsDesc, "struct nxr_weights_desc"),
+    (SgemmPackedArgs, "struct nxr_sgemm_packed_args"),
 ]
 
 FOR_FN = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_uint)
@@ -146,8 +145,9 @@ _PROTOTYPES = {
     "nxr_version": (c_uint, []),
     "nxr_version_string": (c_char_p, []),
     "nxr_strerror": (c_char_p, [c_int]),
+    "nxr_last_error": (c_char_p, []),
     "nxr_runtime_opts_init": (None, [P(RuntimeOpts)]),
-    "nxr_runtime_create": (c_int, [P(c_void_p), P(RuntimeOpts)]),
+    "nxr_runtime_create": (c_int, [P(RuntimeOpts), P(c_void_p)]),
     "nxr_runtime_destroy": (None, [c_void_p]),
     "nxr_runtime_describe": (c_int, [c_void_p, c_int, P(c_void_p)]),
     "nxr_runtime_domain_count": (c_size_t, [c_void_p]),
@@ -158,11 +158,10 @@ _PROTOTYPES = {
     "nxr_domain_workers": (c_uint, [c_void_p]),
     "nxr_domain_budget": (c_uint, [c_void_p]),
     "nxr_domain_mem_binding": (c_int, [c_void_p]),
-    "nxr_ctx_create": (c_int, [P(c_void_p), c_void_p, c_int]),
-    "nxr_ctx_create_here": (c_int, [P(c_void_p), c_void_p]),
+    "nxr_ctx_create": (c_int, [c_void_p, c_int, P(c_void_p)]),
+    "nxr_ctx_create_here": (c_int, [c_void_p, P(c_void_p)]),
     "nxr_ctx_destroy": (None, [c_void_p]),
     "nxr_ctx_domain": (c_void_p, [c_void_p]),
-    "nxr_ctx_last_error": (c_char_p, [c_void_p]),
     "nxr_ctx_bind": (c_int, [c_void_p, P(c_void_p)]),
     "nxr_thread_binding_restore": (c_int, [c_void_p]),
     "nxr_parallel_for": (c_int, [c_void_p, c_size_t, c_size_t, c_size_t, FOR_FN, c_void_p]),
@@ -185,9 +184,9 @@ _PROTOTYPES = {
         c_int,
         [c_void_p, c_int, c_size_t, c_size_t, c_void_p, c_size_t, c_void_p, c_void_p, c_size_t],
     ),
-    "nxr_scale": (c_int, [c_void_p, c_size_t, c_float, c_void_p, c_void_p]),
+    "nxr_scale": (c_int, [c_void_p, c_size_t, c_void_p, c_float, c_void_p]),
     "nxr_unary": (c_int, [c_void_p, c_int, c_size_t, c_void_p, c_void_p]),
-    "nxr_triad": (c_int, [c_void_p, c_size_t, c_void_p, c_void_p, c_void_p, c_float]),
+    "nxr_triad": (c_int, [c_void_p, c_size_t, c_void_p, c_void_p, c_float, c_void_p]),
     "nxr_sum": (c_int, [c_void_p, c_size_t, c_void_p, P(c_float)]),
     "nxr_max": (c_int, [c_void_p, c_size_t, c_void_p, P(c_float)]),
     "nxr_argmax": (c_int, [c_void_p, c_size_t, c_void_p, P(c_size_t)]),
@@ -261,49 +260,32 @@ def version():
     return (v >> 16) & 0xFF, (v >> 8) & 0xFF, v & 0xFF
 
 
-# ---- the calls whose shape the 1.0 API changes --------------------------
-# The rest of the package calls these, never the C names, so that the API
-# version is decided here alone. Each returns the status; an out-parameter
-# comes back as a second value. last_error(ctx) is the failed call's detail.
-
-_tls = threading.local()  # 0.x: the runtime constructor's errbuf text
-_ERRBUF = 512
+# ---- the calls that create something --------------------------------------
+# The 1.0 API (docs/api-1.0.md): the object first, the out-parameter last,
+# and one error channel, the calling thread's nxr_last_error(). Each returns
+# the status and what was created (NULL on failure).
 
 
 def runtime_create(opts):
-    buf = ctypes.create_string_buffer(_ERRBUF)
-    opts.errbuf = ctypes.cast(buf, c_void_p)
-    opts.errbuf_size = _ERRBUF
     rt = c_void_p()
-    rc = lib.nxr_runtime_create(ctypes.byref(rt), ctypes.byref(opts))
-    opts.errbuf, opts.errbuf_size = None, 0
-    _tls.detail = buf.value.decode(errors="replace") if rc else ""
+    rc = lib.nxr_runtime_create(ctypes.byref(opts), ctypes.byref(rt))
     return rc, rt
 
 
 def ctx_create(rt, domain_id):
     ctx = c_void_p()
-    rc = lib.nxr_ctx_create(ctypes.byref(ctx), rt, domain_id)
+    rc = lib.nxr_ctx_create(rt, domain_id, ctypes.byref(ctx))
     return rc, ctx
 
 
 def ctx_create_here(rt):
     ctx = c_void_p()
-    rc = lib.nxr_ctx_create_here(ctypes.byref(ctx), rt)
+    rc = lib.nxr_ctx_create_here(rt, ctypes.byref(ctx))
     return rc, ctx
 
 
-def last_error(ctx=None):
-    """The detail of the calling thread's last failed call (ctx: the context
-    it was made on; None: a call without one)."""
-    if ctx is not None:
-        return lib.nxr_ctx_last_error(ctx).decode(errors="replace")
-    return getattr(_tls, "detail", "")
-
-
-def scale(ctx, n, x, alpha, out):
-    return lib.nxr_scale(ctx, n, alpha, x, out)
-
-
-def triad(ctx, n, b, c, s, a):
-    return lib.nxr_triad(ctx, n, a, b, c, s)
+def last_error():
+    """The detail of the calling thread's last failed nxr call (thread-local
+    in the library: read it on the thread that made the call, before its
+    next nxr call)."""
+    return lib.nxr_last_error().decode(errors="replace")
