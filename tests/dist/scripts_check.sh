@@ -112,7 +112,7 @@ check "install.sh printed the PYTHONPATH line for the Python package" \
 pydir=$prefix/lib/python3/dist-packages
 python_tests() {
     [ -n "$numpy_python" ] || { echo "no python3 here imports numpy (tools/setup.sh installs python3-numpy)"; return 1; }
-    "${clean_env[@]}" PYTHONPATH="$pydir" "$numpy_python" -m unittest discover -s python/tests 2>&1 &&
+    "${clean_env[@]}" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$pydir" "$numpy_python" -m unittest discover -s python/tests 2>&1 &&
         echo "python tests: ok"
 }
 check "the Python binding's tests (python/tests) against the installed package" python_tests
