@@ -48,10 +48,31 @@ void nxr_for_opts_init(struct nxr_for_opts *opts)
  * enough that the shared counter stays cold. */
 #define DYNAMIC_CHUNKS_PER_PARTICIPANT 4
 
-bool nxr__for_opts_valid(const struct nxr_for_opts *opts)
+const char *nxr__for_args_bad(size_t begin, size_t end, const struct nxr_for_opts *opts,
+                              nxr_for_fn fn)
 {
-    return (opts->schedule == NXR_SCHEDULE_STATIC || opts->schedule == NXR_SCHEDULE_DYNAMIC) &&
-           opts->cost_ns >= 0; /* false for NaN too */
+    if (fn == NULL)
+        return "fn is NULL";
+    if (begin > end)
+        return "begin > end";
+    if (opts != NULL && opts->schedule != NXR_SCHEDULE_STATIC &&
+        opts->schedule != NXR_SCHEDULE_DYNAMIC)
+        return "opts->schedule is not a schedule";
+    if (opts != NULL && !(opts->cost_ns >= 0)) /* true for NaN too */
+        return "opts->cost_ns is negative or NaN (0: no hint)";
+    return NULL;
+}
+
+const char *nxr__reduce_args_bad(size_t begin, size_t end, size_t elem_size, const void *identity,
+                                 const void *map, const void *combine, const void *result)
+{
+    return map == NULL        ? "map is NULL"
+           : combine == NULL  ? "combine is NULL"
+           : identity == NULL ? "identity is NULL"
+           : result == NULL   ? "result is NULL"
+           : elem_size == 0   ? "elem_size is 0"
+           : begin > end      ? "begin > end"
+                              : NULL;
 }
 
 unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget,
@@ -127,14 +148,12 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
                            const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg)
 {
     struct nxr_for_opts defaults;
-    if (fn == NULL || begin > end)
+    if (nxr__for_args_bad(begin, end, opts, fn) != NULL)
         return -EINVAL;
     if (opts == NULL) {
         nxr_for_opts_init(&defaults);
         opts = &defaults;
     }
-    if (!nxr__for_opts_valid(opts))
-        return -EINVAL;
     if (begin == end)
         return 0;
     switch (nxr__exec_nesting(exec)) {
@@ -223,8 +242,8 @@ int nxr__reduce_blocks(nxr__loop_fn loop, void *self, size_t begin, size_t end, 
                        void (*combine)(void *arg, void *result, const void *partial), void *arg,
                        void *result)
 {
-    if (map == NULL || combine == NULL || identity == NULL || result == NULL ||
-        elem_size == 0 || begin > end)
+    if (nxr__reduce_args_bad(begin, end, elem_size, identity, (const void *)map,
+                             (const void *)combine, result) != NULL)
         return -EINVAL;
     size_t len = end - begin;
     if (grain == 0)

@@ -10,22 +10,6 @@
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/span.h"
 
-/* Why a loop's arguments are bad, or NULL when they are fine. */
-static const char *loop_args(size_t begin, size_t end, const struct nxr_for_opts *opts,
-                             const void *fn)
-{
-    if (fn == NULL)
-        return "fn is NULL";
-    if (begin > end)
-        return "begin > end";
-    if (opts != NULL && opts->schedule != NXR_SCHEDULE_STATIC &&
-        opts->schedule != NXR_SCHEDULE_DYNAMIC)
-        return "opts->schedule is not a schedule";
-    if (opts != NULL && !nxr__for_opts_valid(opts))
-        return "opts->cost_ns is negative or NaN (0: no hint)";
-    return NULL;
-}
-
 int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
                           nxr_for_fn fn, void *arg)
 {
@@ -36,7 +20,7 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    const char *why = loop_args(begin, end, opts, (const void *)fn);
+    const char *why = nxr__for_args_bad(begin, end, opts, fn);
     char span_why[NXR__LAST_ERROR_BYTES] = "";
     if (why != NULL)
         rc = -EINVAL;
@@ -71,13 +55,8 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    const char *why = map == NULL         ? "map is NULL"
-                      : combine == NULL   ? "combine is NULL"
-                      : identity == NULL  ? "identity is NULL"
-                      : result == NULL    ? "result is NULL"
-                      : elem_size == 0    ? "elem_size is 0"
-                      : begin > end       ? "begin > end"
-                                          : NULL;
+    const char *why = nxr__reduce_args_bad(begin, end, elem_size, identity, (const void *)map,
+                                           (const void *)combine, result);
     char span_why[NXR__LAST_ERROR_BYTES] = "";
     if (why != NULL)
         rc = -EINVAL;

@@ -144,9 +144,11 @@ for t in ${suite[*]}; do
 done
 if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host.
+    t0=\$(date +%s)
     if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
         --layers 2 --span --json >/tmp/demo.json 2>/tmp/demo.err; then
         echo "vm-demo-json \$(cat /tmp/demo.json)"
+        echo "vm: nxr demo ran (\$((\$(date +%s) - t0)) s)"
     else
         fail=\$((fail + 1))
         echo "vm: nxr demo: FAILED: \$(cat /tmp/demo.err)"
@@ -154,9 +156,10 @@ if [ -x $work/bin/nxr ]; then
 fi
 if [ -x $work/bin/span_decode ]; then
     # One stream over every node (checked on the host: members, shards).
+    t0=\$(date +%s)
     if timeout 900 $work/bin/span_decode >/tmp/span.out 2>&1 &&
         grep -q '^versus one domain: tokens identical' /tmp/span.out; then
-        echo "vm-span: \$(head -n 1 /tmp/span.out)"
+        echo "vm-span: \$(head -n 1 /tmp/span.out) (\$((\$(date +%s) - t0)) s)"
     else
         fail=\$((fail + 1))
         echo "vm: span_decode: FAILED"

@@ -213,8 +213,14 @@ bool nxr__exec_drain(struct nxr__exec *exec);
 
 /* ---- operations on a domain (the runtime's context calls wrap these) ---- */
 
-/* Whether opts holds a schedule and a cost hint nxr knows (>= 0, not NaN). */
-bool nxr__for_opts_valid(const struct nxr_for_opts *opts);
+/* The argument rules of a loop and of a reduction, in one place: why the
+ * arguments are bad (the detail a context reports), or NULL when they are
+ * fine. opts may be NULL (the defaults). nxr__exec_parallel_for and
+ * nxr__reduce_blocks apply them too, so no caller can skip them. */
+const char *nxr__for_args_bad(size_t begin, size_t end, const struct nxr_for_opts *opts,
+                              nxr_for_fn fn);
+const char *nxr__reduce_args_bad(size_t begin, size_t end, size_t elem_size, const void *identity,
+                                 const void *map, const void *combine, const void *result);
 
 /*
  * A loop's shape, the one rule for a domain's loops and a span's: the grain

@@ -1,5 +1,5 @@
 /*
- * Placement by domain (runtime/nxr_route.h) through a placing context
+ * Routing by the inputs' bytes (runtime/nxr_route.h) through a placing context
  * (NXR_DOMAIN_AUTO): a call runs on the domain holding the most input bytes,
  * a tie goes to the lowest id, inputs nxr did not allocate are ignored, the
  * default domain is used when none counts, the single-domain policy refuses
