@@ -4,9 +4,12 @@
 # Installs what //dist built: headers in INCLUDEDIR/nxr/, libnxr.so.X.Y.Z
 # with its libnxr.so.X and libnxr.so links, libnxr.a, the same for
 # libnxr_omp, nxr.pc / nxr-static.pc / nxr-omp.pc in LIBDIR/pkgconfig, the
-# CMake package in LIBDIR/cmake/nxr, the nxr command in BINDIR and the
+# CMake package in LIBDIR/cmake/nxr, the nxr command in BINDIR, the
 # documentation (README.md, docs/*.md) in PREFIX/share/doc/nxr, where the
-# installed headers' comments point. Defaults:
+# installed headers' comments point, and the Python package in
+# PREFIX/lib/python3/dist-packages/nxr (Debian's layout: on /usr/bin/python3's
+# path for /usr; its _build.py names the release and the library's path
+# relative to the package). Defaults:
 # PREFIX/lib, PREFIX/include, PREFIX/bin. Paths written into the .pc and
 # CMake files are the final ones; DESTDIR (for packaging) is only where the
 # files go now. Run by tools/install.sh (`bazel run //dist:stage`) and by
@@ -108,6 +111,19 @@ put 0644 "$root/README.md" "$destdir$docdir/README.md"
 for d in "$root"/docs/*.md; do
     put 0644 "$d" "$destdir$docdir/$(basename "$d")"
 done
+# The Python binding: the library's path relative to the package (so that
+# DESTDIR staging and a moved prefix keep it right) and the release.
+pydir=$prefix/lib/python3/dist-packages/nxr
+install -d "$destdir$pydir"
+for f in "$root"/python/nxr/*.py; do
+    put 0644 "$f" "$destdir$pydir/$(basename "$f")"
+done
+py_library=$(realpath -m -s --relative-to="$pydir" "$libdir/libnxr.so.$major")
+sed -e "s|@VERSION@|$version|g" -e "s|@PY_LIBRARY@|$py_library|g" \
+    "$root/python/nxr/_build.py.in" >"$destdir$pydir/_build.py"
+chmod 0644 "$destdir$pydir/_build.py"
+installed="$installed$destdir$pydir/_build.py
+"
 echo "stage.sh: nxr $version installed under $destdir$prefix (bytes, file):"
 printf '%s' "$installed" | while IFS= read -r f; do stat -c '%10s  %n' "$f"; done
 echo "  (and the links lib{nxr,nxr_omp}.so.$major and .so)"

@@ -7,11 +7,13 @@
 #   PREFIX/lib/cmake/nxr/nxrConfig.cmake (nxr::nxr, nxr::nxr_static, nxr::omp)
 #   PREFIX/bin/nxr                     the `nxr info` command
 #   PREFIX/share/doc/nxr/*.md          README.md and docs/, which the headers cite
+#   PREFIX/lib/python3/dist-packages/nxr   the Python binding (import nxr)
 # The build is the one `bazel test //...` tests (tests/dist stage the same
 # files with the same script, dist/stage.sh). PREFIX may be relative to the
 # current directory. Prints each installed file and its size, then, when
 # LIBDIR is not one the dynamic linker searches, the LD_LIBRARY_PATH line a
-# host needs to run (nxr.pc carries no rpath: see below).
+# host needs to run (nxr.pc carries no rpath: see below), and when the
+# Python package's directory is not on python3's path, the PYTHONPATH line.
 #
 # It leaves no process behind: the Bazel server it started is shut down at
 # the end, unless one was already running for this tree before (a
@@ -82,5 +84,16 @@ if [ -z "$destdir" ]; then
         echo "  export LD_LIBRARY_PATH=$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
         echo "or link it with -Wl,-rpath,$libdir (or add $libdir to /etc/ld.so.conf.d and run ldconfig)."
     fi
+    # The Python package finds its library by itself (its _build.py); the
+    # interpreter needs to find the package. Debian's python3 searches
+    # /usr/lib/python3/dist-packages, so a /usr install needs nothing.
+    pydir=$prefix/lib/python3/dist-packages
+    py=/usr/bin/python3
+    [ -x "$py" ] || py=python3
+    if "$py" -c 'import sys; sys.exit(0 if sys.argv[1] in sys.path else 1)' "$pydir" 2>/dev/null; then
+        echo "install.sh: the Python package nxr is in $pydir, on $py's path."
+    else
+        echo "install.sh: the Python package nxr is in $pydir. To import it,"
+        echo "  export PYTHONPATH=$pydir\${PYTHONPATH:+:\$PYTHONPATH}"
+    fi
 fi
-

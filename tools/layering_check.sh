@@ -30,6 +30,7 @@ declare -A LAYER=(
     [root]=6         # the root package: //:nxr (= //runtime), //:public_headers
     [tests/support]=6 # fixtures on the library
     [examples]=7     # host code on the installed API, and the host pool
+    [python]=7       # the Python binding, on the installed library (ctypes)
     [service]=8      # an application of the public API
     [dist]=9 [tools]=9 [bench]=9
     # Tests may drive their unit through any library layer and use the

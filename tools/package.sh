@@ -6,6 +6,8 @@
 #   libnxr-dev_<version>_<arch>.deb     headers, .so links, .a, .pc, CMake,
 #                                       /usr/share/doc/nxr (the docs the headers cite)
 #   nxr-tools_<version>_<arch>.deb      /usr/bin/nxr
+#   python3-nxr_<version>_<arch>.deb    /usr/lib/python3/dist-packages/nxr (import nxr;
+#                                       it loads libnxr.so.<major> of libnxr<major>)
 # Binaries are stripped as Debian's tools strip them (debug info removed;
 # the .a keeps its symbol table). Depends are read from the ELF files:
 # each NEEDED library's Debian package. Prints each package and its size.
@@ -97,3 +99,8 @@ build libnxr-dev "NUMA-aware executor runtime (development files)" \
     "$rel/pkgconfig" "$rel/cmake" usr/share/doc/nxr
 build nxr-tools "NUMA-aware executor runtime (the nxr command)" \
     "$(depends_of "$root/usr/bin/nxr")" usr/bin/nxr
+# Pure Python over ctypes, but it names the multiarch path of its library
+# (_build.py), so it is built per architecture like the library. numpy is
+# optional (without it: runtimes, contexts, bind; no arrays or kernels).
+build python3-nxr "NUMA-aware executor runtime (Python binding)" \
+    "libnxr$major (= $version), python3" usr/lib/python3/dist-packages/nxr

@@ -5,10 +5,13 @@
 # built against it with pkg-config and run, every example (examples/*.c)
 # built the same way and one run; the installed libnxr.so loaded
 # at run time with dlopen (tests/dist/dlopen_host.c) and with ctypes.CDLL
-# from python3, plain and beside numpy (ctypes_host.py); tools/package.sh,
-# its three .debs unpacked into a fresh root, checked for their files and
-# Depends, the consumer built against the unpacked libnxr-dev and run, and
-# the stripped libnxr.so loaded with ctypes.
+# from python3, plain and beside numpy (ctypes_host.py); the Python
+# binding's tests (python/tests) against the installed package and the
+# Python service example's short run; tools/package.sh, its four .debs
+# unpacked into a fresh root, checked for their files and
+# Depends, the consumer built against the unpacked libnxr-dev and run, the
+# stripped libnxr.so loaded with ctypes and the unpacked python3-nxr
+# imported.
 # Prints one "ok: ..." or "FAILED: ..." line per check and a count.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -101,6 +104,26 @@ numpy_ctypes() {
     ctypes_prefix numpy-before "$numpy_python" && ctypes_prefix numpy-after "$numpy_python"
 }
 check "ctypes.CDLL of the installed libnxr.so after and before importing numpy" numpy_ctypes
+check "install.sh printed the PYTHONPATH line for the Python package" \
+    grep -qF "export PYTHONPATH=$prefix/lib/python3/dist-packages" "$work/install.out"
+# The Python binding's tests (python/tests), against the installed package
+# and library: the README's PYTHONPATH line and nothing else set, Debian's
+# interpreter (the one with python3-numpy).
+pydir=$prefix/lib/python3/dist-packages
+python_tests() {
+    [ -n "$numpy_python" ] || { echo "no python3 here imports numpy (tools/setup.sh installs python3-numpy)"; return 1; }
+    "${clean_env[@]}" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$pydir" "$numpy_python" -m unittest discover -s python/tests 2>&1 &&
+        echo "python tests: ok"
+}
+check "the Python binding's tests (python/tests) against the installed package" python_tests
+python_service() {
+    [ -n "$numpy_python" ] || return 1
+    "${clean_env[@]}" PYTHONPATH="$pydir" "$numpy_python" examples/python_service.py --short --json \
+        >"$work/service.json" &&
+        "$numpy_python" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["outputs_match"] else 1)' \
+            "$work/service.json" && echo "python_service: ok, outputs match numpy's"
+}
+check "examples/python_service.py --short: nxr and numpy paths, outputs match" python_service
 
 debs=$work/debs
 check "tools/package.sh OUTDIR" bash tools/package.sh "$debs"
@@ -110,9 +133,9 @@ unpack() {
     for d in "$debs"/*.deb; do
         dpkg-deb -x "$d" "$root" && n=$((n + 1))
     done
-    [ "$n" -eq 3 ]
+    [ "$n" -eq 4 ]
 }
-check "three .debs unpack" unpack
+check "four .debs unpack" unpack
 multiarch=$(gcc -print-multiarch)
 lib=$root/usr/lib/$multiarch
 has_files() {
@@ -120,7 +143,8 @@ has_files() {
     for f in usr/include/nxr/nxr.h "usr/lib/$multiarch/libnxr.so.$version" \
         "usr/lib/$multiarch/libnxr.so.$major" "usr/lib/$multiarch/libnxr.so" \
         "usr/lib/$multiarch/libnxr.a" "usr/lib/$multiarch/pkgconfig/nxr.pc" \
-        "usr/lib/$multiarch/cmake/nxr/nxrConfig.cmake" usr/bin/nxr; do
+        "usr/lib/$multiarch/cmake/nxr/nxrConfig.cmake" usr/bin/nxr \
+        usr/lib/python3/dist-packages/nxr/__init__.py usr/lib/python3/dist-packages/nxr/_build.py; do
         [ -e "$root/$f" ] || { echo "missing $f"; return 1; }
     done
     # Stripped: no debug sections left in the shared library.
@@ -129,7 +153,7 @@ has_files() {
     depends=$(dpkg-deb -f "$debs/libnxr${major}_${version}_"*.deb Depends)
     ! grep -q '\.debug_' <<<"$sections" && grep -q libhwloc <<<"$depends"
 }
-check "the packages hold the libraries, headers, pc, CMake files and the tool; Depends name hwloc" has_files
+check "the packages hold the libraries, headers, pc, CMake files, the tool and the Python package; Depends name hwloc" has_files
 consume_root() {
     # shellcheck disable=SC2046
     cc tests/dist/consumer.c -o "$work/c2" $(PKG_CONFIG_SYSROOT_DIR=$root \
@@ -141,5 +165,19 @@ ctypes_root() {
     "${clean_env[@]}" python3 tests/dist/ctypes_host.py "$lib/libnxr.so.${version%%.*}" plain
 }
 check "ctypes.CDLL of the packaged (stripped) libnxr.so" ctypes_root
+# python3-nxr: the package in Debian's directory finds the packaged library
+# through the relative path its _build.py holds (no variable but the
+# unpacked root's directory on PYTHONPATH).
+python_root() {
+    [ -n "$numpy_python" ] || return 1
+    "${clean_env[@]}" PYTHONPATH="$root/usr/lib/python3/dist-packages" "$numpy_python" -c '
+import os, sys, numpy as np, nxr
+assert os.path.realpath(nxr.library_path).startswith(sys.argv[1]), nxr.library_path
+with nxr.Runtime(ignore_env=True) as rt:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert np.array_equal(rt.context(rt.domains[0].id).sgemm(a, a.T.copy()), a @ a.T)
+print("python_root: ok, nxr", nxr.__version__, "from", nxr.library_path)' "$(readlink -f "$lib")"
+}
+check "the packaged python3-nxr imports and loads the packaged library" python_root
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,53 @@
+"""nxr: a NUMA-aware executor runtime, from Python (ctypes over libnxr.so).
+
+    import numpy as np, nxr
+    with nxr.Runtime() as rt:                 # one domain per NUMA node
+        print(rt.domains, rt.info()["providers"])
+        ctx = rt.context(rt.domains[0].id)    # one context per thread per domain
+        with ctx.bind():                      # this thread on the domain's CPUs
+            x = ctx.empty((4, 256))           # float32, in the domain's node memory
+            x[...] = 1
+            w = rt.pack(np.ones((256, 512), np.float32))   # packed once per domain
+            y = ctx.sgemm_packed(x, w, activation="silu")
+            p = ctx.softmax(ctx.rmsnorm(y, np.ones(512, np.float32)))
+
+Errors are nxr.Error (.status: nxr.EINVAL, nxr.NXR_EOVERLAP, ...; .detail:
+the library's detail). The GIL is released inside every nxr call. A context
+is driven by one thread at a time (a second thread gets nxr.Error(EBUSY)).
+The library: $NXR_LIBRARY, else the one installed with this package, else
+ctypes.util.find_library("nxr"); its version is checked here, at import.
+"""
+from nxr import _build, _lib
+from nxr._errors import ERRNOS, NXR_CODES, Error, status_name
+
+__version__ = _build.VERSION
+
+
+def _check_version():
+    want = tuple(int(p) for p in __version__.split("."))
+    have = _lib.version()
+    # Same major (the ABI), and a library at least as new as the package's
+    # release within it (minor releases only add).
+    if have[0] != want[0] or have[:2] < want[:2]:
+        raise ImportError(
+            "nxr %s (the Python package) needs libnxr %d.%d or a later %d.x; %s is %s"
+            % (__version__, want[0], want[1], want[0], _lib.path,
+               _lib.lib.nxr_version_string().decode())
+        )
+
+
+_check_version()
+
+library_path = _lib.path
+library_version = _lib.lib.nxr_version_string().decode()
+
+from nxr._runtime import Domain, Runtime  # noqa: E402
+from nxr._context import Context, Job  # noqa: E402
+from nxr._weights import Weights  # noqa: E402
+from nxr._memory import nodes  # noqa: E402
+
+globals().update(ERRNOS)
+globals().update(NXR_CODES)
+
+__all__ = ["Runtime", "Context", "Job", "Weights", "Domain", "Error", "status_name", "nodes",
+           "library_path", "library_version", "__version__"] + list(ERRNOS) + list(NXR_CODES)

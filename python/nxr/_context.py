@@ -1,0 +1,430 @@
+"""nxr.Context: one thread's handle on one domain (runtime/nxr_ctx.h).
+
+The thread rule. A context is driven by one thread at a time. The binding
+enforces it: each call takes the context's lock without waiting, and a
+call from a second thread while another is inside one raises
+nxr.Error(EBUSY) instead of entering the library (where it would corrupt
+the context's state). The same thread may call again from inside its own
+call (a parallel_for body run inline). Open one context per thread.
+
+Concurrency. The library is loaded with ctypes.CDLL, which releases the
+GIL for every foreign call: threads driving different contexts run their
+kernels at the same time, and nxr's workers may call back into Python
+(parallel_for, submit) while the driver waits inside nxr.
+
+Arrays. Every kernel takes numpy arrays of dtype float32 in C order
+(C-contiguous: a transposed view or a slice with a step is refused, use
+numpy.ascontiguousarray) whose shapes agree; a violation raises
+nxr.Error(EINVAL) naming the argument before the library sees it, and the
+library's own checks (an output overlapping an input, ...) raise with its
+detail. An output left as None is allocated in the context's domain
+memory (empty()).
+"""
+import contextlib
+import ctypes
+import threading
+import weakref
+
+from nxr import _lib, _memory
+from nxr._errors import ERRNOS, Error, check, invalid
+
+_ACTIVATIONS = {
+    None: _lib.ACTIVATION_NONE,
+    "silu": _lib.ACTIVATION_SILU,
+    "gelu": _lib.ACTIVATION_GELU_TANH,
+}
+
+
+def f32(call, name, a, ndim=None, shape=None, writable=False):
+    """a's data pointer, once a is a float32, C-contiguous numpy array of
+    that rank and shape (None: any); else nxr.Error(EINVAL)."""
+    np = _memory.numpy
+    if not isinstance(a, np.ndarray):
+        raise invalid(call, "%s: expected a numpy.ndarray, got %s" % (name, type(a).__name__))
+    if a.dtype != np.float32:
+        raise invalid(call, "%s: dtype %s, expected float32" % (name, a.dtype))
+    if not a.flags.c_contiguous:
+        raise invalid(
+            call,
+            "%s: not C-contiguous (shape %s, strides %s); pass numpy.ascontiguousarray(%s)"
+            % (name, a.shape, a.strides, name),
+        )
+    if ndim is not None and a.ndim not in ((ndim,) if isinstance(ndim, int) else ndim):
+        raise invalid(call, "%s: %d-D, expected %s-D" % (name, a.ndim, ndim))
+    if shape is not None and a.shape != tuple(shape):
+        raise invalid(call, "%s: shape %s, expected %s" % (name, a.shape, tuple(shape)))
+    if writable and not a.flags.writeable:
+        raise invalid(call, "%s: read-only" % name)
+    return a.ctypes.data
+
+
+class Job:
+    """A batch submitted with Context.submit; wait() for it exactly once."""
+
+    def __init__(self, ctx, ptr, callback, errors):
+        self._ctx, self._ptr, self._callback, self._errors = ctx, ptr, callback, errors
+        self._lock = threading.Lock()
+
+    def wait(self):
+        """Blocks (GIL released) until every task ran; re-raises the first
+        task's exception, or raises nxr.Error for nxr's failure."""
+        with self._lock:
+            if self._ptr is None:
+                raise invalid("Job.wait", "this job was already waited for")
+            ptr, self._ptr = self._ptr, None
+        rc = _lib.lib.nxr_job_wait(ptr)
+        self._ctx._runtime._jobs.discard(self)
+        if self._errors:
+            raise self._errors[0]
+        check(rc, "nxr_job_wait")
+
+
+class Context:
+    """A context on one domain; made by Runtime.context / context_here."""
+
+    def __init__(self, runtime, ptr):
+        self._runtime = runtime
+        self._ptr = ptr
+        self._lock = threading.RLock()
+        d = _lib.lib.nxr_ctx_domain(ptr)
+        self._domain = d
+        self.domain_id = _lib.lib.nxr_domain_id(d)
+        self.node = _lib.lib.nxr_domain_node(d)
+        # A context dropped without close() is destroyed when collected
+        # (it holds its Runtime, so before the runtime goes).
+        self._finalizer = weakref.finalize(self, _lib.lib.nxr_ctx_destroy, ptr)
+
+    def __repr__(self):
+        return "<nxr.Context domain %d%s>" % (self.domain_id, " closed" if self._ptr is None else "")
+
+    # ---- lifetime ------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """Waits for its submitted jobs and destroys the context; a no-op once
+        closed (also by its runtime's close). nxr.Error(EBUSY) while another
+        thread is inside a call on it."""
+        if not self._lock.acquire(blocking=False):
+            raise self._busy("close")
+        try:
+            self._destroy()
+        finally:
+            self._lock.release()
+
+    def _destroy(self):  # under self._lock
+        for job in [j for j in list(self._runtime._jobs) if j._ctx is self]:
+            try:
+                job.wait()
+            except Exception:
+                pass  # its owner did not wait for it; closing must go on
+        if self._ptr is not None:
+            self._finalizer()  # nxr_ctx_destroy, once
+            self._ptr = None
+
+    def _busy(self, call):
+        return Error(
+            ERRNOS["EBUSY"],
+            "%s: another thread is inside a call on the context of domain %d; a context "
+            "is driven by one thread at a time (open one per thread)" % (call, self.domain_id),
+            call,
+        )
+
+    @contextlib.contextmanager
+    def _driving(self, call):
+        # Never waits: a second driver is refused, not queued (the thread rule).
+        if not self._lock.acquire(blocking=False):
+            raise self._busy(call)
+        try:
+            if self._ptr is None:
+                what = "runtime" if self._runtime.closed else "context"
+                raise Error(ERRNOS["EINVAL"], "%s: the %s is closed" % (call, what), call)
+            yield self._ptr
+        finally:
+            self._lock.release()
+
+    def _call(self, call, fn, *args):
+        with self._driving(call) as ptr:
+            check(fn(ptr, *args), call)
+
+    # ---- the calling thread --------------------------------------------
+    @contextlib.contextmanager
+    def bind(self):
+        """with ctx.bind(): confines the calling thread to the domain's CPUs
+        (read back and verified) for the block, then restores its previous
+        affinity. Inside, small work on the domain runs on this thread."""
+        was = ctypes.c_void_p()
+        self._call("nxr_ctx_bind", _lib.lib.nxr_ctx_bind, ctypes.byref(was))
+        try:
+            yield self
+        finally:
+            check(_lib.lib.nxr_thread_binding_restore(was), "nxr_thread_binding_restore")
+
+    # ---- memory ----------------------------------------------------------
+    def empty(self, shape, dtype=None):
+        """An uninitialised numpy array (default float32) in this domain's node
+        memory, no copy: a pool buffer released when the array (and every
+        view of it) is collected."""
+        with self._driving("empty"):
+            return _memory.empty(self._runtime._ptr("empty"), self._domain, "empty", shape, dtype)
+
+    def _out(self, call, out, shape):
+        """The output array: out once checked, or new domain memory."""
+        if out is None:
+            return self.empty(shape)
+        f32(call, "out", out, shape=shape, writable=True)
+        return out
+
+    # ---- work --------------------------------------------------------------
+    def parallel_for(self, n, fn, grain=0):
+        """Calls fn(begin, end) over [0, n) on the domain's threads, each range
+        whole chunks of `grain` (0: one range per participant, split evenly).
+        fn runs under the GIL; the first exception it raises is raised here
+        after every range ran."""
+        errors = []
+
+        def body(_arg, begin, end, _worker):
+            try:
+                fn(begin, end)
+            except BaseException as e:  # noqa: B902 -- carried to the caller
+                errors.append(e)
+
+        cb = _lib.FOR_FN(body)
+        self._call("nxr_parallel_for", _lib.lib.nxr_parallel_for, 0, n, grain, cb, None)
+        if errors:
+            raise errors[0]
+
+    def submit(self, count, fn):
+        """Runs fn(index) for index in [0, count) asynchronously on the domain's
+        workers; returns a Job to wait() for. A task that raises stops the
+        tasks not yet started; wait() re-raises its exception."""
+        errors = []
+
+        def task(_arg, index):
+            try:
+                fn(index)
+                return 0
+            except BaseException as e:  # noqa: B902 -- carried to wait()
+                errors.append(e)
+                return ERRNOS["EAGAIN"]
+
+        cb = _lib.TASK_FN(task)
+        out = ctypes.c_void_p()
+        self._call("nxr_submit", _lib.lib.nxr_submit, count, cb, None, ctypes.byref(out))
+        job = Job(self, out, cb, errors)
+        # Held by the runtime until waited for: the callback (and this
+        # context) must outlive the tasks; Runtime.close waits for it.
+        self._runtime._jobs.add(job)
+        return job
+
+    # ---- kernels -------------------------------------------------------------
+    def sgemm(self, a, b, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
+              bias=None, activation=None):
+        """out = activation(alpha * op(a) @ op(b) + beta * out + bias).
+
+        op(a) is m x k (a is k x m with trans_a; a 1-D a is one row, a GEMV),
+        op(b) k x n; out m x n (1-D for a 1-D a). m or n up to 16 takes the
+        small-shape path (nothing packed, the long side of b split over the
+        workers). bias (n floats) and activation ("silu", "gelu") are
+        applied as each tile is written (nxr_sgemm_fused)."""
+        call = "sgemm"
+        _memory.need_numpy(call)
+        g = _lib.SgemmArgs()
+        g.a = f32(call, "a", a, ndim=(1, 2))
+        g.b = f32(call, "b", b, ndim=2)
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        if a.ndim == 1 and trans_a:
+            raise invalid(call, "a: 1-D with trans_a")
+        g.trans_a, g.trans_b = bool(trans_a), bool(trans_b)
+        g.m, g.k = (a2.shape[1], a2.shape[0]) if trans_a else a2.shape
+        kb, g.n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+        if kb != g.k:
+            raise invalid(call, "b: shape %s does not follow a's k = %d" % (b.shape, g.k))
+        g.lda, g.ldb, g.ldc = a2.shape[1], b.shape[1], g.n
+        g.alpha, g.beta = alpha, beta
+        shape = (g.n,) if a.ndim == 1 else (g.m, g.n)
+        if out is None and beta != 0:
+            raise invalid(call, "beta %g reads out, which was not given" % beta)
+        out = self._out(call, out, shape)
+        g.c = out.ctypes.data
+        ep = self._epilogue(call, bias, activation, g.n)
+        if ep is None:
+            self._call("nxr_sgemm", _lib.lib.nxr_sgemm, ctypes.byref(g))
+        else:
+            self._call("nxr_sgemm_fused", _lib.lib.nxr_sgemm_fused, ctypes.byref(g),
+                       ctypes.byref(ep))
+        return out
+
+    def sgemm_packed(self, a, weights, out=None, alpha=1.0, beta=0.0, trans_a=False, bias=None,
+                     activation=None):
+        """ctx.sgemm against packed weights (rt.pack): op(a) is m x weights.k
+        (1-D: one row), out m x weights.n; the domain's own copy is read.
+        Same bits as sgemm with the original matrix."""
+        call = "sgemm_packed"
+        _memory.need_numpy(call)
+        from nxr._weights import Weights
+
+        if not isinstance(weights, Weights):
+            raise invalid(call, "weights: expected nxr.Weights, got %s" % type(weights).__name__)
+        if weights.closed:
+            raise invalid(call, "weights: closed")
+        g = _lib.SgemmPackedArgs()
+        g.a = f32(call, "a", a, ndim=(1, 2))
+        if a.ndim == 1 and trans_a:
+            raise invalid(call, "a: 1-D with trans_a")
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        m, k = (a2.shape[1], a2.shape[0]) if trans_a else a2.shape
+        if k != weights.k:
+            raise invalid(call, "a: shape %s does not follow the weights' k = %d" % (a.shape, weights.k))
+        g.trans_a, g.m, g.lda = bool(trans_a), m, a2.shape[1]
+        g.w, g.alpha, g.beta, g.ldc = weights.ptr, alpha, beta, weights.n
+        if out is None and beta != 0:
+            raise invalid(call, "beta %g reads out, which was not given" % beta)
+        out = self._out(call, out, (weights.n,) if a.ndim == 1 else (m, weights.n))
+        g.c = out.ctypes.data
+        ep = self._epilogue(call, bias, activation, weights.n) or _lib.SgemmEpilogue()
+        self._call("nxr_sgemm_packed", _lib.lib.nxr_sgemm_packed, ctypes.byref(g),
+                   ctypes.byref(ep))
+        return out
+
+    def _epilogue(self, call, bias, activation, n):
+        if activation not in _ACTIVATIONS:
+            raise invalid(call, "activation %r: expected None, 'silu' or 'gelu'" % (activation,))
+        if bias is None and activation is None:
+            return None
+        ep = _lib.SgemmEpilogue()
+        ep.activation = _ACTIVATIONS[activation]
+        if bias is not None:
+            ep.bias = f32(call, "bias", bias, shape=(n,))
+        return ep
+
+    def _rows(self, call, name, x):
+        """(rows, cols) of a 1-D (one row) or 2-D float32 array."""
+        f32(call, name, x, ndim=(1, 2))
+        return (1, x.shape[0]) if x.ndim == 1 else x.shape
+
+    def rmsnorm(self, x, gamma, eps=1e-5, out=None):
+        """Per row: out = x / sqrt(mean(x^2) + eps) * gamma (x 1-D or 2-D)."""
+        call = "rmsnorm"
+        _memory.need_numpy(call)
+        rows, cols = self._rows(call, "x", x)
+        f32(call, "gamma", gamma, shape=(cols,))
+        out = self._out(call, out, x.shape)
+        self._call("nxr_rmsnorm", _lib.lib.nxr_rmsnorm, rows, cols, x.ctypes.data, cols,
+                   gamma.ctypes.data, eps, out.ctypes.data, cols)
+        return out
+
+    def layernorm(self, x, gamma, beta, eps=1e-5, out=None):
+        """Per row: out = (x - mean) / sqrt(var + eps) * gamma + beta."""
+        call = "layernorm"
+        _memory.need_numpy(call)
+        rows, cols = self._rows(call, "x", x)
+        f32(call, "gamma", gamma, shape=(cols,))
+        f32(call, "beta", beta, shape=(cols,))
+        out = self._out(call, out, x.shape)
+        self._call("nxr_layernorm", _lib.lib.nxr_layernorm, rows, cols, x.ctypes.data, cols,
+                   gamma.ctypes.data, beta.ctypes.data, eps, out.ctypes.data, cols)
+        return out
+
+    def softmax(self, x, out=None):
+        """Softmax of each row (x 1-D or 2-D)."""
+        call = "softmax"
+        _memory.need_numpy(call)
+        rows, cols = self._rows(call, "x", x)
+        out = self._out(call, out, x.shape)
+        self._call("nxr_softmax", _lib.lib.nxr_softmax, rows, cols, x.ctypes.data, cols,
+                   out.ctypes.data, cols)
+        return out
+
+    def _binary(self, call, op, x, y, out):
+        _memory.need_numpy(call)
+        f32(call, "x", x)
+        f32(call, "y", y, shape=x.shape)
+        out = self._out(call, out, x.shape)
+        self._call("nxr_binary", _lib.lib.nxr_binary, op, x.size, x.ctypes.data, y.ctypes.data,
+                   out.ctypes.data)
+        return out
+
+    def add(self, x, y, out=None):
+        """out = x + y, elementwise (same shapes)."""
+        return self._binary("add", _lib.BINARY_ADD, x, y, out)
+
+    def mul(self, x, y, out=None):
+        """out = x * y, elementwise (same shapes)."""
+        return self._binary("mul", _lib.BINARY_MUL, x, y, out)
+
+    def _rows_op(self, call, op, x, row, out):
+        _memory.need_numpy(call)
+        f32(call, "x", x, ndim=2)
+        rows, cols = x.shape
+        f32(call, "row", row, shape=(cols,))
+        out = self._out(call, out, x.shape)
+        self._call("nxr_binary_rows", _lib.lib.nxr_binary_rows, op, rows, cols, x.ctypes.data,
+                   cols, row.ctypes.data, out.ctypes.data, cols)
+        return out
+
+    def add_rows(self, x, row, out=None):
+        """out[r] = x[r] + row for each row r of 2-D x (a bias over a batch)."""
+        return self._rows_op("add_rows", _lib.BINARY_ADD, x, row, out)
+
+    def mul_rows(self, x, row, out=None):
+        """out[r] = x[r] * row for each row r of 2-D x."""
+        return self._rows_op("mul_rows", _lib.BINARY_MUL, x, row, out)
+
+    def scale(self, x, alpha, out=None):
+        """out = alpha * x."""
+        call = "scale"
+        _memory.need_numpy(call)
+        f32(call, "x", x)
+        out = self._out(call, out, x.shape)
+        self._call("nxr_scale", _lib.lib.nxr_scale, x.size, x.ctypes.data, alpha, out.ctypes.data)
+        return out
+
+    def _unary(self, call, op, x, out):
+        _memory.need_numpy(call)
+        f32(call, "x", x)
+        out = self._out(call, out, x.shape)
+        self._call("nxr_unary", _lib.lib.nxr_unary, op, x.size, x.ctypes.data, out.ctypes.data)
+        return out
+
+    def silu(self, x, out=None):
+        """out = x * sigmoid(x)."""
+        return self._unary("silu", _lib.UNARY_SILU, x, out)
+
+    def gelu(self, x, out=None):
+        """out = GELU(x), tanh approximation."""
+        return self._unary("gelu", _lib.UNARY_GELU_TANH, x, out)
+
+    def triad(self, b, c, s, out=None):
+        """STREAM triad: out = b + s * c."""
+        call = "triad"
+        _memory.need_numpy(call)
+        f32(call, "b", b)
+        f32(call, "c", c, shape=b.shape)
+        out = self._out(call, out, b.shape)
+        self._call("nxr_triad", _lib.lib.nxr_triad, b.size, b.ctypes.data, c.ctypes.data, s,
+                   out.ctypes.data)
+        return out
+
+    def _reduce(self, call, fn, x, ctype):
+        _memory.need_numpy(call)
+        f32(call, "x", x)
+        r = ctype()
+        self._call(call, fn, x.size, x.ctypes.data, ctypes.byref(r))
+        return r.value
+
+    def sum(self, x):
+        """The sum of x's elements (a float)."""
+        return self._reduce("nxr_sum", _lib.lib.nxr_sum, x, ctypes.c_float)
+
+    def max(self, x):
+        """The largest element of x (a float)."""
+        return self._reduce("nxr_max", _lib.lib.nxr_max, x, ctypes.c_float)
+
+    def argmax(self, x):
+        """The flat index of x's largest element (an int)."""
+        return self._reduce("nxr_argmax", _lib.lib.nxr_argmax, x, ctypes.c_size_t)

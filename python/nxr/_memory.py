@@ -1,0 +1,91 @@
+"""Domain memory as numpy arrays, without a copy.
+
+An array from empty() is a view of one pool buffer of its domain
+(nxr_buffer_acquire: memory bound to the domain's node before first touch,
+counted as "outstanding" in the runtime's describe JSON until released).
+The buffer's owner is a ctypes array over its bytes, which numpy keeps as
+the array's base (every view keeps it too); a finalizer on that owner
+releases the buffer when the last array over it is collected, and holds
+the runtime until then (nxr._runtime, "Lifetime").
+"""
+import ctypes
+import math
+import operator
+import weakref
+
+from nxr import _lib
+from nxr._errors import NXR_CODES, Error, check, invalid
+
+try:
+    import numpy
+except ImportError:  # the runtime, contexts and bind work without numpy
+    numpy = None
+
+PAGE = 4096
+
+
+def need_numpy(call):
+    if numpy is None:
+        raise Error(
+            NXR_CODES["NXR_EUNSUPPORTED"], "%s: needs numpy, which this Python lacks" % call, call
+        )
+
+
+def _release(buffer, handle):
+    # handle: held so that the runtime outlives its buffer (unused here).
+    _lib.lib.nxr_buffer_release(buffer)
+
+
+def empty(handle, domain, call, shape, dtype):
+    need_numpy(call)
+    dtype = numpy.dtype(numpy.float32 if dtype is None else dtype)
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except (TypeError, ValueError):
+        raise invalid(call, "shape must be an int or a tuple of ints, got %r" % (shape,))
+    if any(s < 0 for s in shape):
+        raise invalid(call, "shape %r has a negative dimension" % (shape,))
+    count = math.prod(shape)
+    size = max(count * dtype.itemsize, 1)  # a buffer of 0 bytes is EINVAL
+    buf = ctypes.c_void_p()
+    check(_lib.lib.nxr_buffer_acquire(domain, size, ctypes.byref(buf)), "nxr_buffer_acquire")
+    owner = (ctypes.c_char * size).from_address(_lib.lib.nxr_buffer_data(buf))
+    weakref.finalize(owner, _release, buf.value, handle)
+    return numpy.frombuffer(owner, dtype=dtype, count=count).reshape(shape)
+
+
+def nodes(array):
+    """{node: pages} of the pages an array's memory spans, asked of the kernel
+    (nxr_mem_node; a negative key is the errno of a page that could not be
+    placed, e.g. -ENOENT for a page never touched)."""
+    need_numpy("nodes")
+    start = array.ctypes.data
+    end = start + max(array.nbytes, 1)
+    out = {}
+    page = start - start % PAGE
+    while page < end:
+        n = _lib.lib.nxr_mem_node(max(page, start))
+        out[n] = out.get(n, 0) + 1
+        page += PAGE
+    return out
+
+
+def replicate_one(handle, domain, dom, array):
+    need_numpy("replicate")
+    if not isinstance(array, numpy.ndarray):
+        raise invalid("replicate", "expected a numpy.ndarray, got %s" % type(array).__name__)
+    copy = empty(handle, domain, "replicate", array.shape, array.dtype)
+    copy[...] = array  # first touch by this thread; the pages are bound already
+    if _lib.lib.nxr_domain_mem_binding(domain) == _lib.MEM_BOUND and dom.node >= 0:
+        where = nodes(copy)
+        off = {n: c for n, c in where.items() if n != dom.node}
+        if off:
+            raise Error(
+                NXR_CODES["NXR_EPLACEMENT"],
+                "replicate: domain %d's copy has pages off its node %d: %r"
+                % (dom.id, dom.node, where),
+                "replicate",
+            )
+    return copy

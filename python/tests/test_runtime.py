@@ -1,0 +1,135 @@
+"""Runtime, contexts and bind: each call's happy path against what the
+process itself says (its affinity, /proc), and the bad input of each."""
+import os
+import unittest
+
+import nxr
+import support
+
+
+class RuntimeCalls(unittest.TestCase):
+    def test_domains_and_info_describe_this_runtime(self):
+        allowed = support.cpus()
+        with support.runtime() as rt:
+            info = rt.info()
+            self.assertEqual(info["topology"]["allowed"], allowed)
+            doms = rt.domains
+            self.assertEqual([d.id for d in doms], [d["id"] for d in info["domains"]])
+            # One domain per NUMA node, together covering the allowed CPUs.
+            self.assertEqual(sorted(c for d in doms for c in d.cpus), allowed)
+            self.assertEqual(len(doms), info["topology"]["nodes"])
+
+    def test_declared_domains_and_a_synthetic_topology(self):
+        c = support.cpus()[0]
+        topo = "synthetic:pack:2 numa:1(indexes=0,2) pu:1"
+        with nxr.Runtime(domains="7:%d" % c, ignore_env=True) as rt:
+            self.assertEqual([(d.id, d.cpus) for d in rt.domains], [(7, (c,))])
+        with nxr.Runtime(topology=topo, ignore_env=True) as rt:
+            self.assertEqual(rt.info()["topology"]["source"], "synthetic")
+
+    def test_a_context_per_domain_and_context_here(self):
+        with support.runtime() as rt:
+            for d in rt.domains:
+                ctx = rt.context(d.id)
+                self.assertEqual((ctx.domain_id, ctx.node), (d.id, d.node))
+            self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), len(rt.domains))
+            d = rt.domains[0]
+            before = os.sched_getaffinity(0)
+            with rt.context(d.id).bind():
+                here = rt.context_here()
+            self.assertEqual(here.domain_id, d.id)
+            self.assertEqual(os.sched_getaffinity(0), before)
+
+    def test_bind_confines_the_thread_and_restores_it(self):
+        with support.runtime() as rt:
+            before = os.sched_getaffinity(0)
+            for d in rt.domains:
+                ctx = rt.context(d.id)
+                with ctx.bind():
+                    self.assertEqual(os.sched_getaffinity(0), set(d.cpus))
+                self.assertEqual(os.sched_getaffinity(0), before)
+
+    def test_close_destroys_the_runtime_and_leaves_no_thread(self):
+        idle = support.threads()
+        rt = support.runtime()
+        ctx = rt.context(rt.domains[0].id)
+        self.assertGreater(support.threads(), idle)
+        rt.close()
+        self.assertEqual(support.threads(), idle)
+        self.assertTrue(rt.closed)
+        rt.close()  # a second close is a no-op
+        for call in (rt.info, lambda: rt.context(0), rt.context_here,
+                     lambda: ctx.parallel_for(1, lambda b, e: None)):
+            with self.assertRaises(nxr.Error) as e:
+                call()
+            self.assertEqual(e.exception.status, nxr.EINVAL)
+            self.assertIn("closed", str(e.exception))
+
+
+    def test_parallel_for_covers_the_range_once_and_submit_runs_every_task(self):
+        with support.runtime() as rt:
+            ctx = rt.context(rt.domains[0].id)
+            for n, grain in ((1000, 0), (1000, 7), (1, 0)):
+                seen = []
+                ctx.parallel_for(n, lambda b, e: seen.append((b, e)), grain=grain)
+                covered = sorted(i for b, e in seen for i in range(b, e))
+                self.assertEqual(covered, list(range(n)))
+                if grain:  # whole chunks of grain to each participant
+                    self.assertTrue(all(b % grain == 0 for b, e in seen), seen)
+            done = []
+            ctx.submit(17, done.append).wait()
+            self.assertEqual(sorted(done), list(range(17)))
+            job = ctx.submit(1, lambda i: None)
+            job.wait()
+            with self.assertRaises(nxr.Error) as e:
+                job.wait()  # a job is waited for once
+            self.assertEqual(e.exception.status, nxr.EINVAL)
+
+    def test_close_of_a_context_is_idempotent(self):
+        with support.runtime() as rt:
+            ctx = rt.context(rt.domains[0].id)
+            ctx.close()
+            ctx.close()
+            self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), 0)
+            with self.assertRaises(nxr.Error) as e:
+                ctx.parallel_for(1, lambda b, e: None)
+            self.assertIn("context is closed", str(e.exception))
+        ctx.close()  # after the runtime's close too
+
+
+class RuntimeBadInput(unittest.TestCase):
+    def check_refused(self, status, words, **kw):
+        idle = support.threads()
+        with self.assertRaises(nxr.Error) as e:
+            nxr.Runtime(ignore_env=True, **kw)
+        self.assertEqual(e.exception.status, status, str(e.exception))
+        for w in words:
+            self.assertIn(w, e.exception.detail)
+        self.assertEqual(support.threads(), idle)
+
+    def test_malformed_domains(self):
+        self.check_refused(nxr.NXR_ESYNTAX, [], domains="0:")
+
+    def test_overlapping_domains(self):
+        c = support.cpus()[0]
+        self.check_refused(nxr.NXR_EOVERLAP, ["overlap"], domains="0:%d;1:%d" % (c, c))
+
+    def test_a_cpu_outside_the_allowed_set(self):
+        self.check_refused(nxr.NXR_EDISALLOWED, [], domains="0:%d" % (max(support.cpus()) + 4096))
+
+    def test_bad_num_threads(self):
+        self.check_refused(nxr.EINVAL, ["num_threads"], num_threads=0)
+
+    def test_an_unknown_domain(self):
+        with support.runtime() as rt:
+            with self.assertRaises(nxr.Error) as e:
+                rt.context(max(d.id for d in rt.domains) + 1)
+            self.assertEqual(e.exception.status, nxr.NXR_ENODOMAIN)
+            with self.assertRaises(nxr.Error) as e:
+                rt.context("0")
+            self.assertEqual(e.exception.status, nxr.EINVAL)
+            self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
