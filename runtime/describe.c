@@ -312,19 +312,19 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
         for (size_t i = 0; i < rt->domain_count; i++) {
             struct nxr__exec *e = &rt->domains[i]->exec;
             /* The domain itself, and those whose CPUs overlap it. */
-            if (e != exec && (e->cpus == NULL || exec->cpus == NULL ||
-                              !hwloc_bitmap_intersects(e->cpus, exec->cpus)))
+            if (e != exec && (e->spec->cpus == NULL || exec->spec->cpus == NULL ||
+                              !hwloc_bitmap_intersects(e->spec->cpus, exec->spec->cpus)))
                 continue;
             struct nxr__admission_stats st;
             nxr__exec_admission_stats(e, &st);
             if (pass == 0 && st.active > 0) {
                 nxr__strbuf_printf(sb, "%s domain %d (%u batch(es), %u region(s) in flight)",
-                                   named++ ? "," : ":", e->domain_id, st.batches,
+                                   named++ ? "," : ":", e->spec->id, st.batches,
                                    st.active - st.batches);
             } else if (pass == 1 && (st.waiting > 0 || st.deferred > 0 || st.acquiring)) {
                 nxr__strbuf_printf(sb, "%s domain %d (%u caller(s) in admission, %u deferred "
                                        "batch(es)%s)",
-                                   named++ ? "," : ":", e->domain_id, st.waiting, st.deferred,
+                                   named++ ? "," : ":", e->spec->id, st.waiting, st.deferred,
                                    st.acquiring ? ", acquiring the permit" : "");
             }
         }
