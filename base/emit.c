@@ -65,8 +65,7 @@ static void text_member(struct nxr__emit *e, const char *key, const char *s, siz
 }
 
 /* The text of member `name` of the object f, or NULL. */
-static const char *lookup(const struct nxr__emit_frame *f, const char *name, size_t len,
-                          size_t *n)
+static const char *lookup(const struct nxr__emit_frame *f, const char *name, size_t len, size_t *n)
 {
     if (f->vals.data == NULL)
         return NULL;
