@@ -36,7 +36,7 @@
 
 enum nxr__emit_format { NXR__EMIT_TEXT, NXR__EMIT_JSON };
 
-/* Deepest nesting of objects and lists (describe uses 5). */
+/* Deepest nesting of objects and lists (describe uses 4: a domain's CPU list). */
 #define NXR__EMIT_DEPTH 8
 
 struct nxr__emit_frame {
