@@ -64,21 +64,24 @@ static void text_member(struct nxr__emit *e, const char *key, const char *s, siz
         nxr__strbuf_append(&f->vals, "", 1);
 }
 
-/* The text of member `name` of the object f, or NULL. */
+/* The text of member `name` of the object f, or NULL. Bounded by the
+ * buffer's length: a buffer whose growth failed may end inside an entry. */
 static const char *lookup(const struct nxr__emit_frame *f, const char *name, size_t len, size_t *n)
 {
     if (f->vals.data == NULL)
         return NULL;
     const char *p = f->vals.data, *end = p + f->vals.len;
     while (p < end) {
-        size_t klen = strlen(p);
-        const char *v = p + klen + 1;
-        size_t vlen = strlen(v);
-        if (klen == len && memcmp(p, name, len) == 0) {
-            *n = vlen;
+        const char *kend = memchr(p, '\0', (size_t)(end - p));
+        const char *v = kend != NULL ? kend + 1 : end;
+        const char *vend = v < end ? memchr(v, '\0', (size_t)(end - v)) : NULL;
+        if (vend == NULL)
+            return NULL;
+        if ((size_t)(kend - p) == len && memcmp(p, name, len) == 0) {
+            *n = (size_t)(vend - v);
             return v;
         }
-        p = v + vlen + 1;
+        p = vend + 1;
     }
     return NULL;
 }
@@ -162,8 +165,9 @@ void nxr__emit_end(struct nxr__emit *e)
     }
     struct nxr__strbuf r = {0};
     const char *t = f.text != NULL ? f.text : f.list ? "{items}" : "";
-    fill(&f, t, &r);
     keep_failure(e, &f.vals);
+    if (f.vals.failed == 0) /* else incomplete, and the output failed already */
+        fill(&f, t, &r);
     keep_failure(e, &r);
     free(f.vals.data);
     text_member(e, f.key, r.data != NULL ? r.data : "", r.len);

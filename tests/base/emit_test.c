@@ -130,3 +130,39 @@ Test(base_emit, a_refused_allocation_sticks)
     cr_expect_gt(failed, 10, "the text walk allocates per object and per scalar");
     free(whole);
 }
+
+/* A member whose text outgrows the object's buffer: the growth refused
+ * between its key and its text leaves the buffer ending inside an entry,
+ * which the object's end must not read (ASan saw it read past the end). */
+Test(base_emit, a_refused_growth_inside_a_member_is_not_read)
+{
+    char big[400];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    for (long n = 1; n < 50; n++) {
+        struct nxr__strbuf sb = {0};
+        struct nxr__emit e;
+        nxr__emit_init(&e, NXR__EMIT_TEXT, &sb);
+        nxr__fault_arm(NXR_FAULT_ALLOC, n);
+        nxr__emit_object(&e, NULL, "{b}|{a}");
+        nxr__emit_str(&e, "b", "short", NULL);
+        nxr__emit_str(&e, "a", big, NULL);
+        nxr__emit_end(&e);
+        long calls = nxr__fault_calls();
+        nxr__fault_arm(NXR_FAULT_ALLOC, 0);
+        char *out = NULL;
+        int rc = nxr__strbuf_take(&sb, &out);
+        if (n > calls) {
+            cr_expect_eq(rc, 0);
+            cr_expect_eq(strncmp(out, "short|xxx", 9), 0, "%s", out);
+            cr_expect_eq(strlen(out), strlen("short|") + sizeof(big) - 1);
+            free(out);
+            cr_expect_gt(n, 2, "the object's buffer grew at least once");
+            return;
+        }
+        cr_expect_eq(rc, -ENOMEM, "allocation %ld of %ld", n, calls);
+        cr_expect_null(out);
+    }
+    cr_assert_fail("the walk allocated more than 50 times");
+}
+
