@@ -56,14 +56,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct nxr_buffer nxr_buffer_t;
-typedef struct nxr_scope nxr_scope_t;
 
 /* ------------------------------------------------------------------ pools */
 
@@ -166,8 +165,18 @@ NXR_API int nxr_mem_node(const void *ptr);
 
 /* ----------------------------------------------------------------- scopes */
 
+/* Whether a scope detects use after reset (nxr_scope_opts.check). */
+enum nxr_scope_check {
+    /* On exactly when nxr itself was built checked (-DNXR_CHECKED=1,
+     * `bazel ... --config=checked` or `--config=asan`). */
+    NXR_SCOPE_CHECK_DEFAULT = 0,
+    NXR_SCOPE_CHECK_ON = 1,
+    NXR_SCOPE_CHECK_OFF = 2,
+};
+
+/* Scope options; a zeroed struct (or nxr_scope_opts_init) is every default. */
 struct nxr_scope_opts {
-    /* Bytes per chunk taken from the pool (default 1 MiB; rounded to a pool
+    /* Bytes per chunk taken from the pool (0: 1 MiB; rounded to a pool
      * class, at least 4 KiB). An allocation larger than a chunk gets a chunk
      * of its own size. */
     size_t chunk_size;
@@ -176,14 +185,11 @@ struct nxr_scope_opts {
      * stale pointer faults (SIGSEGV) at its first use in the next step; a
      * pointer kept across two resets is live memory again and not caught.
      * Costs two mprotect calls per chunk per reset and twice the memory (two
-     * banks of chunks alternate).
-     * Default: true when nxr itself was built checked (-DNXR_CHECKED=1,
-     * `bazel ... --config=checked` or `--config=asan`), else false; a caller
-     * may turn it on in any build. */
-    bool checked;
+     * banks of chunks alternate). A caller may turn it on in any build. */
+    enum nxr_scope_check check;
 };
 
-/* chunk_size 1 MiB, checked as described above. */
+/* Zeroes opts: every default, the same as `= {0}`. */
 NXR_API void nxr_scope_opts_init(struct nxr_scope_opts *opts);
 
 /*
@@ -211,6 +217,8 @@ struct nxr_scope_stats {
     /* Checked scopes: resets after which use-after-reset was not (fully)
      * armed because the kernel refused an mprotect. */
     uint64_t check_failures;
+    size_t chunk_size; /* the chunk size the scope uses (its class size) */
+    bool checked;      /* use after reset is detected */
 };
 
 /* Fills *out (both non-NULL) with the scope's statistics. */

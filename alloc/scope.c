@@ -56,8 +56,6 @@ struct nxr_scope {
 void nxr_scope_opts_init(struct nxr_scope_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
-    opts->chunk_size = DEFAULT_CHUNK;
-    opts->checked = NXR__SCOPE_CHECKED_DEFAULT;
 }
 
 int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nxr_scope_t **out)
@@ -70,7 +68,11 @@ int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nx
         nxr_scope_opts_init(&defaults);
         opts = &defaults;
     }
-    size_t chunk = opts->chunk_size < MIN_CHUNK ? MIN_CHUNK : opts->chunk_size;
+    if ((int)opts->check < NXR_SCOPE_CHECK_DEFAULT || (int)opts->check > NXR_SCOPE_CHECK_OFF)
+        return -EINVAL;
+    size_t chunk = opts->chunk_size == 0 ? DEFAULT_CHUNK : opts->chunk_size;
+    if (chunk < MIN_CHUNK)
+        chunk = MIN_CHUNK;
     if (chunk > NXR_POOL_MAX_SIZE)
         return -EINVAL;
     nxr_scope_t *s = nxr__calloc(1, sizeof(*s));
@@ -78,7 +80,8 @@ int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nx
         return -ENOMEM;
     s->pool = p;
     s->chunk_size = nxr_pool_class_size(chunk);
-    s->checked = opts->checked;
+    s->checked = opts->check == NXR_SCOPE_CHECK_ON ||
+                 (opts->check == NXR_SCOPE_CHECK_DEFAULT && NXR__SCOPE_CHECKED_DEFAULT);
     *out = s;
     return 0;
 }
@@ -207,6 +210,8 @@ void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out)
     out->used_bytes = s->used;
     out->resets = s->resets;
     out->check_failures = s->check_failures;
+    out->chunk_size = s->chunk_size;
+    out->checked = s->checked;
 }
 
 void nxr_scope_destroy(nxr_scope_t *s)

@@ -64,7 +64,7 @@ enum nxr_status {
      * error). */
     NXR_EPROVIDER = -1017,
     /* A call's inputs lie on several domains and the runtime's placement
-     * policy requires one (NXR_AFFINITY_SINGLE_DOMAIN). */
+     * policy requires one (NXR_ROUTE_SINGLE_DOMAIN). */
     NXR_EMIXED = -1018,
     /* The object was made before this process was forked from its parent:
      * its workers, permits and locks are the parent's. Returned at once by
@@ -84,6 +84,20 @@ NXR_API const char *nxr_strerror(int status);
 
 /* True when status is one of nxr's own codes (not an errno). */
 NXR_API bool nxr_status_is_nxr(int status);
+
+/*
+ * The detail of the calling thread's last failed nxr call: the call's name
+ * and the argument and rule it broke, e.g. "nxr_sgemm: lda 3 < k 4". The
+ * one error-detail channel. Every call that
+ * reports detail (the constructors, nxr_runtime_attach, nxr_cpuset_parse
+ * and every call on a context or span) empties it when it starts and fills
+ * it when it fails; other calls leave it as it was. Thread-local: the
+ * constructors have no object to hold a detail yet, and each thread
+ * (a context's driver, or a worker failing inside a body) reads its own.
+ * Never NULL; "" when there is no detail. Valid until the thread's next
+ * such call.
+ */
+NXR_API const char *nxr_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,10 @@
  * nxr version: which release these headers belong to, and which release the
  * library a host runs with is.
  *
- * The two can differ: a host compiled against 0.1.0 may run with a newer
- * libnxr.so.0. NXR_VERSION is the headers' version, nxr_version() the
+ * The two can differ: a host compiled against 1.0.0 may run with a newer
+ * libnxr.so.1. NXR_VERSION is the headers' version, nxr_version() the
  * library's; a host that needs something added in a later minor release
- * checks nxr_version() >= NXR_VERSION_ENCODE(0, 2, 0) before using it.
+ * checks nxr_version() >= NXR_VERSION_ENCODE(1, 1, 0) before using it.
  *
  * ABI: the shared library's soname is libnxr.so.<NXR_VERSION_MAJOR> (the
  * build derives it from the macro below, nowhere else), and its exported
@@ -23,8 +23,8 @@ extern "C" {
 #endif
 
 /* The one place the version is written; each part is 0..255. */
-#define NXR_VERSION_MAJOR 0
-#define NXR_VERSION_MINOR 1
+#define NXR_VERSION_MAJOR 1
+#define NXR_VERSION_MINOR 0
 #define NXR_VERSION_PATCH 0
 
 /* One comparable number: major << 16 | minor << 8 | patch. */
@@ -37,7 +37,7 @@ extern "C" {
  * against). Any thread, any time, before or without a runtime. */
 NXR_API unsigned nxr_version(void);
 
-/* The same as "major.minor.patch" (e.g. "0.1.0"); static, never NULL. */
+/* The same as "major.minor.patch" (e.g. "1.0.0"); static, never NULL. */
 NXR_API const char *nxr_version_string(void);
 
 #ifdef __cplusplus

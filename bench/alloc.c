@@ -152,7 +152,7 @@ static struct cost measure(op_fn op, void *ctx, long iters)
 /* -------------------------------------------------------------- cases */
 
 struct sized {
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     size_t size;
 };
 
@@ -281,10 +281,10 @@ int main(int argc, char **argv)
         }
     }
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, NULL);
+    int rc = nxr_runtime_create(NULL, &rt);
     if (rc != 0)
         die("nxr_runtime_create", rc);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
 
     struct row rows[] = {
         {.name = "4k", .size = 4096, .iters = 100000},

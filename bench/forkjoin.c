@@ -94,7 +94,7 @@ static void nxr_region(void *ctx, unsigned chunks, uint64_t iters)
 }
 
 /* Binds the calling thread to domain d's CPUs. */
-static void bind_inside(const nxr_domain_t *d)
+static void bind_inside(nxr_domain_t *d)
 {
     struct nxr__cpumask mask;
     if (nxr__cpumask_from_bitmap(&mask, nxr_domain_cpuset(d)) == 0) {
@@ -105,9 +105,9 @@ static void bind_inside(const nxr_domain_t *d)
 
 static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx)
 {
-    int rc = nxr_runtime_create(rt, NULL);
+    int rc = nxr_runtime_create(NULL, rt);
     if (rc == 0)
-        rc = nxr_ctx_create(ctx, *rt, nxr_domain_id(nxr_runtime_domain_at(*rt, 0)));
+        rc = nxr_ctx_create(*rt, nxr_domain_id(nxr_runtime_domain_at(*rt, 0)), ctx);
     if (rc != 0)
         fprintf(stderr, "forkjoin: %s\n", nxr_strerror(rc));
     return rc;

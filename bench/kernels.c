@@ -110,7 +110,7 @@ struct natives {
 
 /* One call; the caller settles first (outside its timer). */
 static int run_contender(enum contender c, struct rt *ob, struct natives *nat,
-                         const nxr_sgemm_args_t *g)
+                         const struct nxr_sgemm_args *g)
 {
     switch (c) {
     case C_CTX:
@@ -131,7 +131,7 @@ static int run_contender(enum contender c, struct rt *ob, struct natives *nat,
 
 /* One contender's turn: `burst` calls back to back, timed together. */
 static double run_burst(enum contender c, struct rt *ob, struct natives *nat,
-                        const nxr_sgemm_args_t *g, int burst)
+                        const struct nxr_sgemm_args *g, int burst)
 {
     double t0 = bench_now();
     for (int i = 0; i < burst; i++) {
@@ -151,7 +151,7 @@ static void sgemm_size(struct sgemm_row *row, size_t n, int reps, int burst, str
         b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
         c[i] = 0.0f;
     }
-    nxr_sgemm_args_t g = {.m = n,
+    struct nxr_sgemm_args g = {.m = n,
                           .n = n,
                           .k = n,
                           .alpha = 1.0f,
@@ -216,7 +216,7 @@ static void sgemm_section(struct sgemm_report *rep, int reps)
     struct rt ob;
     int policy = NXR_PROVIDER_STRICT; /* the default */
     rt_open(&ob, p, policy);
-    const nxr_domain_t *d = nxr_ctx_domain(ob.ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ob.ctx);
     bool whole = hwloc_bitmap_isequal(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(ob.rt));
     struct nxr__run_decision dec =
         nxr__provider_decide_now(p, budget, whole, (enum nxr_provider_policy)policy);
@@ -340,7 +340,7 @@ static void triad_section(struct triad_report *rep, size_t mib, int reps)
     double *tn = calloc((size_t)reps, sizeof(double)), *to = calloc((size_t)reps, sizeof(double));
     const float s = 3.0f;
     settle(FAM_NXR);
-    if (nxr_triad(nat.ctx, n, a, b, c, s) != 0) /* warm-up */
+    if (nxr_triad(nat.ctx, n, b, c, s, a) != 0) /* warm-up */
         die("triad", -EINVAL);
     settle(FAM_OMP);
     omp_triad(n, a, b, c, s, threads);
@@ -354,7 +354,7 @@ static void triad_section(struct triad_report *rep, size_t mib, int reps)
                     omp_triad(n, a, b, c, s, threads);
                     continue;
                 }
-                int rc = nxr_triad(nat.ctx, n, a, b, c, s);
+                int rc = nxr_triad(nat.ctx, n, b, c, s, a);
                 if (rc != 0)
                     die("triad", rc);
             }

@@ -57,25 +57,25 @@ static int gemv_call(struct gemv_setup *s, int c)
     nxr_ctx_t *ctx = s->nat->ctx;
     switch (c) {
     case G_N1: {
-        nxr_sgemm_args_t g = {.m = s->rows, .n = 1, .k = s->k, .alpha = 1, .a = s->w,
+        struct nxr_sgemm_args g = {.m = s->rows, .n = 1, .k = s->k, .alpha = 1, .a = s->w,
                               .lda = s->k, .b = s->x, .ldb = 1, .c = s->y, .ldc = 1};
         return nxr_sgemm(ctx, &g);
     }
     case G_M1T: {
-        nxr_sgemm_args_t g = {.trans_b = true, .m = 1, .n = s->rows, .k = s->k, .alpha = 1,
+        struct nxr_sgemm_args g = {.trans_b = true, .m = 1, .n = s->rows, .k = s->k, .alpha = 1,
                               .a = s->x, .lda = s->k, .b = s->w, .ldb = s->k, .c = s->y,
                               .ldc = s->rows};
         return nxr_sgemm(ctx, &g);
     }
     case G_M1: {
-        nxr_sgemm_args_t g = {.m = 1, .n = s->k, .k = s->rows, .alpha = 1, .a = s->x,
+        struct nxr_sgemm_args g = {.m = 1, .n = s->k, .k = s->rows, .alpha = 1, .a = s->x,
                               .lda = s->rows, .b = s->w, .ldb = s->k, .c = s->y, .ldc = s->k};
         return nxr_sgemm(ctx, &g);
     }
     case G_M1T_PACKED:
     case G_M1_PACKED: {
         const bool t = c == G_M1T_PACKED;
-        nxr_sgemm_packed_args_t g = {.m = 1, .alpha = 1, .a = s->x, .lda = t ? s->k : s->rows,
+        struct nxr_sgemm_packed_args g = {.m = 1, .alpha = 1, .a = s->x, .lda = t ? s->k : s->rows,
                                      .w = t ? s->packed_t : s->packed_p, .c = s->y,
                                      .ldc = t ? s->rows : s->k};
         return nxr_sgemm_packed(ctx, &g, NULL);
@@ -117,7 +117,7 @@ static void gemv_size(struct small_report *rep, struct rt *nat, size_t mib, size
     s.w = w;
     s.x = x;
     s.y = y;
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.w = w;
     d.trans = true; /* op(W) = W^T: k x rows */
@@ -204,7 +204,7 @@ static void gemm_shape(struct small_report *rep, struct rt *nat, size_t m, size_
         a[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
     for (size_t i = 0; i < k * n; i++)
         w[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.w = w;
     d.k = k;
@@ -214,9 +214,9 @@ static void gemm_shape(struct small_report *rep, struct rt *nat, size_t m, size_
     int rc = nxr_weights_create(nat->rt, &d, &pw);
     if (rc != 0)
         die("weights", rc);
-    nxr_sgemm_args_t g = {.m = m, .n = n, .k = k, .alpha = 1, .a = a, .lda = k, .b = w,
+    struct nxr_sgemm_args g = {.m = m, .n = n, .k = k, .alpha = 1, .a = a, .lda = k, .b = w,
                           .ldb = n, .c = c, .ldc = n};
-    nxr_sgemm_packed_args_t pg = {.m = m, .alpha = 1, .a = a, .lda = k, .w = pw, .c = c,
+    struct nxr_sgemm_packed_args pg = {.m = m, .alpha = 1, .a = a, .lda = k, .w = pw, .c = c,
                                   .ldc = n};
     /* About 8 MiB of W per turn. */
     const size_t wbytes = k * n * sizeof(float);

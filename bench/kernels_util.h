@@ -79,10 +79,10 @@ static inline void rt_open(struct rt *r, nxr_provider_t *gemm, int policy)
     o.ignore_env = true;
     o.providers[NXR_FAMILY_GEMM] = gemm;
     o.provider_policy = policy;
-    int rc = nxr_runtime_create(&r->rt, &o);
+    int rc = nxr_runtime_create(&o, &r->rt);
     if (rc != 0)
         die("runtime", rc);
-    rc = nxr_ctx_create(&r->ctx, r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)));
+    rc = nxr_ctx_create(r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)), &r->ctx);
     if (rc != 0)
         die("context", rc);
 }
@@ -94,10 +94,10 @@ static inline void rt_open_threads(struct rt *r, int threads)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.num_threads = threads;
-    int rc = nxr_runtime_create(&r->rt, &o);
+    int rc = nxr_runtime_create(&o, &r->rt);
     if (rc != 0)
         die("runtime", rc);
-    rc = nxr_ctx_create(&r->ctx, r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)));
+    rc = nxr_ctx_create(r->rt, nxr_domain_id(nxr_runtime_domain_at(r->rt, 0)), &r->ctx);
     if (rc != 0)
         die("context", rc);
 }

@@ -63,12 +63,12 @@ int main(int argc, char **argv)
     bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
-    if (nxr_runtime_create(&rt, NULL) != 0 ||
-        nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))) != 0) {
+    if (nxr_runtime_create(NULL, &rt) != 0 ||
+        nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx) != 0) {
         fprintf(stderr, "mpi_allreduce: rank %d: no runtime\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
     const size_t sizes[] = {16 << 10, 1 << 20, 8 << 20}; /* floats: 64 KiB, 4 MiB, 32 MiB */
     if (rank == 0)
         printf(json ? "{\"ranks\":%d,\"cases\":["

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
             o.peers = s == PEERS || s == BOTH ? NXR_PEERS_QUIET : NXR_PEERS_OFF;
             nxr_runtime_t *rt;
             double t0 = now_us();
-            int rc = nxr_runtime_create(&rt, &o);
+            int rc = nxr_runtime_create(&o, &rt);
             nxr_runtime_destroy(rt);
             t[s][r] = now_us() - t0;
             if (rc != 0) {

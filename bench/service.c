@@ -89,13 +89,13 @@ static int mlp(struct client *c)
     int rc = nxr_scope_alloc(c->scope, B * H * sizeof(float), (void **)&h);
     if (rc != 0)
         return rc;
-    nxr_sgemm_args_t l1 = {.m = B, .n = H, .k = D, .alpha = 1, .a = c->x, .lda = D,
+    struct nxr_sgemm_args l1 = {.m = B, .n = H, .k = D, .alpha = 1, .a = c->x, .lda = D,
                            .b = m->w1, .ldb = H, .c = h, .ldc = H};
-    nxr_sgemm_args_t l2 = {.m = B, .n = D, .k = H, .alpha = 1, .a = h, .lda = H,
+    struct nxr_sgemm_args l2 = {.m = B, .n = D, .k = H, .alpha = 1, .a = h, .lda = H,
                            .b = m->w2, .ldb = D, .c = c->y, .ldc = D};
 #if !defined(NXR_SERVICE_BENCH_OLD_API)
     if (c->way == WAY_FUSED) {
-        nxr_sgemm_epilogue_t e1 = {.bias = m->b1, .activation = NXR_ACTIVATION_GELU_TANH};
+        struct nxr_sgemm_epilogue e1 = {.bias = m->b1, .activation = NXR_ACTIVATION_GELU_TANH};
         if ((rc = nxr_sgemm_fused(c->ctx, &l1, &e1)) == 0 && (rc = nxr_sgemm(c->ctx, &l2)) == 0)
             rc = nxr_binary_rows(c->ctx, NXR_BINARY_ADD, B, D, c->y, D, m->b2, c->y, D);
         nxr_scope_reset(c->scope);
@@ -180,7 +180,7 @@ static int run_round(struct client *cl, const struct config *cfg, enum way way,
     return 0;
 }
 
-static float *domain_floats(const nxr_domain_t *d, size_t n, float scale, unsigned seed)
+static float *domain_floats(nxr_domain_t *d, size_t n, float scale, unsigned seed)
 {
     float *p;
     if (nxr_domain_malloc(d, n * sizeof(float), 64, (void **)&p) != 0)
@@ -240,17 +240,14 @@ int main(int argc, char **argv)
         return 2;
     }
     nxr_runtime_t *rt;
-    char err[256] = "";
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0) {
-        fprintf(stderr, "service: %s: %s\n", nxr_strerror(rc), err);
+        fprintf(stderr, "service: %s: %s\n", nxr_strerror(rc), nxr_last_error());
         return 1;
     }
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     size_t B = cfg.batch, D = cfg.dim, H = cfg.hidden;
     struct model m = {
         .w1 = domain_floats(d, D * H, 0.1f, 1),
@@ -267,7 +264,7 @@ int main(int argc, char **argv)
     struct client cl[64];
     for (int i = 0; i < cfg.clients; i++) {
         cl[i] = (struct client){.cfg = &cfg, .model = &m};
-        if ((rc = nxr_ctx_create(&cl[i].ctx, rt, nxr_domain_id(d))) != 0 ||
+        if ((rc = nxr_ctx_create(rt, nxr_domain_id(d), &cl[i].ctx)) != 0 ||
             (rc = nxr_scope_create(d, NULL, &cl[i].scope)) != 0) {
             fprintf(stderr, "service: %s\n", nxr_strerror(rc));
             return 1;

@@ -25,7 +25,7 @@ struct contender {
     double t[64];
 };
 
-static void run_once(struct contender *c, const nxr_sgemm_args_t *g)
+static void run_once(struct contender *c, const struct nxr_sgemm_args *g)
 {
     if (c->isa == NULL)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
@@ -55,7 +55,7 @@ int main(int argc, char **argv)
             b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
             c[i] = 0.0f;
         }
-        nxr_sgemm_args_t g = {.m = n,
+        struct nxr_sgemm_args g = {.m = n,
                               .n = n,
                               .k = n,
                               .alpha = 1.0f,

@@ -60,7 +60,7 @@ static void side_init(struct side *s, nxr_ctx_t *ctx)
     int rc;
     if ((rc = nxr_shards_create(ctx, DIM, DIM * sizeof(float), NULL, n, &s->w_out)) != 0 ||
         (rc = nxr_shards_create(ctx, DIM, DIM * sizeof(float), NULL, n, &s->w_inner)) != 0)
-        die(nxr_ctx_last_error(ctx), rc);
+        die(nxr_last_error(), rc);
     for (size_t r = 0; r < DIM; r++) {
         float *o = nxr_shards_row(s->w_out, r), *i = nxr_shards_row(s->w_inner, r);
         for (size_t k = 0; k < DIM; k++)
@@ -89,7 +89,7 @@ static double burst(const struct side *s, enum op op)
         int rc = op == OP_LOOP ? nxr_parallel_for(s->ctx, 0, N_LOOP, 4096, triad, NULL)
                                : nxr_span_linear(s->ctx, &l);
         if (rc != 0)
-            die(nxr_ctx_last_error(s->ctx), rc);
+            die(nxr_last_error(), rc);
     }
     return (bench_now() - t0) / BURST;
 }
@@ -123,15 +123,15 @@ static void run(const char *domains, const char *title, int reps)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.domains = domains;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0)
         die("nxr_runtime_create", rc);
     nxr_ctx_t *one, *span;
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
-    if ((rc = nxr_ctx_create(&one, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)))) != 0 ||
-        (rc = nxr_span_create(&span, rt, &so)) != 0)
+    if ((rc = nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &one)) != 0 ||
+        (rc = nxr_span_create(rt, &so, &span)) != 0)
         die("context", rc);
     struct side peer, across;
     side_init(&peer, one);

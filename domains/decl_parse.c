@@ -13,6 +13,7 @@
 
 #include "domains/internal/cpuset.h"
 #include "domains/internal/plan.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -105,6 +106,14 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
         rc = number(c, INT_MAX, &budget, "expected a budget");
         if (rc != 0)
             return rc;
+        /* In the text, "all" is the budget left out; a written 0 is a
+         * mistake (0 in a struct nxr_domain_decl means NXR_BUDGET_ALL). */
+        if (budget == 0) {
+            if (c->err != NULL && c->errsz > 0)
+                snprintf(c->err, c->errsz, "%s '%s': domain %ld: budget 0 (leave the budget out "
+                         "for all its CPUs)", c->what, c->start, id);
+            return NXR_EBUDGET;
+        }
         d->budget = (int)budget;
     }
     skip_space(c);
@@ -168,16 +177,22 @@ out_free:
     return rc;
 }
 
-int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out, char *err, size_t errsz)
+int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
 {
+    nxr__last_error_clear();
     if (out != NULL)
         *out = NULL;
-    if (list == NULL || out == NULL)
+    if (list == NULL || out == NULL) {
+        nxr__last_error_set("nxr_cpuset_parse: %s is NULL", list == NULL ? "list" : "out");
         return -EINVAL;
-    struct cursor c = {.what = "CPU list", .start = list, .p = list, .err = err, .errsz = errsz};
+    }
+    struct cursor c = {.what = "CPU list", .start = list, .p = list,
+                       .err = nxr__last_error_slot(), .errsz = NXR__LAST_ERROR_BYTES};
     hwloc_bitmap_t cpus = nxr__cpuset_alloc();
-    if (cpus == NULL)
+    if (cpus == NULL) {
+        nxr__last_error_set("nxr_cpuset_parse: out of memory");
         return -ENOMEM;
+    }
     int rc = 0;
     skip_space(&c);
     /* "" (or only blanks) is the empty set, as the kernel writes it. */

@@ -35,8 +35,9 @@ extern "C" {
 
 /* The node of a domain that is not confined to one NUMA node. */
 #define NXR_NODE_NONE (-1)
-/* A declaration's budget: as many threads as the domain has CPUs. */
-#define NXR_BUDGET_ALL (-1)
+/* A declaration's budget: as many threads as the domain has CPUs (zero,
+ * so that a zeroed declaration means it). */
+#define NXR_BUDGET_ALL 0
 /* Largest OS CPU id accepted in a declaration (bounds bitmap sizes). */
 #define NXR_CPU_ID_MAX 65535
 
@@ -88,10 +89,10 @@ NXR_API const char *nxr_placement_name(enum nxr_placement placement);
  * Parses a CPU list: ranges "a" or "a-b" (a <= b <= NXR_CPU_ID_MAX, decimal)
  * separated by ','; blanks around tokens and one trailing newline are
  * allowed; "" is the empty set. Returns 0 and a new bitmap in *out, or
- * -EINVAL (NULL list or out), NXR_ESYNTAX (err, optional, says where),
+ * -EINVAL (NULL list or out), NXR_ESYNTAX (nxr_last_error() says where),
  * -ENOMEM; on failure *out is NULL.
  */
-NXR_API int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out, char *err, size_t errsz);
+NXR_API int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out);
 
 /*
  * Writes cpus as a CPU list ("0-3,8"; "" for the empty set) into buf.

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     /* --- attaching it to nxr: the whole integration ------------------------ */
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
-    if (nxr_runtime_create(&rt, NULL) != 0)
+    if (nxr_runtime_create(NULL, &rt) != 0)
         return 1;
     hwloc_bitmap_t set = hwloc_bitmap_dup(nxr_runtime_allowed_cpus(rt));
     struct nxr_external_decl decl;
@@ -42,9 +42,9 @@ int main(int argc, char **argv)
     decl.admission = NXR_ADMISSION_COOPERATIVE; /* arbitrated on its CPU set */
     decl.cpus = set;
     pool_executor_init(&decl.executor, pool);
-    int rc = nxr_runtime_attach(rt, &decl, NULL, 0);
+    int rc = nxr_runtime_attach(rt, &decl);
     if (rc == 0)
-        rc = nxr_ctx_create(&ctx, rt, 100);
+        rc = nxr_ctx_create(rt, 100, &ctx);
     /* ---------------------------------------------------------------------- */
     if (rc != 0) {
         fprintf(stderr, "attach: %s\n", nxr_strerror(rc));

@@ -94,7 +94,7 @@ static int model_forward(nxr_ctx_t *ctx, const struct model *m, const float *w, 
     memcpy(x, input, rows * h * sizeof(float));
     int rc = 0;
     for (size_t l = 0; l < m->layers && rc == 0; l++) {
-        nxr_sgemm_args_t g = {.m = rows, .n = h, .k = h, .alpha = 1, .a = x, .lda = h,
+        struct nxr_sgemm_args g = {.m = rows, .n = h, .k = h, .alpha = 1, .a = x, .lda = h,
                               .b = w + l * h * h, .ldb = h, .beta = 0, .c = t, .ldc = h};
         if ((rc = nxr_sgemm(ctx, &g)) == 0 &&
             (rc = nxr_unary(ctx, NXR_UNARY_SILU, rows * h, t, t)) == 0 &&
@@ -104,7 +104,7 @@ static int model_forward(nxr_ctx_t *ctx, const struct model *m, const float *w, 
             y = swap;
         }
     }
-    nxr_sgemm_args_t head = {.m = rows, .n = m->vocab, .k = h, .alpha = 1, .a = x, .lda = h,
+    struct nxr_sgemm_args head = {.m = rows, .n = m->vocab, .k = h, .alpha = 1, .a = x, .lda = h,
                              .b = w + m->layers * h * h, .ldb = m->vocab, .beta = 0,
                              .c = logits, .ldc = m->vocab};
     if (rc == 0)
@@ -234,12 +234,12 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     const struct model *m = &s->model;
     /* Defaults, environment honoured (NXR_TOPOLOGY, NXR_DOMAINS, ...): the
      * allowed set is whatever the launcher bound this process to. */
-    if ((rc = nxr_runtime_create(&rt, NULL)) != 0)
+    if ((rc = nxr_runtime_create(NULL, &rt)) != 0)
         fail(rank, "runtime", rc);
     /* A context on the domain of the CPUs the launcher gave this rank. */
-    if ((rc = nxr_ctx_create_here(&ctx, rt)) != 0)
+    if ((rc = nxr_ctx_create_here(rt, &ctx)) != 0)
         fail(rank, "no domain holds this rank's CPUs", rc);
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
     affinity_list(rep->affinity, sizeof rep->affinity);
     hwloc_bitmap_list_snprintf(rep->allowed, sizeof rep->allowed, nxr_runtime_allowed_cpus(rt));
     hwloc_bitmap_list_snprintf(rep->domain_cpus, sizeof rep->domain_cpus, nxr_domain_cpuset(d));
@@ -288,7 +288,7 @@ static void run_rank(int rank, int size, const struct shape *s, struct rank_repo
     rep->buffer_node = nxr_mem_node(rep->buffer_data);
     /* Which domain the pointer MPI got belongs to, asked of the runtime's
      * address registry (not of the buffer handle). */
-    const nxr_domain_t *owner;
+    nxr_domain_t *owner;
     rep->buffer_domain = nxr_mem_domain(rt, ptr, &owner) == 0 ? nxr_domain_id(owner) : -1;
 
     if (rank == 0) {

@@ -99,7 +99,7 @@ static void queue_close(struct queue *q)
 
 /* ---- the service on nxr ---------------------------------------------------- */
 struct domain_service {
-    const nxr_domain_t *domain;
+    nxr_domain_t *domain;
     nxr_ctx_t *ctx; /* driven by this domain's serving thread only */
     float *weights; /* IN x OUT, on the domain's node */
     struct queue queue;
@@ -114,7 +114,7 @@ static int compute(struct domain_service *s, struct request *r)
     int rc = nxr_buffer_acquire(s->domain, r->rows * OUT * sizeof(float), &logits);
     if (rc != 0)
         return rc;
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = r->rows,
         .n = OUT,
         .k = IN,
@@ -180,7 +180,7 @@ static int domain_start(struct domain_service *s, nxr_runtime_t *rt, size_t i)
         return rc;
     for (size_t k = 0; k < IN * OUT; k++)
         s->weights[k] = (float)((k * 7919) % 101) / 1000.0f - 0.05f;
-    if ((rc = nxr_ctx_create(&s->ctx, rt, nxr_domain_id(s->domain))) == 0 &&
+    if ((rc = nxr_ctx_create(rt, nxr_domain_id(s->domain), &s->ctx)) == 0 &&
         (rc = -pthread_create(&s->thread, NULL, serve, s)) != 0) {
         nxr_ctx_destroy(s->ctx); /* a failed start leaves nothing behind */
         s->ctx = NULL;
@@ -203,7 +203,7 @@ static void domain_stop(struct domain_service *s)
 int main(void)
 {
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, NULL); /* one domain per NUMA node */
+    int rc = nxr_runtime_create(NULL, &rt); /* one domain per NUMA node */
     if (rc != 0) {
         fprintf(stderr, "runtime: %s\n", nxr_strerror(rc));
         return 1;

@@ -77,7 +77,7 @@ static int weights(nxr_ctx_t *ctx, size_t rows, size_t cols, size_t fan_in, nxr_
     int rc = nxr_shards_create(ctx, rows, cols * sizeof(float), NULL,
                                nxr_span_domain_count(ctx), out);
     if (rc != 0) {
-        fprintf(stderr, "span_decode: %s\n", nxr_ctx_last_error(ctx));
+        fprintf(stderr, "span_decode: %s\n", nxr_last_error());
         return rc;
     }
     float scale = 1.0f / sqrtf((float)fan_in);
@@ -135,7 +135,7 @@ static int linear(nxr_ctx_t *ctx, const nxr_shards_t *w, enum nxr_shard_layout l
                                      .layout = layout, .y = y, .ldy = n};
     int rc = nxr_span_linear(ctx, &a);
     if (rc != 0)
-        fprintf(stderr, "span_decode: %s\n", nxr_ctx_last_error(ctx));
+        fprintf(stderr, "span_decode: %s\n", nxr_last_error());
     return rc;
 }
 
@@ -231,27 +231,22 @@ static int decode(struct model *m, int *tokens, float *logits)
 int main(void)
 {
     nxr_runtime_t *rt;
-    char err[256] = "";
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0) {
-        fprintf(stderr, "span_decode: runtime: %s (%s)\n", nxr_strerror(rc), err);
+        fprintf(stderr, "span_decode: runtime: %s (%s)\n", nxr_strerror(rc), nxr_last_error());
         return 1;
     }
     nxr_ctx_t *span = NULL, *one = NULL;
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
-    so.errbuf = err;
-    so.errbuf_size = sizeof(err);
-    if ((rc = nxr_span_create(&span, rt, &so)) != 0) {
-        fprintf(stderr, "span_decode: span: %s (%s)\n", nxr_strerror(rc), err);
+    if ((rc = nxr_span_create(rt, &so, &span)) != 0) {
+        fprintf(stderr, "span_decode: span: %s (%s)\n", nxr_strerror(rc), nxr_last_error());
         goto out_rt;
     }
-    if ((rc = nxr_ctx_create(&one, rt, nxr_domain_id(nxr_span_domain_at(span, 0)))) != 0)
+    if ((rc = nxr_ctx_create(rt, nxr_domain_id(nxr_span_domain_at(span, 0)), &one)) != 0)
         goto out_rt;
     static struct model across, ref;
     static float logits[VOCAB], ref_logits[VOCAB];

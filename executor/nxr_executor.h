@@ -44,6 +44,7 @@
 
 #include <stddef.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 
 #ifdef __cplusplus
@@ -175,7 +176,6 @@ enum nxr_mode {
 };
 
 /* An asynchronous batch of tasks (nxr_submit in runtime/nxr_ctx.h). */
-typedef struct nxr_job nxr_job_t;
 
 /* Blocks until the job finished, releases the handle and returns the job's
  * status (0 or its first task error). NXR_EREENTRANT (the handle is kept)

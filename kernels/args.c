@@ -46,26 +46,26 @@ bool nxr__spans_overlap(const void *a, size_t an, const void *b, size_t bn)
     return pa < eb && pb < ea;
 }
 
-bool nxr__sgemm_reads_ab(const nxr_sgemm_args_t *g)
+bool nxr__sgemm_reads_ab(const struct nxr_sgemm_args *g)
 {
     return g->m > 0 && g->n > 0 && g->k > 0 && g->alpha != 0.0f;
 }
 
-size_t nxr__sgemm_a_bytes(const nxr_sgemm_args_t *g)
+size_t nxr__sgemm_a_bytes(const struct nxr_sgemm_args *g)
 {
     if (!nxr__sgemm_reads_ab(g))
         return 0;
     return g->trans_a ? nxr__matrix_bytes(g->k, g->m, g->lda) : nxr__matrix_bytes(g->m, g->k, g->lda);
 }
 
-size_t nxr__sgemm_b_bytes(const nxr_sgemm_args_t *g)
+size_t nxr__sgemm_b_bytes(const struct nxr_sgemm_args *g)
 {
     if (!nxr__sgemm_reads_ab(g))
         return 0;
     return g->trans_b ? nxr__matrix_bytes(g->n, g->k, g->ldb) : nxr__matrix_bytes(g->k, g->n, g->ldb);
 }
 
-size_t nxr__sgemm_c_bytes(const nxr_sgemm_args_t *g)
+size_t nxr__sgemm_c_bytes(const struct nxr_sgemm_args *g)
 {
     return nxr__matrix_bytes(g->m, g->n, g->ldc);
 }
@@ -81,7 +81,7 @@ static int bad(char *why, size_t whysz, const char *fmt, ...)
     return -EINVAL;
 }
 
-int nxr__check_sgemm(const nxr_sgemm_args_t *g, char *why, size_t whysz)
+int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz)
 {
     if (g == NULL)
         return bad(why, whysz, "args is NULL");
@@ -117,7 +117,7 @@ int nxr__check_sgemm(const nxr_sgemm_args_t *g, char *why, size_t whysz)
 /* Whether C items i and i + d (d >= 1) share an element: an offset of
  * d * stride floats must be dr * ldc + dc with 0 <= dr < m and |dc| < n.
  * Returns the first such d below batch, or 0. */
-static size_t first_overlapping_item(const nxr_sgemm_args_t *g, size_t batch, size_t stride)
+static size_t first_overlapping_item(const struct nxr_sgemm_args *g, size_t batch, size_t stride)
 {
     size_t reach = add_sat(mul_sat(g->m - 1, g->ldc), g->n - 1); /* largest such offset */
     for (size_t d = 1; d < batch; d++) {
@@ -131,11 +131,11 @@ static size_t first_overlapping_item(const nxr_sgemm_args_t *g, size_t batch, si
     return 0;
 }
 
-int nxr__check_sgemm_batch(const nxr_sgemm_batch_args_t *b, char *why, size_t whysz)
+int nxr__check_sgemm_batch(const struct nxr_sgemm_batch_args *b, char *why, size_t whysz)
 {
     if (b == NULL)
         return bad(why, whysz, "args is NULL");
-    const nxr_sgemm_args_t *g = &b->gemm;
+    const struct nxr_sgemm_args *g = &b->gemm;
     int rc = nxr__check_sgemm(g, why, whysz);
     if (rc != 0 || b->batch <= 1 || g->m == 0 || g->n == 0)
         return rc;
@@ -157,7 +157,7 @@ int nxr__check_sgemm_batch(const nxr_sgemm_batch_args_t *b, char *why, size_t wh
     return 0;
 }
 
-int nxr__check_epilogue(const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep, char *why,
+int nxr__check_epilogue(const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep, char *why,
                         size_t whysz)
 {
     if (ep == NULL)

@@ -89,14 +89,14 @@ const nxr_provider_t *nxr_provider_bundle_get(const nxr_provider_bundle_t *b,
             return NXR_EUNSUPPORTED;                                                               \
         if (!slot_->foreign)                                                                       \
             return (b)->table->op(slot_->self, __VA_ARGS__);                                       \
-        nxr_fpenv_t env_;                                                                          \
+        struct nxr_fpenv env_;                                                                          \
         nxr_fpenv_get(&env_);                                                                      \
         const int rc_ = (b)->table->op(slot_->self, __VA_ARGS__);                                  \
         const int env_rc_ = nxr_fpenv_check(&env_);                                                \
         return rc_ != 0 ? rc_ : env_rc_;                                                           \
     } while (0)
 
-size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm_args_t *args)
+size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const struct nxr_sgemm_args *args)
 {
     if (b == NULL || b->gemm->sgemm_scratch == NULL)
         return 0;
@@ -106,15 +106,15 @@ size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm
 /* Every kernel of the table but those with their own dispatch (below). */
 #define BUNDLE_DEFINE(name, family, table, PARAMS)                                                 \
     int nxr__bundle_##name(const nxr_provider_bundle_t *bundle,                                    \
-                           const nxr_kernel_call_t *call PARAMS(NXR__PARAM_DECL))                  \
+                           const struct nxr_kernel_call *call PARAMS(NXR__PARAM_DECL))                  \
     {                                                                                              \
         DISPATCH(bundle, NXR_FAMILY_##family, table, name, call PARAMS(NXR__PARAM_PASS));          \
     }
 NXR__KERNELS(BUNDLE_DEFINE)
 #undef BUNDLE_DEFINE
 
-int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call,
-                            const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
+int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *args, const struct nxr_sgemm_epilogue *epilogue)
 {
     if (b != NULL && b->gemm->sgemm_fused != NULL)
         DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm_fused, call, args, epilogue);

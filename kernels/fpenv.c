@@ -8,7 +8,7 @@
 
 #include "kernels/internal/fpenv_arch.h"
 
-void nxr_fpenv_get(nxr_fpenv_t *out)
+void nxr_fpenv_get(struct nxr_fpenv *out)
 {
     if (out == NULL)
         return;
@@ -17,7 +17,7 @@ void nxr_fpenv_get(nxr_fpenv_t *out)
     out->x87 = nxr__fpenv_read_x87();
 }
 
-void nxr_fpenv_set(const nxr_fpenv_t *env)
+void nxr_fpenv_set(const struct nxr_fpenv *env)
 {
     if (env == NULL || !env->supported)
         return;
@@ -25,7 +25,7 @@ void nxr_fpenv_set(const nxr_fpenv_t *env)
     nxr__fpenv_write_x87(env->x87);
 }
 
-bool nxr_fpenv_equal(const nxr_fpenv_t *a, const nxr_fpenv_t *b)
+bool nxr_fpenv_equal(const struct nxr_fpenv *a, const struct nxr_fpenv *b)
 {
     /* An unobservable environment never reports a difference. */
     if (!a->supported || !b->supported)
@@ -33,31 +33,31 @@ bool nxr_fpenv_equal(const nxr_fpenv_t *a, const nxr_fpenv_t *b)
     return a->control == b->control && a->x87 == b->x87;
 }
 
-bool nxr_fpenv_is_default(const nxr_fpenv_t *env)
+bool nxr_fpenv_is_default(const struct nxr_fpenv *env)
 {
     return !env->supported || nxr__fpenv_default(env->control, env->x87);
 }
 
-bool nxr_fpenv_flush_to_zero(const nxr_fpenv_t *env)
+bool nxr_fpenv_flush_to_zero(const struct nxr_fpenv *env)
 {
     return env->supported && nxr__fpenv_ftz(env->control);
 }
 
-bool nxr_fpenv_denormals_are_zero(const nxr_fpenv_t *env)
+bool nxr_fpenv_denormals_are_zero(const struct nxr_fpenv *env)
 {
     return env->supported && nxr__fpenv_daz(env->control);
 }
 
-enum nxr_rounding nxr_fpenv_rounding(const nxr_fpenv_t *env)
+enum nxr_rounding nxr_fpenv_rounding(const struct nxr_fpenv *env)
 {
     return env->supported ? nxr__fpenv_rounding(env->control) : NXR_ROUND_NEAREST;
 }
 
-int nxr_fpenv_check(const nxr_fpenv_t *expected)
+int nxr_fpenv_check(const struct nxr_fpenv *expected)
 {
     if (expected == NULL || !expected->supported)
         return 0;
-    nxr_fpenv_t now;
+    struct nxr_fpenv now;
     nxr_fpenv_get(&now);
     if (nxr_fpenv_equal(&now, expected))
         return 0;

@@ -120,7 +120,7 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
 {
     if (p == NULL || p->global_threads == NULL || count < 1 || fn == NULL)
         return -EINVAL;
-    const nxr_global_threads_ops_t *g = p->global_threads;
+    const struct nxr_global_threads_ops *g = p->global_threads;
     if (held > 0)
         return NXR_EREENTRANT; /* inside this thread's own hold: it cannot wait for itself */
     pthread_once(&fork_once, watch_fork);

@@ -58,7 +58,7 @@ size_t nxr__sgemm_scratch_bytes(const struct nxr__native_isa *isa)
     return ((size_t)isa->mc * isa->kc + round_up(isa->nc, isa->nr) * isa->kc) * sizeof(float);
 }
 
-int nxr__sgemm_args_check(const nxr_sgemm_args_t *g)
+int nxr__sgemm_args_check(const struct nxr_sgemm_args *g)
 {
     if (g == NULL)
         return -EINVAL;
@@ -76,7 +76,7 @@ int nxr__sgemm_args_check(const nxr_sgemm_args_t *g)
 }
 
 int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_isa *isa,
-                         const nxr_sgemm_args_t *args, unsigned parts)
+                         const struct nxr_sgemm_args *args, unsigned parts)
 {
     if (plan == NULL || isa == NULL)
         return -EINVAL;
@@ -156,8 +156,8 @@ void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, 
 /* ---- small shapes ---------------------------------------------------------- */
 
 bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native_isa *isa,
-                          const nxr_sgemm_args_t *g, const struct nxr__packed_b *packed,
-                          const nxr_sgemm_epilogue_t *epilogue)
+                          const struct nxr_sgemm_args *g, const struct nxr__packed_b *packed,
+                          const struct nxr_sgemm_epilogue *epilogue)
 {
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0f)
         return false; /* C = beta C: the tile loop's scale */
@@ -235,7 +235,7 @@ void nxr__small_chunk(void *arg, size_t begin, size_t end, unsigned worker)
         job->plan.isa->sgemm_small(&job->plan, begin, end, scratch);
 }
 
-size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const struct nxr_sgemm_args *args,
                               const struct nxr__packed_b *packed)
 {
     /* The small path packs no operand: at most its copy of X (often
@@ -255,7 +255,7 @@ void nxr__sgemm_chunk(void *arg, size_t begin, size_t end, unsigned worker)
 }
 
 int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
-                              const nxr_sgemm_batch_args_t *args, void *const *scratch)
+                              const struct nxr_sgemm_batch_args *args, void *const *scratch)
 {
     if (job == NULL || args == NULL)
         return -EINVAL;

@@ -35,7 +35,7 @@
 
 /* Runs chunk over items [0, n): through the call's parallel_for when it has
  * one (see the file comment), else on the calling thread as worker 0. */
-static int run_range(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn chunk,
+static int run_range(const struct nxr_kernel_call *call, size_t n, size_t grain, nxr_for_fn chunk,
                      void *job)
 {
     if (call->parallel_for == NULL) {
@@ -46,7 +46,7 @@ static int run_range(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_
 }
 
 /* Whether a job may be split over more than one participant. */
-static bool splits(const nxr_kernel_call_t *call)
+static bool splits(const struct nxr_kernel_call *call)
 {
     return call->parallel_for != NULL && call->threads > 1;
 }
@@ -59,7 +59,7 @@ static const struct nxr__native_isa *isa_of(void *self)
 
 /* ---- GEMM ------------------------------------------------------------------ */
 
-static int check_scratch(const nxr_kernel_call_t *call, size_t bytes)
+static int check_scratch(const struct nxr_kernel_call *call, size_t bytes)
 {
     if (call->scratch == NULL || call->scratch[0] == NULL || call->scratch_bytes < bytes ||
         ((uintptr_t)call->scratch[0] & 63u) != 0)
@@ -67,26 +67,26 @@ static int check_scratch(const nxr_kernel_call_t *call, size_t bytes)
     return 0;
 }
 
-static bool reads_operands(const nxr_sgemm_args_t *g)
+static bool reads_operands(const struct nxr_sgemm_args *g)
 {
     return g->m > 0 && g->n > 0 && g->k > 0 && g->alpha != 0.0f;
 }
 
-static size_t native_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
+static size_t native_sgemm_scratch(void *self, const struct nxr_sgemm_args *args)
 {
     return nxr__sgemm_scratch_for(isa_of(self), args, NULL);
 }
 
-static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
-                        const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep);
+static int run_epilogue(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                        const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep);
 
 /* Every native GEMM, plain, fused or against packed weights, comes here.
  * ep (NULL: none) rides in the plan and is applied per micro-tile as the
  * last kc slice is written back (native_gemm.inc). When A and B are not
  * read (alpha == 0, k == 0) there is no such write-back: C is scaled, then
  * the epilogue runs over its rows. packed (NULL: none) is op(B) in panels. */
-static int gemm_run(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
-                    const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *ep,
+static int gemm_run(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                    const struct nxr_sgemm_args *args, const struct nxr_sgemm_epilogue *ep,
                     const struct nxr__packed_b *packed)
 {
     if (call == NULL)
@@ -121,14 +121,14 @@ static int gemm_run(const struct nxr__native_isa *isa, const nxr_kernel_call_t *
     return run_range(call, nxr__sgemm_plan_tiles(&job.plan), 1, nxr__sgemm_chunk, &job);
 }
 
-static int native_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int native_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args)
 {
     return gemm_run(isa_of(self), call, args, NULL, NULL);
 }
 
 /* One fan-out level: items are the unit of work, each GEMM sequential. */
-static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
-                              const nxr_sgemm_batch_args_t *args)
+static int native_sgemm_batch(void *self, const struct nxr_kernel_call *call,
+                              const struct nxr_sgemm_batch_args *args)
 {
     if (call == NULL || args == NULL)
         return -EINVAL;
@@ -141,13 +141,13 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     if (args->batch > 0 && reads_operands(&args->gemm) && need > 0 &&
         (rc = check_scratch(call, need)) != 0)
         return rc;
-    const nxr_sgemm_args_t *g = &args->gemm;
+    const struct nxr_sgemm_args *g = &args->gemm;
     bool outer = args->batch >= call->threads && g->m * g->n * g->k <= BATCH_OUTER_MAX_MACS;
     if (outer || !splits(call))
         return run_range(call, args->batch, 1, nxr__sgemm_batch_chunk, &job);
     /* Few or large items: one after another, each split over the domain. */
     for (size_t i = 0; i < args->batch; i++) {
-        nxr_sgemm_args_t item = *g;
+        struct nxr_sgemm_args item = *g;
         /* Operands that are not read (alpha == 0, k == 0) may be NULL:
          * offsetting a null pointer is undefined, so never offset those
          * (as nxr__sgemm_batch_chunk does on the OUTER path). */
@@ -164,8 +164,8 @@ static int native_sgemm_batch(void *self, const nxr_kernel_call_t *call,
 }
 
 /* The epilogue over C's rows, after a product that did not apply it. */
-static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
-                        const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep)
+static int run_epilogue(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                        const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep)
 {
     if (g->m == 0 || g->n == 0)
         return 0;
@@ -182,27 +182,27 @@ static int run_epilogue(const struct nxr__native_isa *isa, const nxr_kernel_call
     return run_range(call, g->m, grain, nxr__rows_chunk, &job);
 }
 
-int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args,
-                        const nxr_sgemm_epilogue_t *epilogue)
+int nxr__epilogue_apply(const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args,
+                        const struct nxr_sgemm_epilogue *epilogue)
 {
     return run_epilogue(nxr__native_isa_best(), call, args, epilogue);
 }
 
-static int native_sgemm_fused(void *self, const nxr_kernel_call_t *call,
-                              const nxr_sgemm_args_t *args, const nxr_sgemm_epilogue_t *epilogue)
+static int native_sgemm_fused(void *self, const struct nxr_kernel_call *call,
+                              const struct nxr_sgemm_args *args, const struct nxr_sgemm_epilogue *epilogue)
 {
     if (args == NULL || epilogue == NULL)
         return -EINVAL;
     return gemm_run(isa_of(self), call, args, epilogue, NULL);
 }
 
-int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
-                             const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
-                             const nxr_sgemm_epilogue_t *epilogue)
+int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                             const struct nxr_sgemm_args *args, const struct nxr__packed_b *packed,
+                             const struct nxr_sgemm_epilogue *epilogue)
 {
     if (args == NULL || packed == NULL || args->n != packed->n || args->k != packed->k)
         return -EINVAL;
-    nxr_sgemm_args_t g = *args;
+    struct nxr_sgemm_args g = *args;
     g.b = packed->data;
     /* Rows are op(B)^T as stored: exactly the unpacked transposed call. */
     g.trans_b = !packed->panels;
@@ -210,7 +210,7 @@ int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel
     return gemm_run(isa, call, &g, epilogue, packed->panels ? packed : NULL);
 }
 
-static const nxr_gemm_ops_t native_gemm_ops = {
+static const struct nxr_gemm_ops native_gemm_ops = {
     .sgemm_scratch = native_sgemm_scratch,
     .sgemm = native_sgemm,
     .sgemm_batch = native_sgemm_batch,
@@ -228,7 +228,7 @@ bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native
 
 /* ---- elementwise ------------------------------------------------------------- */
 
-static int run_ew(void *self, const nxr_kernel_call_t *call, enum nxr__ew_kind kind, size_t n,
+static int run_ew(void *self, const struct nxr_kernel_call *call, enum nxr__ew_kind kind, size_t n,
                   const float *x, const float *y, float *out, float alpha)
 {
     if (call == NULL || (n > 0 && (x == NULL || out == NULL)))
@@ -241,7 +241,7 @@ static int run_ew(void *self, const nxr_kernel_call_t *call, enum nxr__ew_kind k
     return run_range(call, n, EW_GRAIN, nxr__ew_chunk, &job);
 }
 
-static int native_binary(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op, size_t n,
+static int native_binary(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op, size_t n,
                          const float *x, const float *y, float *out)
 {
     switch (op) {
@@ -253,13 +253,13 @@ static int native_binary(void *self, const nxr_kernel_call_t *call, enum nxr_bin
     return NXR_EUNSUPPORTED;
 }
 
-static int native_scale(void *self, const nxr_kernel_call_t *call, size_t n, float alpha,
-                        const float *x, float *out)
+static int native_scale(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
+                        float alpha, float *out)
 {
     return run_ew(self, call, NXR_EW_SCALE, n, x, NULL, out, alpha);
 }
 
-static int native_unary(void *self, const nxr_kernel_call_t *call, enum nxr_unary_op op, size_t n,
+static int native_unary(void *self, const struct nxr_kernel_call *call, enum nxr_unary_op op, size_t n,
                         const float *x, float *out)
 {
     switch (op) {
@@ -271,13 +271,13 @@ static int native_unary(void *self, const nxr_kernel_call_t *call, enum nxr_unar
     return NXR_EUNSUPPORTED;
 }
 
-static int native_triad(void *self, const nxr_kernel_call_t *call, size_t n, float *a,
-                        const float *b, const float *c, float s)
+static int native_triad(void *self, const struct nxr_kernel_call *call, size_t n, const float *b,
+                        const float *c, float s, float *a)
 {
     return run_ew(self, call, NXR_EW_TRIAD, n, b, c, a, s);
 }
 
-static int native_binary_rows(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op,
+static int native_binary_rows(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op,
                               size_t rows, size_t cols, const float *x, size_t ldx,
                               const float *row, float *out, size_t ldo)
 {
@@ -310,7 +310,7 @@ static int native_binary_rows(void *self, const nxr_kernel_call_t *call, enum nx
     return run_range(call, rows, grain, nxr__rows_chunk, &job);
 }
 
-static const nxr_elementwise_ops_t native_elementwise_ops = {
+static const struct nxr_elementwise_ops native_elementwise_ops = {
     .binary = native_binary,
     .scale = native_scale,
     .unary = native_unary,
@@ -327,7 +327,7 @@ static const nxr_elementwise_ops_t native_elementwise_ops = {
  * partials (one float, plus one index for argmax, per block of 16384
  * elements) live on the stack up to REDUCE_STACK_BLOCKS blocks, else on the
  * heap for the call. Bit-identical to the sequential result. */
-static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__reduce_kind kind,
+static int parallel_reduce(void *self, const struct nxr_kernel_call *call, enum nxr__reduce_kind kind,
                            size_t n, const float *x, float *value, size_t *index)
 {
     struct nxr__reduce_job job;
@@ -356,12 +356,12 @@ static int parallel_reduce(void *self, const nxr_kernel_call_t *call, enum nxr__
 
 /* With parallel_for every reduction goes through it (even one block: the
  * calling thread may be off the domain); without, the plain loop. */
-static bool split_reduction(const nxr_kernel_call_t *call, size_t n)
+static bool split_reduction(const struct nxr_kernel_call *call, size_t n)
 {
     return call->parallel_for != NULL && n > 0;
 }
 
-static int native_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+static int native_sum(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
                       float *out)
 {
     if (call == NULL || out == NULL || (n > 0 && x == NULL))
@@ -372,7 +372,7 @@ static int native_sum(void *self, const nxr_kernel_call_t *call, size_t n, const
     return 0;
 }
 
-static int native_max(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+static int native_max(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
                       float *out)
 {
     if (call == NULL || out == NULL || n == 0 || x == NULL)
@@ -383,7 +383,7 @@ static int native_max(void *self, const nxr_kernel_call_t *call, size_t n, const
     return 0;
 }
 
-static int native_argmax(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+static int native_argmax(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
                          size_t *out)
 {
     if (call == NULL || out == NULL || n == 0 || x == NULL)
@@ -397,7 +397,7 @@ static int native_argmax(void *self, const nxr_kernel_call_t *call, size_t n, co
     return 0;
 }
 
-static const nxr_reduction_ops_t native_reduction_ops = {
+static const struct nxr_reduction_ops native_reduction_ops = {
     .sum = native_sum,
     .max = native_max,
     .argmax = native_argmax,
@@ -407,7 +407,7 @@ static const nxr_reduction_ops_t native_reduction_ops = {
 
 /* Every row op: one job of `kind` over rows x cols (gamma, beta: NULL when
  * the op has none; eps 0 for softmax). */
-static int run_rows(void *self, const nxr_kernel_call_t *call, enum nxr__rows_kind kind,
+static int run_rows(void *self, const struct nxr_kernel_call *call, enum nxr__rows_kind kind,
                     size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
                     const float *beta, float eps, float *out, size_t ldo)
 {
@@ -429,27 +429,27 @@ static int run_rows(void *self, const nxr_kernel_call_t *call, enum nxr__rows_ki
     return run_range(call, rows, grain, nxr__rows_chunk, &job);
 }
 
-static int native_softmax(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int native_softmax(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                           const float *x, size_t ldx, float *out, size_t ldo)
 {
     return run_rows(self, call, NXR_ROWS_SOFTMAX, rows, cols, x, ldx, NULL, NULL, 0.0f, out, ldo);
 }
 
-static int native_rmsnorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int native_rmsnorm(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                           const float *x, size_t ldx, const float *gamma, float eps, float *out,
                           size_t ldo)
 {
     return run_rows(self, call, NXR_ROWS_RMSNORM, rows, cols, x, ldx, gamma, NULL, eps, out, ldo);
 }
 
-static int native_layernorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int native_layernorm(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                             const float *x, size_t ldx, const float *gamma, const float *beta,
                             float eps, float *out, size_t ldo)
 {
     return run_rows(self, call, NXR_ROWS_LAYERNORM, rows, cols, x, ldx, gamma, beta, eps, out, ldo);
 }
 
-static const nxr_norm_ops_t native_norm_ops = {
+static const struct nxr_norm_ops native_norm_ops = {
     .softmax = native_softmax,
     .rmsnorm = native_rmsnorm,
     .layernorm = native_layernorm,
@@ -467,12 +467,12 @@ int nxr_provider_native_create(enum nxr_provider_family family, nxr_provider_t *
     const struct nxr__native_isa *isa = nxr__native_isa_best();
     char name[48];
     snprintf(name, sizeof name, "native-%s", isa->name);
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = name;
     d.family = family;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.self = (void *)isa; /* never written through: isa_of() gives it back const */
     switch (family) {
     case NXR_FAMILY_GEMM:

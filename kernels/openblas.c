@@ -88,7 +88,7 @@ bool nxr__openblas_loaded(void)
 }
 
 void nxr__openblas_classify(int parallel, enum nxr_openblas_threading *threading,
-                            enum nxr_count_control *count, enum nxr_provider_placement *placement)
+                            enum nxr_count_control *count, enum nxr_provider_runs_on *placement)
 {
     switch (parallel) {
     case 0:
@@ -181,7 +181,7 @@ static void copy_string(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src != NULL ? src : "");
 }
 
-void nxr__openblas_probe_loaded(nxr_openblas_info_t *out)
+void nxr__openblas_probe_loaded(struct nxr_openblas_info *out)
 {
     if (nxr__openblas_loaded()) {
         nxr_openblas_probe(out);
@@ -191,7 +191,7 @@ void nxr__openblas_probe_loaded(nxr_openblas_info_t *out)
     out->threading = NXR_OPENBLAS_UNKNOWN;
 }
 
-void nxr_openblas_probe(nxr_openblas_info_t *out)
+void nxr_openblas_probe(struct nxr_openblas_info *out)
 {
     if (out == NULL)
         return;
@@ -203,7 +203,7 @@ void nxr_openblas_probe(nxr_openblas_info_t *out)
     }
     out->present = true;
     out->parallel = ob.get_parallel();
-    nxr__openblas_classify(out->parallel, &out->threading, &out->count, &out->placement);
+    nxr__openblas_classify(out->parallel, &out->threading, &out->count, &out->runs_on);
     /* The resting count: another runtime's exclusive call may have set its
      * budget for the moment (kernels/global_count.c). */
     out->threads = nxr__global_count_read(ob.get_num_threads);
@@ -227,7 +227,7 @@ static void ob_set_threads(void *self, int count)
     ob.set_num_threads(count);
 }
 
-static const nxr_global_threads_ops_t ob_threads_ops = {
+static const struct nxr_global_threads_ops ob_threads_ops = {
     .get = ob_get_threads,
     .set = ob_set_threads,
 };
@@ -245,7 +245,7 @@ static size_t at_least(size_t ld, size_t need)
     return ld < need ? need : ld;
 }
 
-static int ob_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int ob_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     const struct ob_self *s = self;
     if (call == NULL || call->threads == 0)
@@ -275,13 +275,13 @@ static int ob_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_a
 
 /* The outer loop stays sequential: OpenBLAS cannot be forced sequential
  * per worker, so batching never fans out around it (one fan-out level). */
-static int ob_sgemm_batch(void *self, const nxr_kernel_call_t *call,
-                          const nxr_sgemm_batch_args_t *args)
+static int ob_sgemm_batch(void *self, const struct nxr_kernel_call *call,
+                          const struct nxr_sgemm_batch_args *args)
 {
     if (args == NULL)
         return -EINVAL;
     for (size_t i = 0; i < args->batch; ++i) {
-        nxr_sgemm_args_t item = args->gemm;
+        struct nxr_sgemm_args item = args->gemm;
         if (item.a != NULL)
             item.a += i * args->stride_a;
         if (item.b != NULL)
@@ -295,7 +295,7 @@ static int ob_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     return 0;
 }
 
-static const nxr_gemm_ops_t ob_gemm_ops = {
+static const struct nxr_gemm_ops ob_gemm_ops = {
     .sgemm_scratch = NULL,
     .sgemm = ob_sgemm,
     .sgemm_batch = ob_sgemm_batch,
@@ -312,9 +312,9 @@ int nxr_provider_openblas_create(nxr_provider_t **out)
     if (!ob_present())
         return NXR_EUNSUPPORTED;
     enum nxr_openblas_threading threading;
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
-    nxr__openblas_classify(ob.get_parallel(), &threading, &d.count, &d.placement);
+    nxr__openblas_classify(ob.get_parallel(), &threading, &d.count, &d.runs_on);
     d.name = "openblas";
     d.family = NXR_FAMILY_GEMM;
     d.gemm = &ob_gemm_ops;

@@ -12,19 +12,19 @@
 #include "kernels/internal/rules.h"
 #include "base/internal/sys.h"
 
-void nxr_provider_desc_init(nxr_provider_desc_t *desc)
+void nxr_provider_desc_init(struct nxr_provider_desc *desc)
 {
     if (desc == NULL)
         return;
     memset(desc, 0, sizeof *desc);
     desc->family = NXR_FAMILY_GEMM;
     desc->count = NXR_COUNT_PER_CALL_BOUND;
-    desc->placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    desc->runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
 }
 
 /* The table of `family` is set and has at least one op; the others are
  * NULL. */
-static bool table_matches(const nxr_provider_desc_t *d)
+static bool table_matches(const struct nxr_provider_desc *d)
 {
     const void *tables[NXR_FAMILY_COUNT] = {d->gemm, d->elementwise, d->reduction, d->norm};
     for (int f = 0; f < NXR_FAMILY_COUNT; ++f)
@@ -47,7 +47,7 @@ static bool table_matches(const nxr_provider_desc_t *d)
     return false;
 }
 
-int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provider_t **out)
+int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_provider_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -55,7 +55,7 @@ int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provide
     if (desc == NULL || desc->name == NULL || desc->name[0] == '\0' ||
         (unsigned)desc->family >= NXR_FAMILY_COUNT)
         return -EINVAL;
-    if (!nxr__classification_valid(desc->count, desc->placement) || !table_matches(desc))
+    if (!nxr__classification_valid(desc->count, desc->runs_on) || !table_matches(desc))
         return NXR_EPROVIDER;
     /* nxr only runs a global count at 1 or under set-and-restore: it must
      * be able to read and set it. */
@@ -85,7 +85,7 @@ int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provide
     atomic_init(&p->refs, 1);
     p->family = desc->family;
     p->count = desc->count;
-    p->placement = desc->placement;
+    p->runs_on = desc->runs_on;
     p->foreign = foreign;
     p->gemm = desc->gemm;
     p->elementwise = desc->elementwise;
@@ -98,7 +98,7 @@ int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provide
     return 0;
 }
 
-int nxr_provider_create(const nxr_provider_desc_t *desc, nxr_provider_t **out)
+int nxr_provider_create(const struct nxr_provider_desc *desc, nxr_provider_t **out)
 {
     return nxr__provider_new(desc, true, out);
 }
@@ -139,9 +139,9 @@ enum nxr_count_control nxr_provider_count_control(const nxr_provider_t *p)
     return p->count;
 }
 
-enum nxr_provider_placement nxr_provider_placement(const nxr_provider_t *p)
+enum nxr_provider_runs_on nxr_provider_runs_on(const nxr_provider_t *p)
 {
-    return p->placement;
+    return p->runs_on;
 }
 
 bool nxr_provider_is_foreign(const nxr_provider_t *p)
@@ -181,7 +181,7 @@ const char *nxr_count_control_name(enum nxr_count_control count)
     return "?";
 }
 
-const char *nxr_provider_placement_name(enum nxr_provider_placement placement)
+const char *nxr_provider_runs_on_name(enum nxr_provider_runs_on placement)
 {
     switch (placement) {
     case NXR_RUNS_ON_ENGINE_WORKERS:

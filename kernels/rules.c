@@ -17,7 +17,7 @@ static struct nxr__run_decision reject(int status)
     return (struct nxr__run_decision){.run = NXR_RUN_REJECT, .threads = 0, .status = status};
 }
 
-bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_placement placement)
+bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_runs_on placement)
 {
     switch (count) {
     case NXR_COUNT_PER_CALL_BOUND:
@@ -36,7 +36,7 @@ bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_p
 }
 
 struct nxr__run_decision nxr__provider_decide(enum nxr_count_control count,
-                                              enum nxr_provider_placement placement,
+                                              enum nxr_provider_runs_on placement,
                                               const struct nxr__run_situation *s)
 {
     if (!nxr__classification_valid(count, placement))
@@ -86,7 +86,7 @@ struct nxr__run_decision nxr__provider_decide_now(const nxr_provider_t *p, unsig
     };
     if (p->global_threads != NULL)
         s.global_threads = nxr__global_threads_get(p); /* the resting count */
-    return nxr__provider_decide(p->count, p->placement, &s);
+    return nxr__provider_decide(p->count, p->runs_on, &s);
 }
 
 const char *nxr__run_name(enum nxr__run r)

@@ -13,6 +13,7 @@
 #include "domains/internal/cpuset.h"
 #include "executor/internal/contract.h"
 #include "runtime/internal/runtime.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 void nxr_external_decl_init(struct nxr_external_decl *decl)
@@ -96,17 +97,15 @@ static void quiet_overlapping_teams(nxr_runtime_t *rt, hwloc_const_bitmap_t cpus
     }
 }
 
-int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
-                       size_t errsz)
+int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl)
 {
-    char scratch[256];
-    if (err == NULL || errsz == 0) {
-        err = scratch;
-        errsz = sizeof(scratch);
-    }
-    err[0] = '\0';
-    if (rt == NULL || decl == NULL)
+    nxr__last_error_clear();
+    char *err = nxr__last_error_slot();
+    size_t errsz = NXR__LAST_ERROR_BYTES;
+    if (rt == NULL || decl == NULL) {
+        snprintf(err, errsz, "nxr_runtime_attach: %s is NULL", rt == NULL ? "rt" : "decl");
         return -EINVAL;
+    }
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt)) {
         snprintf(err, errsz, "the runtime was created before this process forked");

@@ -13,6 +13,7 @@
 
 #include "base/internal/build.h"
 #include "base/internal/fork.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
@@ -64,7 +65,7 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
     /* Per domain, in table order (domains_lock is not needed: destroy owns
      * the runtime, nothing attaches meanwhile). */
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = rt->domains[i];
+        struct nxr_domain *d = rt->domains[i];
         if (d->open_contexts > 0 && len < size)
             len += (size_t)snprintf(report + len, size - len, "%sdomain %d: %u", len ? ", " : "",
                                     d->spec.id, d->open_contexts);
@@ -90,26 +91,37 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
 
 /* ---- creation ---------------------------------------------------------------- */
 
-int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
+int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
 {
-    if (out == NULL)
+    nxr__last_error_clear();
+    if (out == NULL) {
+        nxr__last_error_set("nxr_ctx_create: out is NULL");
         return -EINVAL;
+    }
     *out = NULL;
-    if (rt == NULL)
+    if (rt == NULL) {
+        nxr__last_error_set("nxr_ctx_create: rt is NULL");
         return -EINVAL;
+    }
     NXR__HANDLE_CHECK(rt, "runtime");
-    if (nxr__runtime_forked(rt))
+    if (nxr__runtime_forked(rt)) {
+        nxr__last_error_set("nxr_ctx_create: the runtime was created before this process forked");
         return NXR_EFORKED;
+    }
     bool placing = domain_id == NXR_DOMAIN_AUTO;
-    const nxr_domain_t *d = rt->default_domain;
+    nxr_domain_t *d = rt->default_domain;
     if (!placing) {
         int rc = nxr_runtime_domain(rt, domain_id, &d);
-        if (rc != 0)
+        if (rc != 0) {
+            nxr__last_error_set("nxr_ctx_create: domain %d: %s", domain_id, nxr_strerror(rc));
             return rc;
+        }
     }
     nxr_ctx_t *ctx = nxr__calloc(1, sizeof(*ctx));
-    if (ctx == NULL)
+    if (ctx == NULL) {
+        nxr__last_error_set("nxr_ctx_create: out of memory");
         return -ENOMEM;
+    }
     ctx->magic = NXR__HANDLE_LIVE;
     ctx->fork_gen = rt->fork_gen;
     ctx->rt = rt;
@@ -122,14 +134,23 @@ int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id)
     return 0;
 }
 
-int nxr_ctx_create_here(nxr_ctx_t **out, nxr_runtime_t *rt)
+int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out)
 {
-    if (out == NULL)
+    nxr__last_error_clear();
+    if (out == NULL) {
+        nxr__last_error_set("nxr_ctx_create_here: out is NULL");
         return -EINVAL;
+    }
     *out = NULL;
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     int rc = nxr_runtime_domain_here(rt, &d);
-    return rc != 0 ? rc : nxr_ctx_create(out, rt, nxr_domain_id(d));
+    if (rc != 0) {
+        nxr__last_error_set("nxr_ctx_create_here: %s", rc == NXR_ENODOMAIN
+                                ? "the calling thread's CPUs lie in no single domain"
+                                : nxr_strerror(rc));
+        return rc;
+    }
+    return nxr_ctx_create(rt, nxr_domain_id(d), out);
 }
 
 void nxr_ctx_destroy(nxr_ctx_t *ctx)
@@ -155,7 +176,7 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
     nxr__handle_retire(&ctx->magic, ctx);
 }
 
-const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx)
+nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx)
 {
     NXR__HANDLE_CHECK(ctx, "context");
     return ctx->domain;
@@ -171,32 +192,14 @@ unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
 
 /* ---- the last error ------------------------------------------------------------ */
 
-/* A failed call made inside a body records here, not in the context: the
- * participants of one operation may all call on one context at once. */
-static _Thread_local struct {
-    const nxr_ctx_t *ctx;
-    char text[NXR__CTX_ERROR_BYTES];
-} body_error;
-
-static char *error_slot(nxr_ctx_t *ctx)
-{
-    if (nxr__tls.depth == 0)
-        return ctx->error;
-    if (body_error.ctx != ctx) {
-        body_error.ctx = ctx;
-        body_error.text[0] = '\0';
-    }
-    return body_error.text;
-}
-
+/* Deprecated in 1.0 (kept one release): the detail is the calling thread's,
+ * not the context's; a failed call inside a body leaves it on the thread
+ * that ran the body, as before. */
 const char *nxr_ctx_last_error(const nxr_ctx_t *ctx)
 {
-    if (ctx == NULL)
-        return "";
-    NXR__HANDLE_CHECK(ctx, "context");
-    if (nxr__tls.depth > 0)
-        return body_error.ctx == ctx ? body_error.text : "";
-    return ctx->error;
+    if (ctx != NULL)
+        NXR__HANDLE_CHECK(ctx, "context");
+    return nxr_last_error();
 }
 
 /* What a status means for a call on domain d, when the call gave no reason. */
@@ -244,17 +247,17 @@ int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, 
 {
     if (rc == 0 || ctx == NULL)
         return rc;
-    char reason[NXR__CTX_ERROR_BYTES];
+    char reason[NXR__LAST_ERROR_BYTES];
     if (why == NULL) {
         default_reason(ctx, d, rc, reason, sizeof(reason));
         why = reason;
     }
     /* "<call>: <why>", cut to the slot (a long reason loses its end). */
-    char *slot = error_slot(ctx);
+    char *slot = nxr__last_error_slot();
     const char *parts[3] = {call, ": ", why};
     size_t len = 0;
     for (int i = 0; i < 3; i++) {
-        for (const char *c = parts[i]; *c != '\0' && len + 1 < NXR__CTX_ERROR_BYTES; c++)
+        for (const char *c = parts[i]; *c != '\0' && len + 1 < NXR__LAST_ERROR_BYTES; c++)
             slot[len++] = *c;
     }
     slot[len] = '\0';
@@ -264,7 +267,7 @@ int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, 
 int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
                    const char *fmt, ...)
 {
-    char why[NXR__CTX_ERROR_BYTES];
+    char why[NXR__LAST_ERROR_BYTES];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
@@ -274,7 +277,7 @@ int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call,
 
 /* ---- step memory --------------------------------------------------------------- */
 
-int nxr__ctx_scope(nxr_ctx_t *ctx, const struct nxr_domain *d, nxr_scope_t **out)
+int nxr__ctx_scope(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_scope_t **out)
 {
     for (size_t i = 0; i < ctx->nscopes; i++) {
         if (ctx->scopes[i].domain == d) {
@@ -329,6 +332,7 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
 int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
+    nxr__last_error_clear();
     NXR__HANDLE_CHECK(ctx, "context");
     if (nxr__forked_since(ctx->fork_gen))
         return NXR_EFORKED;
@@ -359,6 +363,7 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
 int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
+    nxr__last_error_clear();
     if (nxr__forked_since(ctx->fork_gen))
         return NXR_EFORKED;
     return ctx->rt == NULL ? NXR_EBROKEN : 0;

@@ -7,11 +7,11 @@
 
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
-#include "runtime/internal/place.h"
+#include "runtime/internal/route.h"
 #include "runtime/internal/runtime.h"
 
 /* Allocates on d for the driver; the thread rule is kept by the caller. */
-static int alloc_on(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, size_t size,
+static int alloc_on(nxr_ctx_t *ctx, struct nxr_domain *d, const char *call, size_t size,
                     void **out)
 {
     if (nxr__tls.depth > 0)
@@ -61,7 +61,7 @@ int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n
                            size == 0 ? "size is 0" : "inputs is NULL with n > 0");
     } else {
         struct nxr_domain *d = ctx->domain;
-        struct nxr_place p;
+        struct nxr_route p;
         if (ctx->placing)
             rc = nxr__place(ctx->rt, inputs, n, &p, &d);
         if (rc == 0)
@@ -76,7 +76,7 @@ int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n
     return rc;
 }
 
-int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out)
+int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out)
 {
     if (ctx == NULL || out == NULL)
         return -EINVAL;
@@ -86,8 +86,8 @@ int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out)
     if (ctx->rt == NULL)
         return NXR_EBROKEN;
     if (!ctx->placing) {
-        *out = (struct nxr_place){.domain_id = ctx->domain->spec.id,
-                                  .reason = NXR_PLACE_EXPLICIT};
+        *out = (struct nxr_route){.domain_id = ctx->domain->spec.id,
+                                  .reason = NXR_ROUTE_REASON_EXPLICIT};
         return 0;
     }
     if (!ctx->placed)

@@ -3,7 +3,7 @@
  * Each checks the context and keeps the thread rule (nxr__ctx_enter), hands
  * the work to the domain's executor (executor/), which applies the
  * placement and nesting rules, and records why a call failed
- * (nxr_ctx_last_error). A span's loops go to runtime/span.c instead.
+ * (nxr_last_error). A span's loops go to runtime/span.c instead.
  */
 #include <errno.h>
 
@@ -37,7 +37,7 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
     const char *why = loop_args(begin, end, opts, (const void *)fn);
-    char span_why[NXR__CTX_ERROR_BYTES] = "";
+    char span_why[NXR__LAST_ERROR_BYTES] = "";
     if (why != NULL)
         rc = -EINVAL;
     else if (ctx->span != NULL)
@@ -78,7 +78,7 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
                       : elem_size == 0    ? "elem_size is 0"
                       : begin > end       ? "begin > end"
                                           : NULL;
-    char span_why[NXR__CTX_ERROR_BYTES] = "";
+    char span_why[NXR__LAST_ERROR_BYTES] = "";
     if (why != NULL)
         rc = -EINVAL;
     else if (ctx->span != NULL)

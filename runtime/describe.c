@@ -36,7 +36,7 @@ static void emit_cpus(struct nxr__emit *e, const char *key, hwloc_const_bitmap_t
     nxr__emit_end(e);
 }
 
-static uint64_t placed(const struct nxr_domain *d, enum nxr_place_reason r)
+static uint64_t placed(const struct nxr_domain *d, enum nxr_route_reason r)
 {
     return atomic_load_explicit(&d->placed[r], memory_order_relaxed);
 }
@@ -55,7 +55,8 @@ static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise",
 
 /* The creation-time probe when the process had OpenBLAS then; else a probe
  * now, which loads it: a description was asked for. */
-static const nxr_openblas_info_t *openblas_of(const nxr_runtime_t *rt, nxr_openblas_info_t *tmp)
+static const struct nxr_openblas_info *openblas_of(const nxr_runtime_t *rt,
+                                                  struct nxr_openblas_info *tmp)
 {
     if (rt->openblas.present)
         return &rt->openblas;
@@ -150,9 +151,9 @@ static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, str
     nxr__emit_uint(e, "contexts", open_contexts(rt, d), NULL);
     nxr__pool_describe(d->pool, e);
     nxr__emit_object(e, "placed", "most-bytes {most_bytes}, tie {tie}, default {default}");
-    nxr__emit_uint(e, "most_bytes", placed(d, NXR_PLACE_MOST_BYTES), NULL);
-    nxr__emit_uint(e, "tie", placed(d, NXR_PLACE_TIE), NULL);
-    nxr__emit_uint(e, "default", placed(d, NXR_PLACE_DEFAULT), NULL);
+    nxr__emit_uint(e, "most_bytes", placed(d, NXR_ROUTE_REASON_MOST_BYTES), NULL);
+    nxr__emit_uint(e, "tie", placed(d, NXR_ROUTE_REASON_TIE), NULL);
+    nxr__emit_uint(e, "default", placed(d, NXR_ROUTE_REASON_DEFAULT), NULL);
     nxr__emit_end(e);
     nxr__emit_end(e);
 }
@@ -162,7 +163,7 @@ static void emit_placement(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_object(e, "placement",
                      "placement: policy {policy}, default domain {default_domain}, refused as "
                      "mixed {refused_mixed}\n");
-    nxr__emit_str(e, "policy", nxr_affinity_policy_name(rt->settings.affinity), NULL);
+    nxr__emit_str(e, "policy", nxr_route_policy_name(rt->settings.route), NULL);
     nxr__emit_int(e, "default_domain", rt->default_domain->spec.id, NULL);
     nxr__emit_uint(e, "refused_mixed",
                    atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed), NULL);
@@ -225,12 +226,12 @@ static void emit_providers(const nxr_runtime_t *rt, struct nxr__emit *e)
         nxr__emit_object(e, family_keys[f], family[f]);
         nxr__emit_str(e, "name", nxr_provider_name(p), NULL);
         nxr__emit_str(e, "count", nxr_count_control_name(nxr_provider_count_control(p)), NULL);
-        nxr__emit_str(e, "placement", nxr_provider_placement_name(nxr_provider_placement(p)),
+        nxr__emit_str(e, "placement", nxr_provider_runs_on_name(nxr_provider_runs_on(p)),
                       NULL);
         nxr__emit_end(e);
     }
-    nxr_openblas_info_t probed;
-    const nxr_openblas_info_t *ob = openblas_of(rt, &probed);
+    struct nxr_openblas_info probed;
+    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
     nxr__emit_object(e, "openblas",
                      "openblas: {threading}, {threads} thread(s), core {core}, {count} x "
                      "{placement}\n{diagnostic}");
@@ -239,7 +240,7 @@ static void emit_providers(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_int(e, "threads", ob->threads, NULL);
     nxr__emit_str(e, "core", ob->core, NULL);
     nxr__emit_str(e, "count", nxr_count_control_name(ob->count), NULL);
-    nxr__emit_str(e, "placement", nxr_provider_placement_name(ob->placement), NULL);
+    nxr__emit_str(e, "placement", nxr_provider_runs_on_name(ob->runs_on), NULL);
     nxr__emit_bool(e, "core_fallback", ob->core_fallback, NULL);
     nxr__emit_str(e, "diagnostic", ob->diagnostic, ob->core_fallback ? "  warning: {}\n" : "");
     nxr__emit_end(e);
@@ -250,7 +251,7 @@ static void emit_providers(const nxr_runtime_t *rt, struct nxr__emit *e)
  * when it is not the default. */
 static void emit_fpenv(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
-    const nxr_fpenv_t *env = &rt->fpenv;
+    const struct nxr_fpenv *env = &rt->fpenv;
     bool ftz = nxr_fpenv_flush_to_zero(env), daz = nxr_fpenv_denormals_are_zero(env);
     nxr__emit_object(e, "fpenv",
                      nxr_fpenv_is_default(env)

@@ -34,15 +34,15 @@ size_t nxr_runtime_domain_count(const nxr_runtime_t *rt)
     return n;
 }
 
-const nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_t i)
+nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_t i)
 {
     lock(rt);
-    const nxr_domain_t *d = i < rt->domain_count ? rt->domains[i] : NULL;
+    nxr_domain_t *d = i < rt->domain_count ? rt->domains[i] : NULL;
     unlock(rt);
     return d;
 }
 
-int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out)
+int nxr_runtime_domain(const nxr_runtime_t *rt, int id, nxr_domain_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -78,7 +78,7 @@ static bool better(const struct nxr_domain *cand, const struct nxr_domain *best)
     return cand->spec.id < best->spec.id;
 }
 
-int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain_t **out)
+int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, nxr_domain_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -87,10 +87,10 @@ int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain
         return -EINVAL;
     if (nxr__runtime_forked(rt))
         return NXR_EFORKED;
-    const struct nxr_domain *best = NULL;
+    struct nxr_domain *best = NULL;
     lock(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = rt->domains[i];
+        struct nxr_domain *d = rt->domains[i];
         hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
         if (cpus != NULL && hwloc_bitmap_isset(cpus, (unsigned)cpu) && better(d, best))
             best = d;
@@ -100,7 +100,7 @@ int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain
     return best != NULL ? 0 : NXR_ENODOMAIN;
 }
 
-int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, const nxr_domain_t **out)
+int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, nxr_domain_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -109,10 +109,10 @@ int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, const nxr_doma
         return -EINVAL;
     if (nxr__runtime_forked(rt))
         return NXR_EFORKED;
-    const struct nxr_domain *best = NULL;
+    struct nxr_domain *best = NULL;
     lock(rt);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = rt->domains[i];
+        struct nxr_domain *d = rt->domains[i];
         if (d->spec.node == node && better(d, best))
             best = d;
     }
@@ -121,7 +121,7 @@ int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node, const nxr_doma
     return best != NULL ? 0 : NXR_ENODOMAIN;
 }
 
-int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out)
+int nxr_runtime_domain_here(const nxr_runtime_t *rt, nxr_domain_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -134,11 +134,11 @@ int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out)
     if (mine == NULL)
         return -ENOMEM;
     int rc = nxr__affinity_self(mine);
-    const struct nxr_domain *best = NULL;
+    struct nxr_domain *best = NULL;
     if (rc == 0 && !hwloc_bitmap_iszero(mine)) {
         lock(rt);
         for (size_t i = 0; i < rt->domain_count; i++) {
-            const struct nxr_domain *d = rt->domains[i];
+            struct nxr_domain *d = rt->domains[i];
             hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
             if (cpus != NULL && hwloc_bitmap_isincluded(mine, cpus) && better(d, best))
                 best = d;

@@ -54,7 +54,7 @@ static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domai
                    hwloc_const_bitmap_t *sets)
 {
     for (size_t i = 0; i < n; i++) {
-        const nxr_domain_t *d;
+        nxr_domain_t *d;
         int rc = nxr_runtime_domain(rt, ids[i], &d);
         if (rc != 0)
             return rc;

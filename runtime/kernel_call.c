@@ -18,7 +18,7 @@
  * exists once:
  * the thread rule, the argument verdict (-EINVAL with its reason in the
  * context's error detail), the domain (the context's, or the one its inputs
- * choose: runtime/place.c), then where the call runs:
+ * choose: runtime/route.c), then where the call runs:
  *  - a one-thread decision (INLINE) goes through nxr__exec_call: the calling
  *    thread when it is on the domain, else one of the domain's workers;
  *  - an ENGINE_WORKERS provider granted several threads is called on the
@@ -44,7 +44,7 @@
 #include "kernels/internal/rules.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/kernel_call.h"
-#include "runtime/internal/place.h"
+#include "runtime/internal/route.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/span.h"
 
@@ -71,7 +71,7 @@ struct checked_chunk {
 static void checked_chunk_body(void *p, size_t begin, size_t end, unsigned worker)
 {
     const struct checked_chunk *c = p;
-    nxr_fpenv_t before;
+    struct nxr_fpenv before;
     nxr_fpenv_get(&before);
     c->fn(c->arg, begin, end, worker);
     /* nxr_fpenv_check restores `before` on this thread when it differs.
@@ -80,7 +80,7 @@ static void checked_chunk_body(void *p, size_t begin, size_t end, unsigned worke
         atomic_store_explicit(&c->runner->fpenv_status, NXR_EFPENV, memory_order_relaxed);
 }
 
-static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn fn,
+static int runner_parallel_for(const struct nxr_kernel_call *call, size_t n, size_t grain, nxr_for_fn fn,
                                void *arg)
 {
     struct runner *r = call->runner;
@@ -94,7 +94,7 @@ static int runner_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t g
         arg = &c;
     }
     if (r->span != NULL) {
-        char why[NXR__CTX_ERROR_BYTES];
+        char why[NXR__LAST_ERROR_BYTES];
         return nxr__span_parallel_for(r->span, 0, n, &o, fn, arg, why, sizeof(why));
     }
     return nxr__exec_parallel_for(r->exec, 0, n, &o, fn, arg);
@@ -116,7 +116,7 @@ struct invocation {
 
 struct provider_call {
     const nxr_provider_bundle_t *bundle;
-    const nxr_kernel_call_t *call;
+    const struct nxr_kernel_call *call;
     const struct nxr__kcall *k;
 };
 
@@ -158,7 +158,7 @@ static int invoke(void *p)
     struct runner r = {
         .exec = inv->exec, .span = inv->span, .foreign = nxr_provider_is_foreign(inv->p)};
     atomic_init(&r.fpenv_status, 0);
-    nxr_kernel_call_t call = {
+    struct nxr_kernel_call call = {
         .threads = inv->threads,
         .scratch = bytes > 0 ? (void *const *)ptrs : NULL,
         .scratch_bytes = bytes,
@@ -190,7 +190,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     nxr_runtime_t *rt = ctx->rt;
     struct nxr__exec *exec = &d->exec;
     const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, k->family);
-    enum nxr_provider_placement placement = nxr_provider_placement(p);
+    enum nxr_provider_runs_on placement = nxr_provider_runs_on(p);
     enum nxr__nesting nesting = nxr__exec_nesting(exec);
     if (nesting == NXR__NEST_OTHER)
         return NXR_EREENTRANT; /* a body of another domain: not this domain's CPUs */
@@ -265,7 +265,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     default:
         snprintf(why, whysz, "provider '%s' (%s x %s) cannot be confined to domain %d under the %s policy",
                  nxr_provider_name(p), nxr_count_control_name(nxr_provider_count_control(p)),
-                 nxr_provider_placement_name(placement), d->spec.id,
+                 nxr_provider_runs_on_name(placement), d->spec.id,
                  rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
         return dec.status != 0 ? dec.status : NXR_EPLACEMENT;
     }
@@ -296,7 +296,7 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
         rc = nxr__ctx_fail(ctx, d, k->name, k->bad, k->why);
     } else {
         if (ctx->placing) {
-            struct nxr_place p;
+            struct nxr_route p;
             rc = nxr__place(ctx->rt, k->in, k->nin, &p, &d);
             nxr__place_count(ctx->rt, d, &p, rc);
             if ((rc == 0 || rc == NXR_EMIXED) && nxr__tls.depth == 0) {
@@ -310,7 +310,7 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
                                p.domains);
         }
         if (rc == 0) {
-            char why[NXR__CTX_ERROR_BYTES];
+            char why[NXR__LAST_ERROR_BYTES];
             why[0] = '\0';
             rc = run_on(ctx, d, span, k, why, sizeof(why));
             nxr__ctx_fail(ctx, d, k->name, rc, why[0] != '\0' ? why : NULL);

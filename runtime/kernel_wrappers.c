@@ -41,7 +41,7 @@ static size_t floats(size_t n)
 /* ---- the checks: the contract's rules, and the inputs placement weighs ----- */
 
 /* A, B and (when it is read) C of one GEMM, each `batch` items apart. */
-static void gemm_inputs(struct nxr__kcall *k, const nxr_sgemm_args_t *g, size_t batch, size_t sa,
+static void gemm_inputs(struct nxr__kcall *k, const struct nxr_sgemm_args *g, size_t batch, size_t sa,
                         size_t sb, size_t sc)
 {
     input(k, g->a, nxr__batch_bytes(nxr__sgemm_a_bytes(g), batch, sa));
@@ -74,7 +74,7 @@ static void check_sgemm_fused(struct nxr__kcall *k, const struct nxr__sgemm_fuse
 
 static void check_sgemm_batch(struct nxr__kcall *k, const struct nxr__sgemm_batch_args *a)
 {
-    const nxr_sgemm_batch_args_t *b = a->args;
+    const struct nxr_sgemm_batch_args *b = a->args;
     k->bad = nxr__check_sgemm_batch(b, k->why, sizeof(k->why));
     if (k->bad == 0) {
         k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, &b->gemm);
@@ -181,7 +181,7 @@ static void check_layernorm(struct nxr__kcall *k, const struct nxr__layernorm_ar
 
 /* invoke_<kernel>: the dispatch, with the arguments unpacked. */
 #define INVOKER(name, family, table, PARAMS)                                                       \
-    static int invoke_##name(const nxr_provider_bundle_t *bundle, const nxr_kernel_call_t *call,   \
+    static int invoke_##name(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,   \
                              const void *args_)                                                    \
     {                                                                                              \
         const struct nxr__##name##_args *from = args_;                                             \
@@ -220,8 +220,8 @@ NXR__KERNELS_OWN(OWN)
 /* ---- written by hand ------------------------------------------------------- */
 
 /* Without a bias or an activation there is nothing to fuse: nxr_sgemm. */
-int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
-                    const nxr_sgemm_epilogue_t *epilogue)
+int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
+                    const struct nxr_sgemm_epilogue *epilogue)
 {
     bool none = epilogue == NULL ||
                 (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
@@ -234,12 +234,12 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
 
 struct packed_call {
     const struct nxr__native_isa *isa;
-    nxr_sgemm_args_t gemm; /* b: the copy's data */
+    struct nxr_sgemm_args gemm; /* b: the copy's data */
     const struct nxr__packed_b *packed;
-    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
 };
 
-static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *c,
+static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *c,
                             const void *p)
 {
     const struct packed_call *pc = p;
@@ -251,7 +251,7 @@ static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const nxr_kernel_cal
  * rules on the equivalent unpacked arguments (the copy standing in for B),
  * the epilogue's, and C against the whole copy. */
 static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_call *pc,
-                           const nxr_sgemm_packed_args_t *args, const nxr_sgemm_epilogue_t *ep)
+                           const struct nxr_sgemm_packed_args *args, const struct nxr_sgemm_epilogue *ep)
 {
     if (args == NULL || args->w == NULL) {
         k->bad = -EINVAL;
@@ -278,7 +278,7 @@ static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_c
     pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
                        ? ep
                        : NULL;
-    pc->gemm = (nxr_sgemm_args_t){
+    pc->gemm = (struct nxr_sgemm_args){
         .trans_a = args->trans_a, .trans_b = w->trans, .m = args->m, .n = w->n, .k = w->k,
         .alpha = args->alpha, .a = args->a, .lda = args->lda, .b = copy->data,
         .ldb = w->trans ? w->k : w->n, .beta = args->beta, .c = args->c, .ldc = args->ldc};
@@ -301,8 +301,8 @@ static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_c
     }
 }
 
-int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
-                     const nxr_sgemm_epilogue_t *epilogue)
+int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
+                     const struct nxr_sgemm_epilogue *epilogue)
 {
     if (ctx == NULL)
         return -EINVAL;

@@ -42,7 +42,7 @@ int nxr__runtime_pools_destroy(nxr_runtime_t *rt)
     return status;
 }
 
-int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out)
+int nxr_buffer_acquire(nxr_domain_t *d, size_t size, nxr_buffer_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -64,7 +64,7 @@ int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out)
     return 0;
 }
 
-int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes)
+int nxr_pool_set_cap(nxr_domain_t *d, size_t cap_bytes)
 {
     if (d == NULL)
         return -EINVAL;
@@ -74,7 +74,7 @@ int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes)
     return 0;
 }
 
-int nxr_pool_trim(const nxr_domain_t *d)
+int nxr_pool_trim(nxr_domain_t *d)
 {
     if (d == NULL)
         return -EINVAL;
@@ -89,7 +89,7 @@ enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d)
     return nxr__arena_binding(nxr__pool_arena(d->pool));
 }
 
-int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out)
+int nxr_domain_malloc(nxr_domain_t *d, size_t size, size_t alignment, void **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -106,7 +106,7 @@ void nxr_domain_free(void *ptr)
     nxr__arena_free(ptr);
 }
 
-int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts, nxr_scope_t **out)
+int nxr_scope_create(nxr_domain_t *d, const struct nxr_scope_opts *opts, nxr_scope_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -118,7 +118,7 @@ int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts, n
     return nxr__scope_create(d->pool, opts, out);
 }
 
-int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t **out)
+int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, nxr_domain_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -134,7 +134,7 @@ int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t 
     return nxr_runtime_domain(rt, id, out);
 }
 
-int nxr_mem_rehome(const nxr_domain_t *d, const void *src, size_t size, size_t alignment,
+int nxr_mem_rehome(nxr_domain_t *d, const void *src, size_t size, size_t alignment,
                    void **out)
 {
     if (out == NULL)

@@ -24,13 +24,13 @@
  * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_AFFINITY, NXR_CPU_QUOTA, NXR_PEERS (see
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS (see
  * README "Knobs").
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
  * (runtime/nxr_ctx_kernels.h), memory on a domain (runtime/nxr_memory.h),
- * placement by domain (runtime/nxr_place.h), spans over several domains
+ * placement by domain (runtime/nxr_route.h), spans over several domains
  * and sharded memory (runtime/nxr_span.h), and the lower packages' types
  * and calls (status codes, domain
  * declarations, the executor contract, buffers and scopes, providers).
@@ -48,10 +48,11 @@
 #include "domains/nxr_domains.h"
 #include "executor/nxr_executor.h"
 #include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 #include "runtime/nxr_ctx.h"
 #include "runtime/nxr_ctx_kernels.h"
 #include "runtime/nxr_memory.h"
-#include "runtime/nxr_place.h"
+#include "runtime/nxr_route.h"
 #include "runtime/nxr_weights.h"
 #include "runtime/nxr_span.h"
 
@@ -59,17 +60,32 @@
 extern "C" {
 #endif
 
-#define NXR_POOL_CAP_UNSET ((size_t)-1)
-#define NXR_CPU_QUOTA_UNSET (-1)
-#define NXR_CPU_QUOTA_AUTO 0
-#define NXR_CPU_QUOTA_IGNORE (-2)
-#define NXR_PEERS_UNSET (-1)
-#define NXR_PEERS_WARN 0
-#define NXR_PEERS_QUIET 1
-#define NXR_PEERS_OFF 2
+/* "Unset" is zero in every option field. Where a
+ * field's zero would otherwise be a meaningful value, that value has a
+ * name of its own: */
+#define NXR_CPU_QUOTA_AUTO (-1)   /* read the cgroup limit */
+#define NXR_CPU_QUOTA_IGNORE (-2) /* no quota */
+#define NXR_SPIN_NONE (-1)        /* workers park at once, without spinning */
+#define NXR_STALL_REPORT_OFF (-1) /* no stall reports */
 
+/* Other nxr processes on the machine (opts.peers, NXR_PEERS). */
+enum nxr_peers_mode {
+    /* NXR_PEERS=warn|quiet|off, else warn; but off when ignore_env is set
+     * (an embedder configuring nxr only through the options struct gets no
+     * machine-wide side effects it did not ask for). */
+    NXR_PEERS_DEFAULT = 0,
+    /* Register in the per-user peer registry (docs/deployment.md), list
+     * overlapping runtimes of other processes in nxr_runtime_describe and
+     * warn on stderr at creation when there are any. */
+    NXR_PEERS_WARN = 1,
+    NXR_PEERS_QUIET = 2, /* the same without the warning */
+    NXR_PEERS_OFF = 3,   /* neither register nor look */
+};
+
+/* Runtime options. A zeroed struct (`= {0}`, or nxr_runtime_opts_init)
+ * means every default; each field says what its zero does. */
 struct nxr_runtime_opts {
-    /* NULL: NXR_TOPOLOGY, else this system. "hwloc", "synthetic:<hwloc
+    /* 0/NULL: NXR_TOPOLOGY, else this system. "hwloc", "synthetic:<hwloc
      * synthetic description>" or "xml:<path>". */
     const char *topology;
     /* Declared domains; when both are unset, NXR_DOMAINS, else one domain
@@ -82,65 +98,56 @@ struct nxr_runtime_opts {
     /* Caps every domain's budget (0: NXR_NUM_THREADS, else no cap). */
     int num_threads;
     /* The CPU quota the budgets fit into (docs/contracts.md, "What the
-     * process can really get"): NXR_CPU_QUOTA_UNSET (-1, the default):
-     * NXR_CPU_QUOTA=auto|ignore|<cpus>, else auto; NXR_CPU_QUOTA_AUTO (0):
-     * read the process's cgroup limit (v2 cpu.max, v1 cpu.cfs_quota_us /
-     * cpu.cfs_period_us, every ancestor's included) and use
-     * floor(quota / period), at least 1; NXR_CPU_QUOTA_IGNORE (-2): none;
-     * n > 0: n CPUs. The budgets' sum is then lowered to fit it, in
-     * proportion to each domain's CPUs (never raised; at least 1 each). */
+     * process can really get"). 0: NXR_CPU_QUOTA=auto|ignore|<cpus>, else
+     * auto. NXR_CPU_QUOTA_AUTO: read the process's cgroup limit (v2
+     * cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us, every ancestor's
+     * included) and use floor(quota / period), at least 1.
+     * NXR_CPU_QUOTA_IGNORE: none. n > 0: n CPUs. The budgets' sum is then
+     * lowered to fit it, in proportion to each domain's CPUs (never raised;
+     * at least 1 each). */
     int cpu_quota;
     /* Tests: a directory standing for "/" when the quota is read (it holds
      * proc/self/cgroup, proc/self/mountinfo and the cgroup files). NULL:
      * the real file system. */
     const char *cgroup_root;
-    /* Other nxr processes (the per-user peer registry, docs/deployment.md):
-     * NXR_PEERS_UNSET (-1): NXR_PEERS=warn|quiet|off, else warn, but off
-     * when ignore_env is set (an embedder configuring nxr only through
-     * this struct gets no machine-wide side effects it did not ask for);
-     * NXR_PEERS_WARN: register, list overlapping runtimes of other
-     * processes in nxr_runtime_describe and warn on stderr at creation
-     * when there are any; NXR_PEERS_QUIET: the same without the warning;
-     * NXR_PEERS_OFF: neither register nor look. Advice only: it never
+    /* Other nxr processes (enum nxr_peers_mode). Advice only: it never
      * changes a budget. */
-    int peers;
+    enum nxr_peers_mode peers;
     /* Tests: the registry directory (NULL: $XDG_RUNTIME_DIR/nxr-peers,
      * else /dev/shm/nxr-peers-<uid>). */
     const char *peers_dir;
-    /* Iterations a worker spins before parking (-1: NXR_SPIN, else the
-     * default; 0: park at once). */
+    /* Iterations a worker spins before parking. 0: NXR_SPIN, else the
+     * default; NXR_SPIN_NONE: park at once; n > 0: n. */
     int spin;
     /* The provider per kernel family; NULL: nxr's native one, except GEMM,
      * which NXR_GEMM=openblas switches to OpenBLAS. The runtime takes its own
      * reference; the caller keeps (and destroys) its own. */
     nxr_provider_t *providers[NXR_FAMILY_COUNT];
-    /* How providers that cannot be confined to a domain are run (-1:
-     * NXR_PROVIDER_POLICY=strict|exclusive, else strict). */
-    int provider_policy;
-    /* Cap on each domain pool's cached (free) bytes. NXR_POOL_CAP_UNSET:
-     * NXR_POOL_CAP (bytes, or with a K/M/G suffix), else
-     * NXR_POOL_DEFAULT_CAP (1 GiB); 0 caches nothing. */
+    /* How providers that cannot be confined to a domain are run
+     * (NXR_PROVIDER_POLICY_DEFAULT: NXR_PROVIDER_POLICY=strict|exclusive,
+     * else strict). */
+    enum nxr_provider_policy provider_policy;
+    /* Cap on each domain pool's cached (free) bytes, used when has_pool_cap
+     * is set (pool_cap 0 then caches nothing). Unset: NXR_POOL_CAP (bytes,
+     * or with a K/M/G suffix), else NXR_POOL_DEFAULT_CAP (1 GiB). */
+    bool has_pool_cap;
     size_t pool_cap;
-    /* How calls without an explicit domain (placing contexts) choose one
-     * (-1: NXR_AFFINITY=most-bytes|single-domain, else most-bytes; see
-     * runtime/nxr_place.h). */
-    int affinity_policy;
+    /* How calls without an explicit domain (placing contexts) are routed
+     * (NXR_ROUTE_DEFAULT: NXR_ROUTE=most-bytes|single-domain, else
+     * most-bytes; see runtime/nxr_route.h). */
+    enum nxr_route_policy route_policy;
     /* Milliseconds after which an admission wait, a region's dispatcher or
      * nxr_job_wait still waiting prints one line to stderr naming the
      * domain, who holds its CPUs and who else waits (once per wait; counted
-     * in nxr_runtime_describe). -1: NXR_STALL_REPORT_MS, else 5000; 0: off. */
+     * in nxr_runtime_describe). 0: NXR_STALL_REPORT_MS, else 5000;
+     * NXR_STALL_REPORT_OFF: off. */
     int stall_report_ms;
     /* Ignore every NXR_* environment variable (tests, embedders that
      * configure nxr only through this struct). */
     bool ignore_env;
-    /* On failure, a message naming what was wrong (optional). */
-    char *errbuf;
-    size_t errbuf_size;
 };
 
-/* Fills opts with defaults: everything unset (spin, provider_policy,
- * affinity_policy, cpu_quota and peers -1, pool_cap NXR_POOL_CAP_UNSET),
- * env honoured. */
+/* Zeroes opts: every field unset, the same as `= {0}`. */
 NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
 
 /*
@@ -153,7 +160,7 @@ NXR_API void nxr_runtime_opts_init(struct nxr_runtime_opts *opts);
  * thread, permit or allocation of nxr's is left behind. Blocks until every
  * worker has started and verified its placement.
  */
-NXR_API int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts);
+NXR_API int nxr_runtime_create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out);
 
 /*
  * Drains submitted work (jobs' side effects are visible when it returns),
@@ -183,10 +190,10 @@ NXR_API const nxr_provider_bundle_t *nxr_runtime_providers(const nxr_runtime_t *
 NXR_API size_t nxr_runtime_domain_count(const nxr_runtime_t *rt);
 
 /* The i-th domain in creation order (NULL when i is out of range). */
-NXR_API const nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_t i);
+NXR_API nxr_domain_t *nxr_runtime_domain_at(const nxr_runtime_t *rt, size_t i);
 
 /* Looks a domain up by id: 0, NXR_ENODOMAIN or -EINVAL (NULL argument). */
-NXR_API int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain_t **out);
+NXR_API int nxr_runtime_domain(const nxr_runtime_t *rt, int id, nxr_domain_t **out);
 
 /*
  * The domain whose CPU set holds OS CPU `cpu`. Managed domains are preferred
@@ -196,7 +203,7 @@ NXR_API int nxr_runtime_domain(const nxr_runtime_t *rt, int id, const nxr_domain
  * covered by any declared domain) or -EINVAL (NULL argument, cpu < 0). Any
  * thread.
  */
-NXR_API int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nxr_domain_t **out);
+NXR_API int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, nxr_domain_t **out);
 
 /*
  * The domain on OS NUMA node `node` (nxr_domain_node): managed first, then
@@ -204,7 +211,7 @@ NXR_API int nxr_runtime_domain_of_cpu(const nxr_runtime_t *rt, int cpu, const nx
  * NXR_ENODOMAIN or -EINVAL (NULL argument, node < 0). Any thread.
  */
 NXR_API int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node,
-                                       const nxr_domain_t **out);
+                                       nxr_domain_t **out);
 
 /*
  * The calling thread's domain: when the thread's whole affinity lies inside
@@ -215,14 +222,14 @@ NXR_API int nxr_runtime_domain_of_node(const nxr_runtime_t *rt, int node,
  * finds its domain. 0 and *out, NXR_ENODOMAIN (its CPU is in no domain),
  * -EINVAL or a negative errno from the kernel. Any thread; two system calls.
  */
-NXR_API int nxr_runtime_domain_here(const nxr_runtime_t *rt, const nxr_domain_t **out);
+NXR_API int nxr_runtime_domain_here(const nxr_runtime_t *rt, nxr_domain_t **out);
 
-/* The domain calls with no explicit domain fall back to (runtime/nxr_place.h):
+/* The domain calls with no explicit domain fall back to (runtime/nxr_route.h):
  * the lowest id among the domains the runtime was created with. */
-NXR_API const nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt);
+NXR_API nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt);
 
-/* The policy placing contexts use (opts.affinity_policy / NXR_AFFINITY). */
-NXR_API enum nxr_affinity_policy nxr_runtime_affinity_policy(const nxr_runtime_t *rt);
+/* The policy placing contexts use (opts.route_policy / NXR_ROUTE). */
+NXR_API enum nxr_route_policy nxr_runtime_route_policy(const nxr_runtime_t *rt);
 
 /* "hwloc", "synthetic" or "xml". */
 NXR_API const char *nxr_runtime_topology_source(const nxr_runtime_t *rt);
@@ -289,13 +296,12 @@ NXR_API void nxr_external_decl_init(struct nxr_external_decl *decl);
  * an owner other than NXR_EXECUTOR_OWNED_BY_CALLER, the default),
  * NXR_EEMPTYSET, NXR_EDISALLOWED (cooperative set), NXR_EBUDGET, NXR_EDUPID;
  * then -ENOMEM. On failure the runtime is unchanged and the executor was
- * never retained; err (optional) names the problem.
+ * never retained; nxr_last_error() names the problem.
  * On success nxr retains the executor (ops->retain) and releases it once in
  * nxr_runtime_destroy, after its last job ended: that release is how the
  * caller learns nxr no longer uses it. Any thread; serialised with lookups.
  */
-NXR_API int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err,
-                               size_t errsz);
+NXR_API int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl);
 
 /*
  * Runs tasks [0, count) across several domains at once: each listed domain's
@@ -323,7 +329,7 @@ enum nxr_describe_format {
  * owner, open contexts, the domain's memory ("pool": binding, arena, cap,
  * cached bytes and buffers, outstanding, hits, misses, drops; see
  * alloc/nxr_alloc.h) and the calls placed on it by reason ("placed":
- * most_bytes, tie, default; runtime/nxr_place.h); then the placement policy,
+ * most_bytes, tie, default; runtime/nxr_route.h); then the placement policy,
  * default domain and calls refused as mixed ("placement"), and providers.
  * JSON is one object: {"topology": {...}, "domains": [...], "placement":
  * {...}, "providers": {...}, "fpenv": {...}}.

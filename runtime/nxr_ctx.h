@@ -37,17 +37,17 @@
  * every context (nxr_runtime_destroy reports contexts still open).
  *
  * After fork(), in the child, every fallible call on a context created
- * before the fork returns NXR_EFORKED at once (nxr_ctx_last_error says
+ * before the fork returns NXR_EFORKED at once (nxr_last_error says
  * why); nxr_ctx_destroy only frees the context itself.
  *
  * State a context keeps for its driver (the thread rule makes it safe):
- * step memory (nxr_ctx_alloc, until nxr_ctx_reset), the last failed call's
- * detail (nxr_ctx_last_error) and, for a placing context, the last kernel
- * call's placement (nxr_ctx_last_place).
+ * step memory (nxr_ctx_alloc, until nxr_ctx_reset) and, for a placing
+ * context, the last kernel call's route (nxr_ctx_last_route). A failed
+ * call's detail is the calling thread's (nxr_last_error).
  *
  * A placing context (nxr_ctx_create with NXR_DOMAIN_AUTO) is the runtime-
  * level form: each kernel call on it runs on the domain its inputs choose
- * (runtime/nxr_place.h); its loops, tasks and nxr_ctx_alloc, which have no
+ * (runtime/nxr_route.h); its loops, tasks and nxr_ctx_alloc, which have no
  * inputs, use the runtime's default domain.
  *
  * Service threads. nxr_ctx_bind confines the calling thread to the
@@ -61,16 +61,16 @@
 
 #include <stddef.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 #include "executor/nxr_executor.h"
-#include "runtime/nxr_place.h"
+#include "runtime/nxr_route.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* nxr_runtime_t and nxr_domain_t: runtime/nxr_place.h. */
-typedef struct nxr_ctx nxr_ctx_t;
+/* nxr_runtime_t and nxr_domain_t: runtime/nxr_route.h. */
 
 /* nxr_ctx_create's domain id for a placing context (see above). */
 #define NXR_DOMAIN_AUTO (-1)
@@ -81,14 +81,14 @@ typedef struct nxr_ctx nxr_ctx_t;
  * domain. Returns 0 and *out, -EINVAL, NXR_ENODOMAIN or -ENOMEM. Any
  * thread; takes the runtime's context-list lock, never blocks otherwise.
  */
-NXR_API int nxr_ctx_create(nxr_ctx_t **out, nxr_runtime_t *rt, int domain_id);
+NXR_API int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out);
 
 /*
  * Opens a context on the calling thread's domain (nxr_runtime_domain_here in
  * runtime/nxr.h): for a thread placed by taskset, numactl or MPI. Returns 0
  * and *out, or nxr_runtime_domain_here's and nxr_ctx_create's errors.
  */
-NXR_API int nxr_ctx_create_here(nxr_ctx_t **out, nxr_runtime_t *rt);
+NXR_API int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out);
 
 /* Closes a context: frees its step memory; its submitted jobs keep
  * running. NULL is a no-op. Not while a call on it is in progress. After
@@ -97,21 +97,16 @@ NXR_API int nxr_ctx_create_here(nxr_ctx_t **out, nxr_runtime_t *rt);
 NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
 
 /* The context's domain (a placing context: the runtime's default domain). */
-NXR_API const nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
+NXR_API nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
 
 /* The most participants one operation of this context may use. */
 NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
 
 /*
- * The detail of the last call on ctx that failed: which call, which
- * argument and why ("nxr_sgemm: lda (3) < k (4) with A not transposed"), or
- * "" when none failed. It stays until the next failure. The string is the
- * context's and is valid until the next call on ctx.
- * It is per context because a context has one driver. A call made from
- * inside a body (a task calling kernels on a worker) records its detail for
- * the calling thread only, since several participants may fail at once:
- * asked from inside a body, this returns the last failure of that thread's
- * calls on ctx; asked outside, the driver's. Never NULL.
+ * Deprecated in 1.0, kept for one release: returns nxr_last_error()
+ * (base/nxr_status.h), the calling thread's last failed call's detail,
+ * whatever ctx is. Before 1.0 the detail was kept per context; it is now
+ * per thread, which is what it already was inside bodies.
  */
 NXR_API const char *nxr_ctx_last_error(const nxr_ctx_t *ctx);
 
@@ -134,7 +129,7 @@ NXR_API int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out);
 /*
  * Step memory for the outputs of a call with these inputs: on the domain a
  * kernel call on ctx with them runs on (the context's own domain, or for a
- * placing context the domain runtime/nxr_place.h chooses). Returns what
+ * placing context the domain runtime/nxr_route.h chooses). Returns what
  * nxr_ctx_alloc does, and NXR_EMIXED under the single-domain policy.
  */
 NXR_API int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n,
@@ -148,15 +143,14 @@ NXR_API void nxr_ctx_reset(nxr_ctx_t *ctx);
  * The placement of the last kernel call on ctx: for a placing context the
  * domain and reason its inputs gave (-ENOENT before its first call; calls
  * made inside a body are not recorded, as several may run at once); for a
- * context on a domain, that domain with NXR_PLACE_EXPLICIT. 0, -EINVAL,
+ * context on a domain, that domain with NXR_ROUTE_REASON_EXPLICIT. 0, -EINVAL,
  * -ENOENT or NXR_EBROKEN. Driver only.
  */
-NXR_API int nxr_ctx_last_place(const nxr_ctx_t *ctx, struct nxr_place *out);
+NXR_API int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out);
 
 /* ---- service threads on their domain -------------------------------------- */
 
 /* The calling thread's previous affinity, kept by nxr_ctx_bind. */
-typedef struct nxr_thread_binding nxr_thread_binding_t;
 
 /*
  * Confines the calling thread to the context's domain CPU set, like a

@@ -33,11 +33,11 @@
  * rules of kernels/nxr_kernels.h (NULL operands, short leading dimensions,
  * C overlapping A or B, partial aliasing of an output and an input, items
  * of a batch sharing C, ...): a violation is -EINVAL and
- * nxr_ctx_last_error(ctx) names the argument and the rule. Every other
+ * nxr_last_error() names the argument and the rule. Every other
  * failure also leaves its detail there.
  *
  * On a placing context (NXR_DOMAIN_AUTO) each call first chooses its domain
- * from its inputs (runtime/nxr_place.h: A, B and C when beta != 0 for GEMM;
+ * from its inputs (runtime/nxr_route.h: A, B and C when beta != 0 for GEMM;
  * the read vectors, matrices, rows and gamma/beta elsewhere; outputs never
  * count), then runs there as on a context of that domain; NXR_EMIXED under
  * the single-domain policy. Inputs are read where they lie, never copied.
@@ -58,11 +58,11 @@
 extern "C" {
 #endif
 
-NXR_API int nxr_sgemm(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args);
-NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args);
+NXR_API int nxr_sgemm(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args);
+NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const struct nxr_sgemm_batch_args *args);
 
 /*
- * nxr_sgemm, then C = act(C + bias) (nxr_sgemm_epilogue_t in
+ * nxr_sgemm, then C = act(C + bias) (struct nxr_sgemm_epilogue in
  * kernels/nxr_kernels.h): for a hidden layer, y = act(x W + b), in one call.
  * nxr's native GEMM applies the epilogue to each micro-tile of C as it is
  * written back (C is read once more only while it is still in L1); a
@@ -74,8 +74,8 @@ NXR_API int nxr_sgemm_batch(nxr_ctx_t *ctx, const nxr_sgemm_batch_args_t *args);
  * nxr_sgemm, and -EINVAL for an activation out of range or a bias that
  * overlaps C.
  */
-NXR_API int nxr_sgemm_fused(nxr_ctx_t *ctx, const nxr_sgemm_args_t *args,
-                            const nxr_sgemm_epilogue_t *epilogue);
+NXR_API int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
+                            const struct nxr_sgemm_epilogue *epilogue);
 NXR_API int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x,
                        const float *y, float *out);
 /*
@@ -87,10 +87,10 @@ NXR_API int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const fl
  */
 NXR_API int nxr_binary_rows(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t rows, size_t cols,
                             const float *x, size_t ldx, const float *row, float *out, size_t ldo);
-NXR_API int nxr_scale(nxr_ctx_t *ctx, size_t n, float alpha, const float *x, float *out);
+NXR_API int nxr_scale(nxr_ctx_t *ctx, size_t n, const float *x, float alpha, float *out);
 NXR_API int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out);
 /* STREAM triad: a = b + s * c. */
-NXR_API int nxr_triad(nxr_ctx_t *ctx, size_t n, float *a, const float *b, const float *c, float s);
+NXR_API int nxr_triad(nxr_ctx_t *ctx, size_t n, const float *b, const float *c, float s, float *a);
 NXR_API int nxr_sum(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
 NXR_API int nxr_max(nxr_ctx_t *ctx, size_t n, const float *x, float *out);
 NXR_API int nxr_argmax(nxr_ctx_t *ctx, size_t n, const float *x, size_t *out);

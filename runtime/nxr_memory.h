@@ -11,7 +11,7 @@
 
 #include "alloc/nxr_alloc.h"
 #include "base/nxr_status.h"
-#include "runtime/nxr_place.h" /* nxr_runtime_t, nxr_domain_t */
+#include "runtime/nxr_route.h" /* nxr_runtime_t, nxr_domain_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,7 +33,7 @@ extern "C" {
  * its domain's: the answer is about addresses, not about liveness. Any
  * thread; takes one short lock (a binary search in a small table).
  */
-NXR_API int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_domain_t **out);
+NXR_API int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, nxr_domain_t **out);
 
 /*
  * The explicit rehome: copies `size` bytes from src (any readable memory, on
@@ -46,7 +46,7 @@ NXR_API int nxr_mem_domain(const nxr_runtime_t *rt, const void *ptr, const nxr_d
  * Returns 0 and *out, or nxr_domain_malloc's errors (-EINVAL also for a
  * NULL src); on failure *out is NULL. Any thread.
  */
-NXR_API int nxr_mem_rehome(const nxr_domain_t *d, const void *src, size_t size, size_t alignment,
+NXR_API int nxr_mem_rehome(nxr_domain_t *d, const void *src, size_t size, size_t alignment,
                            void **out);
 
 /* ------------------------------------------------------------------ buffers */
@@ -62,7 +62,7 @@ NXR_API int nxr_mem_rehome(const nxr_domain_t *d, const void *src, size_t size, 
  * miss count. Any thread; takes one short per-class lock; blocks only inside
  * the kernel on a miss. The caller owns the buffer until it releases it.
  */
-NXR_API int nxr_buffer_acquire(const nxr_domain_t *d, size_t size, nxr_buffer_t **out);
+NXR_API int nxr_buffer_acquire(nxr_domain_t *d, size_t size, nxr_buffer_t **out);
 
 /* Fills *out with d's pool statistics: 0 or -EINVAL. Any thread; the fields
  * are read one by one, so under concurrent use they are each exact but not
@@ -72,12 +72,12 @@ NXR_API int nxr_pool_stats(const nxr_domain_t *d, struct nxr_pool_stats *out);
 /* Sets d's cap on cached bytes (default NXR_POOL_DEFAULT_CAP; 0 caches
  * nothing) and frees cached buffers, largest classes first, until the cache
  * fits under it. 0 or -EINVAL. Any thread. */
-NXR_API int nxr_pool_set_cap(const nxr_domain_t *d, size_t cap_bytes);
+NXR_API int nxr_pool_set_cap(nxr_domain_t *d, size_t cap_bytes);
 
 /* Frees every cached buffer of d's pool (outstanding ones are untouched) and
  * gives the domain's unused pages back to the system (madvise; a refusal is
  * counted in nxr_pool_stats.release_failures). 0 or -EINVAL. Any thread. */
-NXR_API int nxr_pool_trim(const nxr_domain_t *d);
+NXR_API int nxr_pool_trim(nxr_domain_t *d);
 
 /* ------------------------------------------------ binding */
 
@@ -98,7 +98,7 @@ NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
  * slower, see the README's "dlopen".
  * The caller owns the memory until nxr_domain_free.
  */
-NXR_API int nxr_domain_malloc(const nxr_domain_t *d, size_t size, size_t alignment, void **out);
+NXR_API int nxr_domain_malloc(nxr_domain_t *d, size_t size, size_t alignment, void **out);
 
 /* Frees memory from nxr_domain_malloc back to the arena it came from, from any
  * thread. NULL is a no-op. Anything else is undefined. */
@@ -115,7 +115,7 @@ NXR_API void nxr_domain_free(void *ptr);
  * allocation. A scope is used by one thread at a time (no internal lock);
  * it must be destroyed before the runtime.
  */
-NXR_API int nxr_scope_create(const nxr_domain_t *d, const struct nxr_scope_opts *opts,
+NXR_API int nxr_scope_create(nxr_domain_t *d, const struct nxr_scope_opts *opts,
                              nxr_scope_t **out);
 
 #ifdef __cplusplus

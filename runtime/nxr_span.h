@@ -31,7 +31,7 @@
  * (one fan-out level, as the participant it is); inside a body of any other
  * domain it is NXR_EREENTRANT, and so is anything that would take another
  * permit (nxr_run_across, a span kernel needing its own permit...). Every
- * refusal leaves its detail in nxr_ctx_last_error(span).
+ * refusal leaves its detail in nxr_last_error().
  *
  * Sharded memory (nxr_shards_t): rows split across the span's members, part
  * i on member i's node (nxr_domain_malloc, first-touched and checked), so a
@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 #include "runtime/nxr_ctx.h"
 
@@ -79,13 +80,13 @@ NXR_API void nxr_span_opts_init(struct nxr_span_opts *opts);
  * Destroy with nxr_ctx_destroy. Any thread; never blocks (the permit is
  * taken per operation).
  */
-NXR_API int nxr_span_create(nxr_ctx_t **out, nxr_runtime_t *rt, const struct nxr_span_opts *opts);
+NXR_API int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx_t **out);
 
 /* Members of ctx (1 for a context on one domain). */
 NXR_API size_t nxr_span_domain_count(const nxr_ctx_t *ctx);
 
 /* The i-th member (the context's domain for i == 0 on one domain), or NULL. */
-NXR_API const nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i);
+NXR_API nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i);
 
 /*
  * Member i's share of `units` (rows, chunks): [*begin, *end), the split a
@@ -98,13 +99,12 @@ NXR_API int nxr_span_share(const nxr_ctx_t *ctx, size_t units, size_t i, size_t 
 
 /* ---- sharded memory ------------------------------------------------------- */
 
-typedef struct nxr_shards nxr_shards_t;
 
 /* One part of a sharded allocation. */
 struct nxr_shard {
     void *data;                 /* its rows, row_bytes apart; NULL when rows == 0 */
     size_t row0, rows;          /* which rows of the whole it holds */
-    const nxr_domain_t *domain; /* whose node memory it is */
+    nxr_domain_t *domain; /* whose node memory it is */
     /* Fraction of its pages found on the domain's node at creation
      * (nxr_mem_node), or -1 when the domain has no node or the system
      * cannot say. */
@@ -120,7 +120,7 @@ struct nxr_shard {
  * is BOUND every page must be on its node (else NXR_EPLACEMENT).
  * Returns 0 and *out, or -EINVAL (NULL argument, rows or row_bytes 0,
  * nparts not the span's member count, part_rows not summing to rows; the
- * detail names which in nxr_ctx_last_error(span)), NXR_EREENTRANT (inside
+ * detail names which in nxr_last_error()), NXR_EREENTRANT (inside
  * a body), NXR_EBROKEN, -ENOMEM, NXR_EPLACEMENT; on failure *out is NULL
  * and nothing is allocated. Driver only (the thread rule). The caller owns
  * the shards (nxr_shards_destroy, before the runtime); they outlive the span.

@@ -5,7 +5,7 @@
  * node's memory (docs/contracts.md, "Spans, shards and packed weights").
  *
  * Usage. A service loads its model once: for each weight matrix W it fills
- * an nxr_weights_desc_t (op(W) is k x n, as the B operand of
+ * an struct nxr_weights_desc (op(W) is k x n, as the B operand of
  * C = op(A) * op(W); `trans` when W is stored n x k), names the domains that
  * will run calls against it (NULL: every domain of the runtime) and calls
  * nxr_weights_create, which copies W into each of those domains' arenas
@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 #include "kernels/nxr_kernels.h"
 #include "runtime/nxr_ctx.h"
@@ -41,23 +42,22 @@
 extern "C" {
 #endif
 
-typedef struct nxr_weights nxr_weights_t;
 
 /* What to pack. op(W) is k x n: W[p][j] at w[p * ldw + j] (trans false,
  * ldw >= n) or at w[j * ldw + p] (trans true, ldw >= k). domain_ids lists
  * the domains that get a copy (domain_count of them, no duplicates); NULL
  * means every domain of the runtime. */
-typedef struct nxr_weights_desc {
+struct nxr_weights_desc {
     bool trans;
     size_t k, n;
     const float *w;
     size_t ldw;
     const int *domain_ids;
     size_t domain_count;
-} nxr_weights_desc_t;
+};
 
 /* Everything zero/NULL/false (every domain). */
-NXR_API void nxr_weights_desc_init(nxr_weights_desc_t *desc);
+NXR_API void nxr_weights_desc_init(struct nxr_weights_desc *desc);
 
 /*
  * Packs desc->w once per listed domain, into memory of that domain's arena
@@ -70,7 +70,7 @@ NXR_API void nxr_weights_desc_init(nxr_weights_desc_t *desc);
  * NXR_EPLACEMENT; on failure *out is NULL and nothing stays allocated. Any
  * thread, not from inside a body; blocks while it copies.
  */
-NXR_API int nxr_weights_create(nxr_runtime_t *rt, const nxr_weights_desc_t *desc,
+NXR_API int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
                                nxr_weights_t **out);
 
 /* Frees every copy (back to its domain's arena) and the handle. NULL is a
@@ -94,10 +94,10 @@ NXR_API int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, cons
  * C = alpha * op(A) * op(W) + beta * C, then the epilogue (NULL: none):
  * C[i][j] = act(C[i][j] + bias[j]), as nxr_sgemm_fused. op(A) is m x k
  * (lda >= (trans_a ? m : k)), C is m x n (ldc >= n), with k and n those of
- * w. The rules of nxr_sgemm_args_t hold (beta 0 never reads C, alpha 0
+ * w. The rules of struct nxr_sgemm_args hold (beta 0 never reads C, alpha 0
  * never reads A or W, C must not overlap A or the bias).
  */
-typedef struct nxr_sgemm_packed_args {
+struct nxr_sgemm_packed_args {
     bool trans_a;
     size_t m;
     float alpha;
@@ -107,7 +107,7 @@ typedef struct nxr_sgemm_packed_args {
     float beta;
     float *c;
     size_t ldc;
-} nxr_sgemm_packed_args_t;
+};
 
 /*
  * Runs the product on ctx's domain against that domain's copy of the
@@ -119,8 +119,8 @@ typedef struct nxr_sgemm_packed_args {
  * on ctx's domain; the detail names it). The context's thread rule applies;
  * blocks until the product is done.
  */
-NXR_API int nxr_sgemm_packed(nxr_ctx_t *ctx, const nxr_sgemm_packed_args_t *args,
-                             const nxr_sgemm_epilogue_t *epilogue);
+NXR_API int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
+                             const struct nxr_sgemm_epilogue *epilogue);
 
 #ifdef __cplusplus
 }

@@ -15,13 +15,6 @@
 void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
-    opts->spin = -1;
-    opts->provider_policy = -1;
-    opts->pool_cap = NXR_POOL_CAP_UNSET;
-    opts->affinity_policy = -1;
-    opts->stall_report_ms = -1;
-    opts->cpu_quota = NXR_CPU_QUOTA_UNSET;
-    opts->peers = NXR_PEERS_UNSET;
 }
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
@@ -76,12 +69,13 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         snprintf(err, errsz, "set either opts.domains or opts.domain_decls, not both");
         return -EINVAL;
     }
-    if (opts->num_threads < 0 || opts->spin < -1) {
-        snprintf(err, errsz, "opts.num_threads must be >= 0 and opts.spin >= -1");
+    if (opts->num_threads < 0 || opts->spin < NXR_SPIN_NONE) {
+        snprintf(err, errsz, "opts.num_threads must be >= 0 and opts.spin >= NXR_SPIN_NONE (-1)");
         return -EINVAL;
     }
-    if (opts->stall_report_ms < -1) {
-        snprintf(err, errsz, "opts.stall_report_ms must be >= -1 (-1: NXR_STALL_REPORT_MS)");
+    if (opts->stall_report_ms < NXR_STALL_REPORT_OFF) {
+        snprintf(err, errsz, "opts.stall_report_ms must be >= NXR_STALL_REPORT_OFF (-1; 0: "
+                 "NXR_STALL_REPORT_MS)");
         return -EINVAL;
     }
     s->topology = opts->topology != NULL ? opts->topology : env(opts, "NXR_TOPOLOGY");
@@ -96,13 +90,13 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         (rc = env_uint("NXR_NUM_THREADS", v, INT_MAX, &s->num_threads, err, errsz)) != 0)
         return rc;
     if (opts->cpu_quota < NXR_CPU_QUOTA_IGNORE) {
-        snprintf(err, errsz, "opts.cpu_quota %d: expected -1 (unset), 0 (auto), -2 (ignore) or a "
-                 "CPU count", opts->cpu_quota);
+        snprintf(err, errsz, "opts.cpu_quota %d: expected 0 (unset), NXR_CPU_QUOTA_AUTO (-1), "
+                 "NXR_CPU_QUOTA_IGNORE (-2) or a CPU count", opts->cpu_quota);
         return -EINVAL;
     }
     s->cpu_quota = opts->cpu_quota;
     snprintf(s->cpu_quota_from, sizeof(s->cpu_quota_from), "opts.cpu_quota=%d", opts->cpu_quota);
-    if (s->cpu_quota == NXR_CPU_QUOTA_UNSET) {
+    if (s->cpu_quota == 0) {
         s->cpu_quota = NXR_CPU_QUOTA_AUTO;
         if ((v = env(opts, "NXR_CPU_QUOTA")) != NULL) {
             unsigned n = 0;
@@ -122,15 +116,15 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     }
     s->cgroup_root = opts->cgroup_root;
     s->peers_dir = opts->peers_dir;
-    if (opts->peers < NXR_PEERS_UNSET || opts->peers > NXR_PEERS_OFF) {
-        snprintf(err, errsz, "opts.peers %d: expected -1 (unset), NXR_PEERS_WARN, _QUIET or _OFF",
-                 opts->peers);
+    if ((int)opts->peers < NXR_PEERS_DEFAULT || (int)opts->peers > NXR_PEERS_OFF) {
+        snprintf(err, errsz, "opts.peers %d: expected NXR_PEERS_DEFAULT (0), NXR_PEERS_WARN, _QUIET "
+                 "or _OFF", (int)opts->peers);
         return -EINVAL;
     }
     s->peers = opts->peers;
-    if (s->peers == NXR_PEERS_UNSET)
+    if (s->peers == NXR_PEERS_DEFAULT)
         s->peers = opts->ignore_env ? NXR_PEERS_OFF : NXR_PEERS_WARN;
-    if (opts->peers == NXR_PEERS_UNSET && (v = env(opts, "NXR_PEERS")) != NULL) {
+    if (opts->peers == NXR_PEERS_DEFAULT && (v = env(opts, "NXR_PEERS")) != NULL) {
         if (strcmp(v, "warn") == 0)
             s->peers = NXR_PEERS_WARN;
         else if (strcmp(v, "quiet") == 0)
@@ -143,23 +137,27 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         }
     }
     s->spin = NXR_SPIN_DEFAULT;
-    if (opts->spin >= 0)
+    if (opts->spin == NXR_SPIN_NONE)
+        s->spin = 0;
+    else if (opts->spin > 0)
         s->spin = (unsigned)opts->spin;
     else if ((v = env(opts, "NXR_SPIN")) != NULL &&
              (rc = env_uint("NXR_SPIN", v, INT_MAX, &s->spin, err, errsz)) != 0)
         return rc;
     s->stall_ms = NXR__STALL_DEFAULT_MS;
-    if (opts->stall_report_ms >= 0)
+    if (opts->stall_report_ms == NXR_STALL_REPORT_OFF)
+        s->stall_ms = 0;
+    else if (opts->stall_report_ms > 0)
         s->stall_ms = (unsigned)opts->stall_report_ms;
     else if ((v = env(opts, "NXR_STALL_REPORT_MS")) != NULL &&
              (rc = env_uint("NXR_STALL_REPORT_MS", v, INT_MAX, &s->stall_ms, err, errsz)) != 0)
         return rc;
     s->policy = NXR_PROVIDER_STRICT;
-    if (opts->provider_policy >= 0) {
-        if (opts->provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE) {
-            snprintf(err, errsz, "opts.provider_policy %d is not a policy", opts->provider_policy);
-            return -EINVAL;
-        }
+    if ((int)opts->provider_policy < 0 || (int)opts->provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE) {
+        snprintf(err, errsz, "opts.provider_policy %d is not a policy", (int)opts->provider_policy);
+        return -EINVAL;
+    }
+    if (opts->provider_policy != NXR_PROVIDER_POLICY_DEFAULT) {
         s->policy = (enum nxr_provider_policy)opts->provider_policy;
     } else if ((v = env(opts, "NXR_PROVIDER_POLICY")) != NULL) {
         if (strcmp(v, "exclusive") == 0)
@@ -179,23 +177,28 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         }
     }
     s->pool_cap = NXR_POOL_DEFAULT_CAP;
-    if (opts->pool_cap != NXR_POOL_CAP_UNSET)
+    if (opts->has_pool_cap)
         s->pool_cap = opts->pool_cap;
     else if ((v = env(opts, "NXR_POOL_CAP")) != NULL &&
              (rc = env_bytes("NXR_POOL_CAP", v, &s->pool_cap, err, errsz)) != 0)
         return rc;
-    s->affinity = NXR_AFFINITY_MOST_BYTES;
-    if (opts->affinity_policy >= 0) {
-        if (opts->affinity_policy > NXR_AFFINITY_SINGLE_DOMAIN) {
-            snprintf(err, errsz, "opts.affinity_policy %d is not a policy", opts->affinity_policy);
-            return -EINVAL;
-        }
-        s->affinity = (enum nxr_affinity_policy)opts->affinity_policy;
-    } else if ((v = env(opts, "NXR_AFFINITY")) != NULL) {
+    s->route = NXR_ROUTE_MOST_BYTES;
+    if ((int)opts->route_policy < 0 || (int)opts->route_policy > NXR_ROUTE_SINGLE_DOMAIN) {
+        snprintf(err, errsz, "opts.route_policy %d is not a policy", (int)opts->route_policy);
+        return -EINVAL;
+    }
+    /* NXR_AFFINITY is 0.x's name for NXR_ROUTE, read for one release. */
+    const char *route_var = "NXR_ROUTE";
+    if (opts->route_policy != NXR_ROUTE_DEFAULT) {
+        s->route = opts->route_policy;
+    } else if ((v = env(opts, "NXR_ROUTE")) != NULL ||
+               (v = env(opts, route_var = "NXR_AFFINITY")) != NULL) {
+        if (strcmp(route_var, "NXR_AFFINITY") == 0)
+            fprintf(stderr, "NXR: NXR_AFFINITY is deprecated; it is now called NXR_ROUTE\n");
         if (strcmp(v, "single-domain") == 0)
-            s->affinity = NXR_AFFINITY_SINGLE_DOMAIN;
+            s->route = NXR_ROUTE_SINGLE_DOMAIN;
         else if (strcmp(v, "most-bytes") != 0) {
-            snprintf(err, errsz, "NXR_AFFINITY='%s': expected 'most-bytes' or 'single-domain'", v);
+            snprintf(err, errsz, "%s='%s': expected 'most-bytes' or 'single-domain'", route_var, v);
             return NXR_ESYNTAX;
         }
     }

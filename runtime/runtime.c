@@ -17,6 +17,7 @@
 #include "runtime/internal/ctx.h"
 #include "kernels/internal/openblas.h"
 #include "runtime/internal/runtime.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 static int build_plan(struct nxr__plan *plan, const nxr_runtime_t *rt,
@@ -181,20 +182,22 @@ static int explain(int rc, char *err, size_t errsz)
     return rc;
 }
 
-int nxr_runtime_create(nxr_runtime_t **out, const struct nxr_runtime_opts *opts)
+int nxr_runtime_create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out)
 {
     struct nxr_runtime_opts defaults;
-    char scratch[512];
-    if (out == NULL)
+    nxr__last_error_clear();
+    if (out == NULL) {
+        nxr__last_error_set("nxr_runtime_create: out is NULL");
         return -EINVAL;
+    }
     *out = NULL;
     if (opts == NULL) {
         nxr_runtime_opts_init(&defaults);
         opts = &defaults;
     }
-    char *err = opts->errbuf != NULL && opts->errbuf_size > 0 ? opts->errbuf : scratch;
-    size_t errsz = err == scratch ? sizeof(scratch) : opts->errbuf_size;
-    err[0] = '\0';
+    /* Every stage writes its detail straight into the thread's slot. */
+    char *err = nxr__last_error_slot();
+    size_t errsz = NXR__LAST_ERROR_BYTES;
 
     nxr_runtime_t *rt = nxr__calloc(1, sizeof(*rt));
     if (rt == NULL)

@@ -108,7 +108,7 @@ int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size
     s->rows = rows;
     s->row_bytes = row_bytes;
     for (size_t i = 0; i < n; i++) {
-        const nxr_domain_t *d = nxr_span_domain_at(span, i);
+        nxr_domain_t *d = nxr_span_domain_at(span, i);
         size_t bytes = (bounds[i + 1] - bounds[i]) * row_bytes;
         s->parts[i] = (struct nxr_shard){
             .row0 = bounds[i], .rows = bounds[i + 1] - bounds[i], .domain = d, .on_node = -1.0};
@@ -122,7 +122,7 @@ int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size
         }
         /* The first touch: the arena bound the pages to d's node already. */
         memset(s->parts[i].data, 0, bytes);
-        const nxr_domain_t *owner = NULL;
+        nxr_domain_t *owner = NULL;
         if (nxr_mem_domain(span->rt, s->parts[i].data, &owner) != 0 || owner != d) {
             rc = nxr__ctx_failf(span, d, call, NXR_EPLACEMENT,
                                 "part %zu is not domain %d's memory", i, nxr_domain_id(d));

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/span.h"
@@ -61,15 +62,13 @@ void nxr__span_free(struct nxr__span *s)
     free(s);
 }
 
-static int __attribute__((format(printf, 3, 4)))
-refuse(const struct nxr_span_opts *o, int rc, const char *fmt, ...)
+static int __attribute__((format(printf, 2, 3)))
+refuse(int rc, const char *fmt, ...)
 {
-    if (o->errbuf != NULL && o->errbuf_size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(o->errbuf, o->errbuf_size, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(nxr__last_error_slot(), NXR__LAST_ERROR_BYTES, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -80,37 +79,37 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
 {
     if (o->every) {
         if (o->domain_ids != NULL || o->count != 0)
-            return refuse(o, -EINVAL, "nxr_span_create: every is set and so are domain_ids/count");
+            return refuse(-EINVAL, "nxr_span_create: every is set and so are domain_ids/count");
         *n = 0;
         for (size_t i = 0; i < nxr_runtime_domain_count(rt) && *n < NXR__SPAN_MAX; i++) {
-            const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+            nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
             if (d != NULL && d->spec.admission != NXR_ADMISSION_CALLER_MANAGED)
                 doms[(*n)++] = (struct nxr_domain *)d;
         }
         if (*n == 0)
-            return refuse(o, NXR_ENODOMAIN,
+            return refuse(NXR_ENODOMAIN,
                           "nxr_span_create: every: the runtime has no arbitrated domain");
         return 0;
     }
     if (o->domain_ids == NULL || o->count == 0)
-        return refuse(o, -EINVAL,
+        return refuse(-EINVAL,
                       "nxr_span_create: the domain list is empty (give domain_ids and count, or "
                       "set every)");
     if (o->count > NXR__SPAN_MAX)
-        return refuse(o, -EINVAL, "nxr_span_create: %d domains, a span holds at most %d",
+        return refuse(-EINVAL, "nxr_span_create: %d domains, a span holds at most %d",
                       (int)o->count, NXR__SPAN_MAX);
     for (size_t i = 0; i < o->count; i++) {
-        const nxr_domain_t *d;
+        nxr_domain_t *d;
         if (nxr_runtime_domain(rt, o->domain_ids[i], &d) != 0)
-            return refuse(o, NXR_ENODOMAIN, "nxr_span_create: domain_ids[%d] = %d is no domain",
+            return refuse(NXR_ENODOMAIN, "nxr_span_create: domain_ids[%d] = %d is no domain",
                           (int)i, o->domain_ids[i]);
         for (size_t j = 0; j < i; j++) {
             if (doms[j] == d)
-                return refuse(o, -EINVAL, "nxr_span_create: domain %d is listed twice (at %d)",
+                return refuse(-EINVAL, "nxr_span_create: domain %d is listed twice (at %d)",
                               o->domain_ids[i], (int)i);
         }
         if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED)
-            return refuse(o, NXR_EADMISSION,
+            return refuse(NXR_EADMISSION,
                           "nxr_span_create: domain %d is caller-managed: it declares no CPU set, "
                           "so it cannot share a permit for the union",
                           o->domain_ids[i]);
@@ -120,23 +119,25 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
     return 0;
 }
 
-int nxr_span_create(nxr_ctx_t **out, nxr_runtime_t *rt, const struct nxr_span_opts *opts)
+int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx_t **out)
 {
+    nxr__last_error_clear();
     if (out == NULL)
-        return -EINVAL;
+        return refuse(-EINVAL, "nxr_span_create: out is NULL");
     *out = NULL;
     if (rt == NULL || opts == NULL)
-        return -EINVAL;
+        return refuse(-EINVAL, "nxr_span_create: %s is NULL", rt == NULL ? "rt" : "opts");
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt))
-        return NXR_EFORKED;
+        return refuse(NXR_EFORKED, "nxr_span_create: the runtime was created before this "
+                      "process forked");
     struct nxr_domain *doms[NXR__SPAN_MAX];
     size_t n = 0;
     int rc = members(rt, opts, doms, &n);
     if (rc != 0)
         return rc;
     if (n == 1) /* exactly a context on that domain */
-        return nxr_ctx_create(out, rt, doms[0]->spec.id);
+        return nxr_ctx_create(rt, doms[0]->spec.id, out);
     struct nxr__span *s = nxr__calloc(1, sizeof(*s));
     if (s == NULL)
         return -ENOMEM;
@@ -152,10 +153,10 @@ int nxr_span_create(nxr_ctx_t **out, nxr_runtime_t *rt, const struct nxr_span_op
         return rc;
     }
     for (; s->n < n; s->n++) {
-        if ((rc = nxr_ctx_create(&s->member[s->n], rt, doms[s->n]->spec.id)) != 0)
+        if ((rc = nxr_ctx_create(rt, doms[s->n]->spec.id, &s->member[s->n])) != 0)
             goto out_free;
     }
-    rc = nxr_ctx_create(out, rt, doms[0]->spec.id);
+    rc = nxr_ctx_create(rt, doms[0]->spec.id, out);
     if (rc != 0)
         goto out_free;
     (*out)->span = s;
@@ -171,7 +172,7 @@ size_t nxr_span_domain_count(const nxr_ctx_t *ctx)
     return ctx->span != NULL ? ctx->span->n : 1;
 }
 
-const nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i)
+nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i)
 {
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span == NULL)

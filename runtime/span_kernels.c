@@ -51,7 +51,7 @@ static nxr_ctx_t *body_ctx(const struct linear *l)
     return m >= 0 ? s->member[m] : l->ctx;
 }
 
-static void gemm(struct linear *l, const nxr_sgemm_args_t *g)
+static void gemm(struct linear *l, const struct nxr_sgemm_args *g)
 {
     int rc = nxr_sgemm(body_ctx(l), g);
     int none = 0;
@@ -72,14 +72,14 @@ static void output_rows(void *p, size_t b, size_t e, unsigned worker)
             continue;
         size_t r1 = e < w->row0 + w->rows ? e : w->row0 + w->rows;
         const float *wr = (const float *)w->data + (b - w->row0) * l->ldw;
-        nxr_sgemm_args_t g = {.alpha = 1.0f, .beta = 0.0f, .k = a->k};
+        struct nxr_sgemm_args g = {.alpha = 1.0f, .beta = 0.0f, .k = a->k};
         if (a->y != NULL) { /* Y[:, b:r1] = X W[b:r1]^T */
-            g = (nxr_sgemm_args_t){.trans_b = true, .m = a->m, .n = r1 - b, .k = a->k,
+            g = (struct nxr_sgemm_args){.trans_b = true, .m = a->m, .n = r1 - b, .k = a->k,
                                    .alpha = 1.0f, .a = a->x, .lda = a->ldx, .b = wr,
                                    .ldb = l->ldw, .beta = 0.0f, .c = a->y + b, .ldc = a->ldy};
         } else { /* Y^T[b:r1, :] = W[b:r1] X^T, in the output's own part */
             const struct nxr_shard *y = &a->y_shards->parts[i];
-            g = (nxr_sgemm_args_t){.trans_b = true, .m = r1 - b, .n = a->m, .k = a->k,
+            g = (struct nxr_sgemm_args){.trans_b = true, .m = r1 - b, .n = a->m, .k = a->k,
                                    .alpha = 1.0f, .a = wr, .lda = l->ldw, .b = a->x,
                                    .ldb = a->ldx, .beta = 0.0f,
                                    .c = (float *)y->data + (b - y->row0) * l->ldys,
@@ -105,7 +105,7 @@ static void inner_partials(void *p, size_t b, size_t e, unsigned worker)
         float *out = l->partial[part];
         size_t ldo = l->nparts == 1 ? a->ldy : a->n;
         /* P_part[:, j0:j1] = X[:, rows] W_part[:, j0:j1]; k = 0 writes zeros. */
-        nxr_sgemm_args_t g = {.m = a->m, .n = j1 - j0, .k = w->rows, .alpha = 1.0f,
+        struct nxr_sgemm_args g = {.m = a->m, .n = j1 - j0, .k = w->rows, .alpha = 1.0f,
                               .a = a->x + w->row0, .lda = a->ldx,
                               .b = w->rows > 0 ? (const float *)w->data + j0 : a->x,
                               .ldb = w->rows > 0 ? l->ldw : a->n, .beta = 0.0f,
@@ -271,7 +271,7 @@ int nxr_span_linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *args)
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
         return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    char why[NXR__CTX_ERROR_BYTES];
+    char why[NXR__LAST_ERROR_BYTES];
     why[0] = '\0';
     rc = linear(ctx, args, why, sizeof(why));
     nxr__ctx_fail(ctx, ctx->domain, call, rc, why[0] != '\0' ? why : NULL);

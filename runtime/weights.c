@@ -14,10 +14,10 @@
 #include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
 
-void nxr_weights_desc_init(nxr_weights_desc_t *desc)
+void nxr_weights_desc_init(struct nxr_weights_desc *desc)
 {
     if (desc != NULL)
-        *desc = (nxr_weights_desc_t){0};
+        *desc = (struct nxr_weights_desc){0};
 }
 
 void nxr_weights_destroy(nxr_weights_t *w)
@@ -63,15 +63,15 @@ int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, const void *
 
 /* The domains desc lists (NULL: all), checked: -EINVAL for a duplicate,
  * NXR_ENODOMAIN for an id rt lacks. */
-static int resolve_domains(nxr_runtime_t *rt, const nxr_weights_desc_t *desc,
-                           const struct nxr_domain **out, size_t count)
+static int resolve_domains(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
+                           struct nxr_domain **out, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         if (desc->domain_ids == NULL) {
             out[i] = rt->domains[i];
             continue;
         }
-        const nxr_domain_t *d;
+        nxr_domain_t *d;
         int rc = nxr_runtime_domain(rt, desc->domain_ids[i], &d);
         if (rc != 0)
             return rc;
@@ -83,7 +83,7 @@ static int resolve_domains(nxr_runtime_t *rt, const nxr_weights_desc_t *desc,
     return 0;
 }
 
-int nxr_weights_create(nxr_runtime_t *rt, const nxr_weights_desc_t *desc, nxr_weights_t **out)
+int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc, nxr_weights_t **out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -105,7 +105,7 @@ int nxr_weights_create(nxr_runtime_t *rt, const nxr_weights_desc_t *desc, nxr_we
     if (w == NULL)
         return -ENOMEM;
     *w = (nxr_weights_t){.rt = rt, .isa = isa, .trans = desc->trans, .k = desc->k, .n = desc->n};
-    const struct nxr_domain **doms = nxr__calloc(count, sizeof *doms);
+    struct nxr_domain **doms = nxr__calloc(count, sizeof *doms);
     int rc = doms == NULL ? -ENOMEM : resolve_domains(rt, desc, doms, count);
     const size_t bytes = nxr__sgemm_packed_bytes(isa, desc->trans, desc->k, desc->n);
     for (size_t i = 0; rc == 0 && i < count; i++) {

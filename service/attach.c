@@ -68,7 +68,7 @@ int svc_attach_domain(nxr_runtime_t *rt, enum svc_executor e, size_t i,
         snprintf(err, errsz, "domain %zu: nothing to attach", i);
         return -EINVAL;
     }
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
     hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
     if (cpus == NULL) {
         snprintf(err, errsz, "domain %d has no CPU set", nxr_domain_id(d));
@@ -103,8 +103,8 @@ int svc_attach_domain(nxr_runtime_t *rt, enum svc_executor e, size_t i,
         what = rc != 0 ? "the host's declaration hook refused" : "";
     }
     char why[256] = "";
-    if (rc == 0)
-        rc = nxr_runtime_attach(rt, &decl, why, sizeof(why));
+    if (rc == 0 && (rc = nxr_runtime_attach(rt, &decl)) != 0)
+        snprintf(why, sizeof(why), "%s", nxr_last_error());
     if (rc != 0) {
         /* A failed attach retained nothing: the pool is ours alone again. */
         host_pool_stop(pool);

@@ -151,10 +151,9 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.domains = c->domains;
-    o.errbuf = why;
-    o.errbuf_size = sizeof(why);
-    int rc = nxr_runtime_create(&run->rt, &o);
+    int rc = nxr_runtime_create(&o, &run->rt);
     if (rc != 0) {
+        snprintf(why, sizeof(why), "%s", nxr_last_error());
         *bad_input = c->domains != NULL;
         snprintf(res->error, sizeof(res->error), "%s%s%s%s", c->domains ? "--domains: " : "runtime: ",
                  nxr_strerror(rc), why[0] ? ": " : "", why);
@@ -180,7 +179,7 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     svc_model_fill(&run->shape, c->seed, run->master);
     res->weights_mib = (double)(floats * sizeof(float)) / (1 << 20);
     for (size_t i = 0; i < run->domains; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
         rc = svc_replica_create(&run->replicas[i], d, run->master, floats * sizeof(float));
         if (rc != 0) {
             snprintf(res->error, sizeof(res->error), "weights on domain %d: %s", nxr_domain_id(d),
@@ -218,7 +217,7 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
 
     struct svc_slot_decl slots[MAX_DOMAINS];
     for (size_t i = 0; i < run->domains; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
         slots[i] = (struct svc_slot_decl){
             .domain_id = c->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : run->attached.ids[i],
             .weights = run->replicas[i].w,
@@ -263,9 +262,9 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     res->flat_weights_node = nxr_domain_node(nxr_runtime_domain_at(run->rt, 0));
     nxr_runtime_opts_init(&o);
     o.domains = decl;
-    o.errbuf = why;
-    o.errbuf_size = sizeof(why);
-    rc = nxr_runtime_create(&run->flat_rt, &o);
+    rc = nxr_runtime_create(&o, &run->flat_rt);
+    if (rc != 0)
+        snprintf(why, sizeof(why), "%s", nxr_last_error());
     struct svc_slot_decl flat = {.domain_id = 0, .weights = run->replicas[0].w};
     if (rc == 0)
         rc = svc_server_start(&run->flat, run->flat_rt, &flat, 1, &so, why, sizeof(why));
@@ -457,8 +456,8 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
     res->domain_count = run->domains;
     for (size_t i = 0; i < run->domains; i++) {
         struct svc_domain_result *D = &res->domains[i];
-        const nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
-        const nxr_domain_t *served = svc_server_slot_domain(run->server, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(run->rt, i);
+        nxr_domain_t *served = svc_server_slot_domain(run->server, i);
         D->id = nxr_domain_id(d);
         D->node = nxr_domain_node(d);
         hwloc_bitmap_list_snprintf(D->cpus, sizeof(D->cpus), nxr_domain_cpuset(d));

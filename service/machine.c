@@ -19,7 +19,7 @@ struct probe {
 
 static int run_gemm(struct probe *p)
 {
-    nxr_sgemm_args_t g = {.m = p->n, .n = p->n, .k = p->n, .alpha = 1.0f, .a = p->a,
+    struct nxr_sgemm_args g = {.m = p->n, .n = p->n, .k = p->n, .alpha = 1.0f, .a = p->a,
                           .lda = p->n, .b = p->b, .ldb = p->n, .beta = 0.0f, .c = p->c,
                           .ldc = p->n};
     return nxr_sgemm(p->ctx, &g);
@@ -55,11 +55,11 @@ static void fill(float *x, size_t n)
 }
 
 /* One domain: GEMM for half the budget, then the read. */
-static int measure_domain(nxr_runtime_t *rt, const nxr_domain_t *d, double seconds,
+static int measure_domain(nxr_runtime_t *rt, nxr_domain_t *d, double seconds,
                           double *gflops, double *gbs, char *err, size_t errsz)
 {
     struct probe p = {0};
-    int rc = nxr_ctx_create(&p.ctx, rt, nxr_domain_id(d));
+    int rc = nxr_ctx_create(rt, nxr_domain_id(d), &p.ctx);
     if (rc != 0) {
         snprintf(err, errsz, "context on domain %d: %s", nxr_domain_id(d), nxr_strerror(rc));
         return rc;
@@ -95,7 +95,7 @@ static int measure_domain(nxr_runtime_t *rt, const nxr_domain_t *d, double secon
     }
     if (rc != 0)
         snprintf(err, errsz, "%s on domain %d: %s", what, nxr_domain_id(d),
-                 nxr_ctx_last_error(p.ctx)[0] ? nxr_ctx_last_error(p.ctx) : nxr_strerror(rc));
+                 nxr_last_error()[0] ? nxr_last_error() : nxr_strerror(rc));
     nxr_ctx_destroy(p.ctx);
     return rc;
 }

@@ -30,11 +30,11 @@ static int nxr_ops_linear(void *self, size_t rows, size_t in, size_t out, const 
 {
     /* One call: y = act(x W + b), or for the residual y = act(y + x W + b),
      * the bias and activation applied as each tile of y is written. */
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = rows, .n = out, .k = in, .alpha = 1.0f, .a = x, .lda = in,
         .b = w, .ldb = out, .beta = accumulate ? 1.0f : 0.0f, .c = y, .ldc = out,
     };
-    nxr_sgemm_epilogue_t ep = {.bias = b, .activation = activation(act)};
+    struct nxr_sgemm_epilogue ep = {.bias = b, .activation = activation(act)};
     return nxr_sgemm_fused(self, &g, &ep);
 }
 
@@ -44,11 +44,11 @@ static int nxr_ops_linear_packed(void *self, size_t rows, const float *x, const 
                                  const float *b, enum svc_act act, bool accumulate, float *y)
 {
     const size_t in = nxr_weights_k(w), out = nxr_weights_n(w);
-    nxr_sgemm_packed_args_t g = {
+    struct nxr_sgemm_packed_args g = {
         .m = rows, .alpha = 1.0f, .a = x, .lda = in, .w = w,
         .beta = accumulate ? 1.0f : 0.0f, .c = y, .ldc = out,
     };
-    nxr_sgemm_epilogue_t ep = {.bias = b, .activation = activation(act)};
+    struct nxr_sgemm_epilogue ep = {.bias = b, .activation = activation(act)};
     return nxr_sgemm_packed(self, &g, &ep);
 }
 

@@ -18,7 +18,7 @@ struct slot {
     struct svc_server *server;
     size_t index;
     nxr_ctx_t *ctx;
-    const nxr_domain_t *domain, *memory;
+    nxr_domain_t *domain, *memory;
     nxr_ctx_t *home; /* a context on `memory`, for binding the serving thread */
     const float *weights;
     const nxr_weights_t *const *packed;
@@ -67,12 +67,11 @@ static void count_pass(struct slot *s, size_t requests)
     atomic_fetch_add_explicit(&s->pass_sizes[k], 1, memory_order_relaxed);
 }
 
-/* What the last failed call on s's context said (nxr_ctx_last_error: the
- * call, the argument or the domain; from inside a task, this thread's
- * call), or the status's name when it said nothing. */
-static const char *failed_call(const struct slot *s, int rc)
+/* What this thread's last failed nxr call said (nxr_last_error: the call,
+ * the argument or the domain), or the status's name when it said nothing. */
+static const char *failed_call(int rc)
 {
-    const char *why = nxr_ctx_last_error(s->ctx);
+    const char *why = nxr_last_error();
     return why[0] != '\0' ? why : nxr_strerror(rc);
 }
 
@@ -97,7 +96,7 @@ static int compute(struct slot *s, struct svc_request *r)
     nxr_buffer_release(scratch);
     if (rc != 0)
         svc_request_set_error(r, "model on domain %d: %s", nxr_domain_id(s->domain),
-                              failed_call(s, rc));
+                              failed_call(rc));
     return rc;
 }
 
@@ -318,7 +317,7 @@ static void flush(struct slot *s, struct handoff *h)
         svc_queue_update(&s->queue, credit_back, s);
         if (first->next == NULL) {
             svc_request_set_error(first, "handing %zu batch(es) to domain %d: %s", h->n,
-                                  nxr_domain_id(s->domain), failed_call(s, rc));
+                                  nxr_domain_id(s->domain), failed_call(rc));
             finish(s, first, rc);
             continue;
         }
@@ -438,7 +437,7 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
         s->weights = slots[made].weights;
         s->packed = slots[made].packed;
         svc_queue_init(&s->queue);
-        rc = nxr_ctx_create(&s->ctx, rt, slots[made].domain_id);
+        rc = nxr_ctx_create(rt, slots[made].domain_id, &s->ctx);
         if (rc != 0) {
             snprintf(err, errsz, "slot %zu: context on domain %d: %s", made, slots[made].domain_id,
                      nxr_strerror(rc));
@@ -448,7 +447,7 @@ int svc_server_start(struct svc_server **out, nxr_runtime_t *rt, const struct sv
         s->domain = nxr_ctx_domain(s->ctx);
         s->memory = slots[made].memory != NULL ? slots[made].memory : s->domain;
         s->budget = s->credits = nxr_ctx_budget(s->ctx);
-        rc = nxr_ctx_create(&s->home, rt, nxr_domain_id(s->memory));
+        rc = nxr_ctx_create(rt, nxr_domain_id(s->memory), &s->home);
         if (rc != 0)
             snprintf(err, errsz, "slot %zu: context on home domain %d: %s", made,
                      nxr_domain_id(s->memory), nxr_strerror(rc));
@@ -521,7 +520,7 @@ size_t svc_server_slots(const struct svc_server *s)
     return s->n;
 }
 
-const nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot)
+nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot)
 {
     return slot < s->n ? s->slots[slot].domain : NULL;
 }

@@ -54,7 +54,7 @@ struct svc_slot_decl {
      * the serving thread is bound to (nxr_ctx_bind). NULL: the context's
      * domain. In attach mode the context's domain is the attached executor
      * (caller-managed: no CPU set) and the home is the original domain. */
-    const nxr_domain_t *memory;
+    nxr_domain_t *memory;
 };
 
 struct svc_server_opts {
@@ -112,7 +112,7 @@ size_t svc_server_slots(const struct svc_server *s);
  * on the thread that computed them). */
 void svc_server_slot_stats(const struct svc_server *s, size_t slot, struct svc_slot_stats *out,
                            hwloc_bitmap_t cpus);
-const nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot);
+nxr_domain_t *svc_server_slot_domain(const struct svc_server *s, size_t slot);
 
 /* Clears every slot's counters (between warm-up and measurement). Only
  * while no request is in flight. */

@@ -118,9 +118,8 @@ static void span_leave(void *self, void *entered)
 
 static const char *span_detail(void *self, int rc)
 {
-    (void)rc;
-    const struct svc_span_path *p = self;
-    return nxr_ctx_last_error(p->span);
+    (void)self, (void)rc;
+    return nxr_last_error();
 }
 
 static void path_free(struct svc_span_path *p)
@@ -147,10 +146,9 @@ int svc_span_path_start(struct svc_span_path **out, nxr_runtime_t *rt,
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
-    so.errbuf = why;
-    so.errbuf_size = whysz;
-    int rc = nxr_span_create(&p->span, rt, &so);
+    int rc = nxr_span_create(rt, &so, &p->span);
     if (rc != 0) {
+        snprintf(why, whysz, "%s", nxr_last_error());
         free(p);
         return rc;
     }
@@ -183,7 +181,7 @@ size_t svc_span_path_members(const struct svc_span_path *p)
     return nxr_span_domain_count(p->span);
 }
 
-const nxr_domain_t *svc_span_path_member(const struct svc_span_path *p, size_t i, double *on_node)
+nxr_domain_t *svc_span_path_member(const struct svc_span_path *p, size_t i, double *on_node)
 {
     double lowest = p->nmatrices > 0 ? 1.0 : -1.0;
     for (size_t m = 0; m < p->nmatrices; m++) {

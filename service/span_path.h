@@ -38,7 +38,7 @@ size_t svc_span_path_members(const struct svc_span_path *p);
 
 /* Member i's domain and the fraction of its shards' pages on its node
  * (the lowest over the matrices; -1: unknown). Call after serving. */
-const nxr_domain_t *svc_span_path_member(const struct svc_span_path *p, size_t i,
+nxr_domain_t *svc_span_path_member(const struct svc_span_path *p, size_t i,
                                          double *on_node);
 
 /* Stops the serving thread after the queue drained and frees the shards.

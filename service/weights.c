@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int svc_replica_create(struct svc_replica *out, const nxr_domain_t *d, const float *master,
+int svc_replica_create(struct svc_replica *out, nxr_domain_t *d, const float *master,
                        size_t bytes)
 {
     memset(out, 0, sizeof(*out));
@@ -37,7 +37,7 @@ int svc_packed_create(struct svc_packed *out, nxr_runtime_t *rt, const struct sv
     int rc = 0;
     for (; out->count < count && rc == 0; out->count++) {
         const struct svc_model_matrix mx = svc_model_matrix(s, master, out->count);
-        nxr_weights_desc_t d;
+        struct nxr_weights_desc d;
         nxr_weights_desc_init(&d);
         d.k = mx.k;
         d.n = mx.n;

@@ -37,7 +37,7 @@ int svc_packed_create(struct svc_packed *out, nxr_runtime_t *rt, const struct sv
 void svc_packed_destroy(struct svc_packed *p);
 
 struct svc_replica {
-    const nxr_domain_t *domain;
+    nxr_domain_t *domain;
     const struct svc_packed *packed; /* counted in the page check when set (borrowed) */
     float *w;     /* the copy (owned; nxr_domain_free) */
     size_t bytes;
@@ -48,7 +48,7 @@ struct svc_replica {
 
 /* Copies `bytes` of `master` into d's memory and checks where it lives.
  * Returns 0, or nxr_domain_malloc's error (then out->w is NULL). */
-int svc_replica_create(struct svc_replica *out, const nxr_domain_t *d, const float *master,
+int svc_replica_create(struct svc_replica *out, nxr_domain_t *d, const float *master,
                        size_t bytes);
 
 /* Asks the kernel again where every page of r lives, and of r->packed's

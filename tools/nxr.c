@@ -33,14 +33,12 @@ static int cmd_info(int argc, char **argv)
         else
             return usage();
     }
-    char err[512] = "";
     struct nxr_runtime_opts opts;
     nxr_runtime_opts_init(&opts);
-    opts.errbuf = err;
-    opts.errbuf_size = sizeof(err);
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, &opts);
+    int rc = nxr_runtime_create(&opts, &rt);
     if (rc != 0) {
+        const char *err = nxr_last_error();
         fprintf(stderr, "nxr: %s%s%s\n", nxr_strerror(rc), err[0] ? ": " : "", err);
         return 1;
     }

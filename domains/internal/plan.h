@@ -84,7 +84,8 @@ void nxr__plan_fini(struct nxr__plan *plan);
 /*
  * Parses the NXR_DOMAINS grammar (see nxr_domains.h) into declarations whose
  * `cpus` bitmaps the caller frees with nxr__decls_free. Returns 0,
- * NXR_ESYNTAX (message names the position) or -ENOMEM; *out is NULL on error.
+ * NXR_ESYNTAX (message names the position), NXR_EBUDGET (a written budget
+ * of 0) or -ENOMEM; *out is NULL on error.
  */
 int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *count, char *err,
                      size_t errsz);

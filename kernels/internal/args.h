@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 /* Bytes of a rows x cols float matrix with row stride ld (0 if empty). */
 size_t nxr__matrix_bytes(size_t rows, size_t cols, size_t ld);
@@ -29,19 +29,19 @@ size_t nxr__matrix_bytes(size_t rows, size_t cols, size_t ld);
 bool nxr__spans_overlap(const void *a, size_t an, const void *b, size_t bn);
 
 /* Whether the GEMM reads A and B (m, n, k > 0 and alpha != 0). */
-bool nxr__sgemm_reads_ab(const nxr_sgemm_args_t *g);
+bool nxr__sgemm_reads_ab(const struct nxr_sgemm_args *g);
 
 /* The bytes op(A), op(B) and C span as stored (0 when not touched). */
-size_t nxr__sgemm_a_bytes(const nxr_sgemm_args_t *g);
-size_t nxr__sgemm_b_bytes(const nxr_sgemm_args_t *g);
-size_t nxr__sgemm_c_bytes(const nxr_sgemm_args_t *g);
+size_t nxr__sgemm_a_bytes(const struct nxr_sgemm_args *g);
+size_t nxr__sgemm_b_bytes(const struct nxr_sgemm_args *g);
+size_t nxr__sgemm_c_bytes(const struct nxr_sgemm_args *g);
 
 /* The bytes all items of one operand span: item extent + (batch-1)*stride. */
 size_t nxr__batch_bytes(size_t item_bytes, size_t batch, size_t stride);
 
-int nxr__check_sgemm(const nxr_sgemm_args_t *g, char *why, size_t whysz);
-int nxr__check_sgemm_batch(const nxr_sgemm_batch_args_t *b, char *why, size_t whysz);
-int nxr__check_epilogue(const nxr_sgemm_args_t *g, const nxr_sgemm_epilogue_t *ep, char *why,
+int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz);
+int nxr__check_sgemm_batch(const struct nxr_sgemm_batch_args *b, char *why, size_t whysz);
+int nxr__check_epilogue(const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep, char *why,
                         size_t whysz);
 
 /* Vectors of n floats: x (and y when two_inputs) read, out written; names

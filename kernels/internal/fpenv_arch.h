@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 

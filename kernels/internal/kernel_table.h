@@ -40,20 +40,20 @@
 
 #include <stddef.h>
 
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 /* clang-format off */
-#define NXR__SGEMM_PARAMS(P)       P(const nxr_sgemm_args_t *, args)
-#define NXR__SGEMM_BATCH_PARAMS(P) P(const nxr_sgemm_batch_args_t *, args)
-#define NXR__SGEMM_FUSED_PARAMS(P) P(const nxr_sgemm_args_t *, args) \
-                                   P(const nxr_sgemm_epilogue_t *, epilogue)
+#define NXR__SGEMM_PARAMS(P)       P(const struct nxr_sgemm_args *, args)
+#define NXR__SGEMM_BATCH_PARAMS(P) P(const struct nxr_sgemm_batch_args *, args)
+#define NXR__SGEMM_FUSED_PARAMS(P) P(const struct nxr_sgemm_args *, args) \
+                                   P(const struct nxr_sgemm_epilogue *, epilogue)
 #define NXR__BINARY_PARAMS(P)      P(enum nxr_binary_op, op) P(size_t, n) P(const float *, x) \
                                    P(const float *, y) P(float *, out)
-#define NXR__SCALE_PARAMS(P)       P(size_t, n) P(float, alpha) P(const float *, x) P(float *, out)
+#define NXR__SCALE_PARAMS(P)       P(size_t, n) P(const float *, x) P(float, alpha) P(float *, out)
 #define NXR__UNARY_PARAMS(P)       P(enum nxr_unary_op, op) P(size_t, n) P(const float *, x) \
                                    P(float *, out)
-#define NXR__TRIAD_PARAMS(P)       P(size_t, n) P(float *, a) P(const float *, b) \
-                                   P(const float *, c) P(float, s)
+#define NXR__TRIAD_PARAMS(P)       P(size_t, n) P(const float *, b) P(const float *, c) \
+                                   P(float, s) P(float *, a)
 #define NXR__BINARY_ROWS_PARAMS(P) P(enum nxr_binary_op, op) P(size_t, rows) P(size_t, cols) \
                                    P(const float *, x) P(size_t, ldx) P(const float *, row) \
                                    P(float *, out) P(size_t, ldo)
@@ -105,7 +105,7 @@
  * restored either way). Never another provider. kernels/bundle.c. */
 #define NXR__BUNDLE_DECLARE(name, family, table, PARAMS)                                           \
     int nxr__bundle_##name(const nxr_provider_bundle_t *bundle,                                    \
-                           const nxr_kernel_call_t *call PARAMS(NXR__PARAM_DECL));
+                           const struct nxr_kernel_call *call PARAMS(NXR__PARAM_DECL));
 NXR__KERNELS(NXR__BUNDLE_DECLARE)
 /* The slot's sgemm_fused, or (when it has none) its sgemm followed by
  * nxr__epilogue_apply on the same call: on the domain, through the call's

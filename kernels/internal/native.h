@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 struct nxr__sgemm_plan;
 struct nxr__packed_b;
@@ -96,27 +96,27 @@ const struct nxr__native_isa *nxr__native_isa_best(void);
  * block t % tiles_m of column block t / tiles_m), each looping over k in
  * steps of kc. A range of tiles inside one column block packs op(B) once. */
 struct nxr__sgemm_plan {
-    nxr_sgemm_args_t args;
+    struct nxr_sgemm_args args;
     const struct nxr__native_isa *isa;
     size_t mc, nc, kc;
     size_t tiles_m, tiles_n;
     size_t scratch_bytes; /* per worker, for any plan of this ISA */
     /* Applied to each micro-tile of C as it is written back after the last
      * kc slice (NULL: none); set by the fused op, never by plan_init. */
-    const nxr_sgemm_epilogue_t *epilogue;
+    const struct nxr_sgemm_epilogue *epilogue;
     /* op(B) packed in panels (NULL: B is read through args.b/ldb/trans_b);
      * the tile loop then reads its micro-panels in place. */
     const struct nxr__packed_b *packed;
 };
 
-/* 0 when args describe a valid GEMM (see nxr_sgemm_args_t), else -EINVAL. */
-int nxr__sgemm_args_check(const nxr_sgemm_args_t *args);
+/* 0 when args describe a valid GEMM (see struct nxr_sgemm_args), else -EINVAL. */
+int nxr__sgemm_args_check(const struct nxr_sgemm_args *args);
 
 /* Checks args (-EINVAL: NULL pointers where read, leading dimensions too
  * small) and cuts it. parts > 1 shrinks mc until there are at least `parts`
  * tiles, when m allows, so the executor has work for every worker. */
 int nxr__sgemm_plan_init(struct nxr__sgemm_plan *plan, const struct nxr__native_isa *isa,
-                         const nxr_sgemm_args_t *args, unsigned parts);
+                         const struct nxr_sgemm_args *args, unsigned parts);
 
 static inline size_t nxr__sgemm_plan_tiles(const struct nxr__sgemm_plan *plan)
 {
@@ -143,7 +143,7 @@ struct nxr__sgemm_batch_job {
 };
 
 int nxr__sgemm_batch_job_init(struct nxr__sgemm_batch_job *job, const struct nxr__native_isa *isa,
-                              const nxr_sgemm_batch_args_t *args, void *const *scratch);
+                              const struct nxr_sgemm_batch_args *args, void *const *scratch);
 void nxr__sgemm_batch_chunk(void *job, size_t begin, size_t end, unsigned worker);
 
 /* ---- packed op(B) ----------------------------------------------------------
@@ -173,9 +173,9 @@ void nxr__sgemm_pack_b(const struct nxr__native_isa *isa, bool trans, size_t k, 
 /* The native GEMM (plain, or fused when epilogue is set) against packed
  * op(B): args as nxr_sgemm's, b/ldb/trans_b ignored, k and n packed's. Same
  * bits as the unpacked call. 0, -EINVAL or what the native sgemm returns. */
-int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const nxr_kernel_call_t *call,
-                             const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
-                             const nxr_sgemm_epilogue_t *epilogue);
+int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                             const struct nxr_sgemm_args *args, const struct nxr__packed_b *packed,
+                             const struct nxr_sgemm_epilogue *epilogue);
 
 /* Whether p is nxr's native GEMM provider, and its ISA table. */
 bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native_isa **isa);
@@ -221,7 +221,7 @@ struct nxr__small_plan {
     size_t y_ss, y_ls;
     float *c; /* C and ldc, for the epilogue */
     size_t ldc;
-    const nxr_sgemm_epilogue_t *epilogue; /* NULL: none */
+    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
     size_t units;
     size_t scratch_bytes; /* per worker: the copy of X (0: none) */
 };
@@ -229,8 +229,8 @@ struct nxr__small_plan {
 /* Whether args (valid, reading A and B) take the small path, and then its
  * plan; packed (NULL: none) is op(B) packed once. */
 bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native_isa *isa,
-                          const nxr_sgemm_args_t *args, const struct nxr__packed_b *packed,
-                          const nxr_sgemm_epilogue_t *epilogue);
+                          const struct nxr_sgemm_args *args, const struct nxr__packed_b *packed,
+                          const struct nxr_sgemm_epilogue *epilogue);
 
 /* Units per chunk so that a chunk streams enough of W to pay for a region. */
 size_t nxr__small_grain(const struct nxr__small_plan *plan);
@@ -246,7 +246,7 @@ void nxr__small_chunk(void *job, size_t begin, size_t end, unsigned worker);
 /* Per-worker scratch a GEMM with these arguments (and op(B) packed in
  * panels, or NULL) needs on the path it takes: the small path's copy of X
  * (often 0), else the tile loop's packing buffers. */
-size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *args,
+size_t nxr__sgemm_scratch_for(const struct nxr__native_isa *isa, const struct nxr_sgemm_args *args,
                               const struct nxr__packed_b *packed);
 
 /* ---- elementwise ----------------------------------------------------------- */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "kernels/internal/cpu.h"
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 /* openblas_get_parallel() -> threading model and classification: 0 is
  * SEQUENTIAL x CALLING_THREAD; 1 (pthreads), 2 (OpenMP) and anything
@@ -18,7 +18,7 @@
  * process-global in both builds; openblas_set_num_threads_local sets the
  * global count too). */
 void nxr__openblas_classify(int parallel, enum nxr_openblas_threading *threading,
-                            enum nxr_count_control *count, enum nxr_provider_placement *placement);
+                            enum nxr_count_control *count, enum nxr_provider_runs_on *placement);
 
 /* The vector ISA an OpenBLAS core name's kernels use (case-insensitive;
  * NXR_TIER_UNKNOWN for names not in the table). */
@@ -39,6 +39,6 @@ bool nxr__openblas_loaded(void);
 /* nxr_openblas_probe when OpenBLAS is already loaded; else *out says
  * nothing (present false, threading UNKNOWN), and nothing is loaded: no
  * OpenBLAS thread starts. */
-void nxr__openblas_probe_loaded(nxr_openblas_info_t *out);
+void nxr__openblas_probe_loaded(struct nxr_openblas_info *out);
 
 #endif /* NXR_KERNELS_INTERNAL_OPENBLAS_H */

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 
 #include "kernels/internal/kernel_table.h"
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 struct nxr_provider {
     /* Holders: the creator plus each bundle slot. Increments are relaxed
@@ -28,23 +28,23 @@ struct nxr_provider {
     char *name;
     enum nxr_provider_family family;
     enum nxr_count_control count;
-    enum nxr_provider_placement placement;
+    enum nxr_provider_runs_on runs_on;
     bool foreign;
-    const nxr_gemm_ops_t *gemm;
-    const nxr_elementwise_ops_t *elementwise;
-    const nxr_reduction_ops_t *reduction;
-    const nxr_norm_ops_t *norm;
-    const nxr_global_threads_ops_t *global_threads;
+    const struct nxr_gemm_ops *gemm;
+    const struct nxr_elementwise_ops *elementwise;
+    const struct nxr_reduction_ops *reduction;
+    const struct nxr_norm_ops *norm;
+    const struct nxr_global_threads_ops *global_threads;
     void *self;
     void (*release)(void *self);
 };
 
 /* Validates and creates; foreign selects the FP environment checks.
  * nxr_provider_create is this with foreign = true. */
-int nxr__provider_new(const nxr_provider_desc_t *desc, bool foreign, nxr_provider_t **out);
+int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_provider_t **out);
 
 /* True for the five classification pairs that can exist. */
-bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_placement placement);
+bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_runs_on placement);
 
 void nxr__provider_retain(nxr_provider_t *p);
 
@@ -57,21 +57,21 @@ struct nxr__slot {
 
 struct nxr_provider_bundle {
     struct nxr__slot slot[NXR_FAMILY_COUNT];
-    const nxr_gemm_ops_t *gemm;
-    const nxr_elementwise_ops_t *elementwise;
-    const nxr_reduction_ops_t *reduction;
-    const nxr_norm_ops_t *norm;
+    const struct nxr_gemm_ops *gemm;
+    const struct nxr_elementwise_ops *elementwise;
+    const struct nxr_reduction_ops *reduction;
+    const struct nxr_norm_ops *norm;
 };
 
 /* Dispatch: nxr__bundle_<kernel>(b, call, the op's parameters), one per row
  * of kernels/internal/kernel_table.h, declared there. And the scratch a
  * GEMM call needs (the slot's sgemm_scratch; 0 without one). */
-size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const nxr_sgemm_args_t *args);
+size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const struct nxr_sgemm_args *args);
 
 /* nxr's own epilogue over C's rows (native kernels, the best ISA), run
  * through call->parallel_for when the call has one, else on this thread. */
-int nxr__epilogue_apply(const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args,
-                        const nxr_sgemm_epilogue_t *epilogue);
+int nxr__epilogue_apply(const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args,
+                        const struct nxr_sgemm_epilogue *epilogue);
 
 /*
  * Process-global thread counts and their gate (kernels/global_count.c: why a

@@ -32,7 +32,7 @@
 
 #include <stdbool.h>
 
-#include "kernels/nxr_kernels.h"
+#include "kernels/nxr_provider.h"
 
 enum nxr__run {
     /* On the calling worker, one thread, no permit beyond what the caller
@@ -63,7 +63,7 @@ struct nxr__run_decision {
 };
 
 struct nxr__run_decision nxr__provider_decide(enum nxr_count_control count,
-                                              enum nxr_provider_placement placement,
+                                              enum nxr_provider_runs_on placement,
                                               const struct nxr__run_situation *s);
 
 /* The same for a provider, reading its global count now (GLOBAL providers). */

@@ -1,8 +1,8 @@
 /*
  * The context object: a runtime plus one of its domains (or, for a placing
  * context, a runtime whose kernel calls each choose their domain), the
- * one-driving-thread rule (runtime/nxr_ctx.h), the context's step memory
- * and its last error. Owned by the runtime package; the executor below sees
+ * one-driving-thread rule (runtime/nxr_ctx.h) and the context's step
+ * memory. Owned by the runtime package; the executor below sees
  * only the domain's struct nxr__exec.
  */
 #ifndef NXR_INTERNAL_CTX_H
@@ -12,10 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/internal/last_error.h"
 #include "executor/internal/exec.h"
 #include "runtime/nxr.h"
-
-#define NXR__CTX_ERROR_BYTES 256
 
 /* Step memory on one domain (nxr_ctx_alloc*): a scope created at first use. */
 struct nxr__ctx_scope {
@@ -51,9 +50,8 @@ struct nxr_ctx {
     /* Driver-only state (the thread rule makes it single-threaded). */
     struct nxr__ctx_scope *scopes; /* step memory, one scope per domain used */
     size_t nscopes;
-    struct nxr_place last_place; /* placing contexts: the last kernel call's */
+    struct nxr_route last_place; /* placing contexts: the last kernel call's */
     bool placed;                 /* last_place is set */
-    char error[NXR__CTX_ERROR_BYTES]; /* the last failed call's detail ("" none) */
 };
 
 /*
@@ -72,9 +70,9 @@ void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered);
  * Records the detail of a failed call: "<call>: <why>" when why is not
  * NULL, else "<call>: " and what the status means in this context (the
  * domain, the nesting, the admission). Returns rc. The detail goes to the
- * context when the call was made outside any body (its driver), else to the
- * calling thread's own slot for that context, since several participants of
- * one operation may fail at once (see nxr_ctx_last_error).
+ * calling thread's slot (nxr_last_error): the driver's, or inside a body
+ * the participant's own, since several participants of one operation may
+ * fail at once.
  */
 int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
                   const char *why);
@@ -85,7 +83,7 @@ int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call,
 
 /* The context's step memory on domain d, created at first use: 0 and *out,
  * -ENOMEM. Driver only. */
-int nxr__ctx_scope(nxr_ctx_t *ctx, const struct nxr_domain *d, nxr_scope_t **out);
+int nxr__ctx_scope(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_scope_t **out);
 
 /* Unlinks and orphans every open context of rt (runtime destroy), freeing
  * their step memory first (its buffers belong to pools about to go).

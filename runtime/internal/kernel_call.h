@@ -11,7 +11,7 @@
 
 #include "kernels/nxr_kernels.h"
 #include "runtime/nxr_ctx.h"
-#include "runtime/nxr_place.h"
+#include "runtime/nxr_route.h"
 
 /* One kernel call: what to invoke with which arguments, the argument
  * check's verdict, and the inputs placement weighs. */
@@ -24,7 +24,7 @@ struct nxr__kcall {
     size_t scratch_bytes; /* per thread */
     /* The kernel's invoker: its dispatch (nxr__bundle_<kernel>) with the
      * arguments unpacked from args, which the wrapper owns for the call. */
-    int (*invoke)(const nxr_provider_bundle_t *b, const nxr_kernel_call_t *call, const void *args);
+    int (*invoke)(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *call, const void *args);
     const void *args;
     int bad;       /* -EINVAL (or another status) when the arguments break the contract */
     char why[160]; /* and which one, why */

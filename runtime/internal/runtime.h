@@ -33,8 +33,8 @@ struct nxr_domain {
     struct nxr__pool *pool; /* node-local pool and arena (alloc/) */
     nxr_runtime_t *rt;
     /* Calls placed on this domain by a placing context, per reason
-     * (runtime/place.c). Relaxed counters: read for diagnostics only. */
-    atomic_uint_fast64_t placed[NXR_PLACE_DEFAULT + 1];
+     * (runtime/route.c). Relaxed counters: read for diagnostics only. */
+    atomic_uint_fast64_t placed[NXR_ROUTE_REASON_DEFAULT + 1];
     unsigned open_contexts; /* under rt->ctx_lock */
 };
 
@@ -55,7 +55,7 @@ struct nxr__settings {
     enum nxr_provider_policy policy;
     bool gemm_openblas; /* NXR_GEMM=openblas */
     size_t pool_cap;    /* each pool's cap on cached bytes */
-    enum nxr_affinity_policy affinity; /* placing contexts (runtime/nxr_place.h) */
+    enum nxr_route_policy route; /* placing contexts (runtime/nxr_route.h) */
     unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
 };
 
@@ -80,8 +80,8 @@ struct nxr_runtime {
     /* Which domain each address of nxr's memory belongs to: every domain's
      * arena records its extents here (alloc/internal/registry.h). */
     struct nxr__registry *registry;
-    nxr_fpenv_t fpenv;            /* the creating thread's, at creation */
-    nxr_openblas_info_t openblas; /* the linked OpenBLAS, probed at creation */
+    struct nxr_fpenv fpenv;            /* the creating thread's, at creation */
+    struct nxr_openblas_info openblas; /* the linked OpenBLAS, probed at creation */
     /* Domains are allocated one by one so that their addresses (held by
      * contexts) survive an attach growing the table. The table and count are
      * guarded by domains_lock; a domain itself is immutable once published. */
@@ -89,7 +89,7 @@ struct nxr_runtime {
     struct nxr_domain **domains;
     size_t domain_count;
     size_t domain_cap;
-    /* The fallback of placement (runtime/nxr_place.h): the lowest id at
+    /* The fallback of placement (runtime/nxr_route.h): the lowest id at
      * creation. Immutable after creation. */
     struct nxr_domain *default_domain;
     /* Calls a placing context refused (NXR_EMIXED); relaxed, diagnostics. */

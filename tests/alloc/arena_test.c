@@ -29,7 +29,7 @@ static nxr_runtime_t *make_runtime(const char *domains)
 Test(alloc_arena, malloc_honours_size_and_alignment)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     const size_t aligns[] = {0, 16, 64, 4096, 1u << 21};
     for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
         for (size_t size = 1; size <= (1u << 22); size *= 7) {
@@ -48,7 +48,7 @@ Test(alloc_arena, malloc_honours_size_and_alignment)
 Test(alloc_arena, invalid_arguments_are_einval)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     void *p = (void *)1;
     cr_assert_eq(nxr_domain_malloc(d, 0, 0, &p), -EINVAL);
     cr_assert_null(p);
@@ -82,7 +82,7 @@ static void *free_elsewhere(void *p)
 Test(alloc_arena, free_from_another_thread_returns_to_the_arena, .timeout = 30)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     struct nxr__arena *a = nxr__pool_arena(d->pool);
     size_t before = nxr__arena_allocated(a);
     void *p;
@@ -146,7 +146,7 @@ Test(alloc_arena, purged_extents_stay_mapped_until_the_arena_goes)
 {
     need_jemalloc_arena();
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     void *p[8];
     for (size_t i = 0; i < 8; i++) {
         cr_assert_eq(nxr_domain_malloc(d, (i + 1) << 18, 0, &p[i]), 0);
@@ -172,7 +172,7 @@ Test(alloc_arena, mmap_arena_keeps_a_few_freed_mappings_until_a_trim)
     if (strcmp(nxr__arena_kind(), "mmap") != 0)
         cr_skip_test("a rule of the mmap arena; this build's arena is %s", nxr__arena_kind());
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0), *owner;
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0), *owner;
     void *p[20];
     for (size_t i = 0; i < 20; i++) {
         cr_assert_eq(nxr_domain_malloc(d, (i % 4 + 1) << 16, 0, &p[i]), 0);
@@ -218,7 +218,7 @@ static void *churn_thread(void *p)
     unsigned seed = (unsigned)(uintptr_t)&seed;
     const size_t n = nxr_runtime_domain_count(c->rt);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(c->rt, (size_t)rand_r(&seed) % n);
+        nxr_domain_t *d = nxr_runtime_domain_at(c->rt, (size_t)rand_r(&seed) % n);
         size_t size = 448u * (1 + (size_t)rand_r(&seed) % 1536);
         nxr_buffer_t *b;
         if (nxr_buffer_acquire(d, size, &b) != 0)

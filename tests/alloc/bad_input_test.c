@@ -18,7 +18,7 @@ Test(alloc_bad_input, pool_class_size_of_zero_and_oversized)
 Test(alloc_bad_input, buffer_acquire_null_arguments_or_zero_size_are_einval)
 {
     open_runtime();
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
     nxr_buffer_t *b = (nxr_buffer_t *)0x1;
     cr_assert_eq(nxr_buffer_acquire(NULL, 64, &b), -EINVAL);
     cr_assert_null(b);
@@ -68,7 +68,7 @@ Test(alloc_bad_input, pool_calls_with_null_domain_are_einval)
 Test(alloc_bad_input, domain_malloc_null_arguments_zero_size_or_bad_alignment_are_einval)
 {
     open_runtime();
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
     void *p = (void *)0x1;
     cr_assert_eq(nxr_domain_malloc(NULL, 64, 0, &p), -EINVAL);
     cr_assert_null(p);

@@ -20,7 +20,7 @@
 #endif
 
 static nxr_runtime_t *rt;
-static const nxr_domain_t *dom;
+static nxr_domain_t *dom;
 
 static void setup(void)
 {

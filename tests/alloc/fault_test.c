@@ -19,7 +19,7 @@ static nxr_runtime_t *make_runtime(void)
     return fx.rt;
 }
 
-static struct nxr_pool_stats stats_of(const nxr_domain_t *d)
+static struct nxr_pool_stats stats_of(nxr_domain_t *d)
 {
     struct nxr_pool_stats st;
     cr_assert_eq(nxr_pool_stats(d, &st), 0);
@@ -31,7 +31,7 @@ static struct nxr_pool_stats stats_of(const nxr_domain_t *d)
 Test(alloc_fault, nth_allocation_failure_is_enomem_and_pool_stays_consistent)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     const size_t sizes[3] = {4096, 65536, 1u << 20};
     long n;
     for (n = 1;; n++) {
@@ -86,7 +86,7 @@ Test(alloc_fault, nth_allocation_failure_is_enomem_and_pool_stays_consistent)
 Test(alloc_fault, mmap_failure_is_enomem)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr__fault_arm_from(NXR_FAULT_MMAP, 1);
     nxr_buffer_t *b = (nxr_buffer_t *)1;
     int rc = nxr_buffer_acquire(d, 64u << 20, &b);
@@ -107,7 +107,7 @@ Test(alloc_fault, mmap_failure_is_enomem)
 Test(alloc_fault, mbind_failure_on_a_bound_domain_is_eplacement)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     if (nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
         cr_skip_test("domain 0's memory is not bound on this machine");
     nxr__fault_arm_from(NXR_FAULT_MBIND, 1);
@@ -135,14 +135,11 @@ Test(alloc_fault, runtime_creation_unwinds_at_every_memory_failure)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.domains = nxr_test_expand("0:%0;1:%0 shared"); /* two pools, any CPUs */
-    char err[256];
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
     long n, failures = 0;
     for (n = 1;; n++) {
         nxr_runtime_t *rt = (nxr_runtime_t *)1;
         nxr__fault_arm(NXR_FAULT_ALLOC | NXR_FAULT_MMAP, n);
-        int rc = nxr_runtime_create(&rt, &o);
+        int rc = nxr_runtime_create(&o, &rt);
         long calls = nxr__fault_calls();
         nxr__fault_arm(0, 0);
         if (rc == 0) {
@@ -152,7 +149,7 @@ Test(alloc_fault, runtime_creation_unwinds_at_every_memory_failure)
             /* Allocation failures past the pools belong to the teams, which
              * report some of them as placement failures. */
             cr_assert(rc == -ENOMEM || rc == NXR_EPLACEMENT, "n=%ld: %s (%s)", n, nxr_strerror(rc),
-                      err);
+                      nxr_last_error());
             cr_assert_null(rt);
             failures += rc == -ENOMEM;
         }
@@ -190,7 +187,7 @@ Test(alloc_fault, scope_create_without_memory_is_enomem)
 Test(alloc_fault, scope_chunk_failures_are_enomem_or_eplacement)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_scope_t *s;
     cr_assert_eq(nxr_scope_create(d, NULL, &s), 0);
     void *p = (void *)1;
@@ -216,11 +213,11 @@ Test(alloc_fault, scope_chunk_failures_are_enomem_or_eplacement)
 
 /* ---- checked scopes when the kernel refuses an mprotect ----------------- */
 
-static nxr_scope_t *checked_scope(const nxr_domain_t *d)
+static nxr_scope_t *checked_scope(nxr_domain_t *d)
 {
     struct nxr_scope_opts o;
     nxr_scope_opts_init(&o);
-    o.checked = true;
+    o.check = NXR_SCOPE_CHECK_ON;
     o.chunk_size = 4096;
     nxr_scope_t *s;
     cr_assert_eq(nxr_scope_create(d, &o, &s), 0);
@@ -252,7 +249,7 @@ static void two_steps(nxr_scope_t *s, void **step1)
 Test(alloc_fault, checked_scope_reset_with_open_refused_stays_usable)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_scope_t *s = checked_scope(d);
     void *q, *r;
     two_steps(s, &q);
@@ -280,7 +277,7 @@ Test(alloc_fault, checked_scope_reset_with_open_refused_stays_usable)
 Test(alloc_fault, checked_scope_reset_with_close_refused_counts)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_scope_t *s = checked_scope(d);
     void *q, *r;
     two_steps(s, &q);
@@ -305,7 +302,7 @@ Test(alloc_fault, checked_scope_reset_with_close_refused_counts)
 Test(alloc_fault, checked_scope_destroy_retries_then_keeps_a_protected_chunk)
 {
     nxr_runtime_t *rt = make_runtime();
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_scope_t *s = checked_scope(d);
     void *q;
     two_steps(s, &q);

@@ -85,7 +85,7 @@ Test(alloc_jemalloc, the_private_copy_initialises_and_allocates)
     cr_assert_not_null(version);
     cr_assert_eq(strncmp(version, "5.", 2), 0, "version %s", version);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, NULL), 0);
+    cr_assert_eq(nxr_runtime_create(NULL, &rt), 0);
     void *p;
     cr_assert_eq(nxr_domain_malloc(nxr_runtime_domain_at(rt, 0), 1000, 0, &p), 0);
     memset(p, 1, 1000);

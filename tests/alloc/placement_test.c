@@ -32,7 +32,7 @@ static void assert_on_node(void *p, size_t len, int node, const char *what)
     cr_assert_eq(nxr_mem_node((char *)p + len - 1), node, "%s: last page", what);
 }
 
-static void assert_domain_memory_on_node(const nxr_domain_t *d)
+static void assert_domain_memory_on_node(nxr_domain_t *d)
 {
     int node = nxr_domain_node(d);
     cr_assert_eq(nxr_domain_mem_binding(d), NXR_MEM_BOUND, "domain %d", nxr_domain_id(d));
@@ -57,7 +57,7 @@ static void assert_domain_memory_on_node(const nxr_domain_t *d)
 Test(alloc_placement, untouched_page_has_no_node)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     void *p;
     cr_assert_eq(nxr_domain_malloc(d, 8u << 20, 4096, &p), 0);
     int where = nxr_mem_node((char *)p + (4u << 20));
@@ -75,7 +75,7 @@ Test(alloc_placement, pages_are_on_each_domains_node)
     nxr_runtime_t *rt = make_runtime(NULL);
     size_t checked = 0;
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
         if (nxr_domain_node(d) == NXR_NODE_NONE)
             continue;
         assert_domain_memory_on_node(d);
@@ -96,7 +96,7 @@ Test(alloc_placement, pages_are_on_node_1_when_touched_from_node_0)
                      numa_available() < 0 ? 0 : numa_max_node() + 1);
     }
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d0, *d1;
+    nxr_domain_t *d0, *d1;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0, "no domain for node 0");
     cr_assert_eq(nxr_runtime_domain(rt, 1, &d1), 0, "no domain for node 1");
     cr_assert_eq(nxr_domain_node(d1), 1);
@@ -120,7 +120,7 @@ Test(alloc_placement, pages_are_on_node_1_when_touched_from_node_0)
 Test(alloc_placement, node_the_kernel_lacks_is_reported_unavailable)
 {
     nxr_runtime_t *rt = make_runtime("synthetic:pack:2 numa:1 core:1 pu:1");
-    const nxr_domain_t *d1;
+    nxr_domain_t *d1;
     cr_assert_eq(nxr_runtime_domain(rt, 1, &d1), 0);
     cr_assert_eq(nxr_domain_node(d1), 1);
     bool kernel_has_node1 = numa_available() >= 0 && numa_max_node() >= 1;
@@ -144,7 +144,7 @@ Test(alloc_placement, node_the_kernel_lacks_is_reported_unavailable)
 Test(alloc_placement, topology_without_numa_has_no_node_binding)
 {
     nxr_runtime_t *rt = make_runtime("synthetic:pack:1 core:2 pu:1");
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     if (nxr_domain_node(d) != NXR_NODE_NONE)
         cr_skip_test("hwloc gave this synthetic topology a node");
     cr_assert_eq(nxr_domain_mem_binding(d), NXR_MEM_NO_NODE);

@@ -22,7 +22,7 @@ static nxr_runtime_t *make_runtime(const char *domains)
     return fx.rt;
 }
 
-static struct nxr_pool_stats stats_of(const nxr_domain_t *d)
+static struct nxr_pool_stats stats_of(nxr_domain_t *d)
 {
     struct nxr_pool_stats st;
     cr_assert_eq(nxr_pool_stats(d, &st), 0);
@@ -32,7 +32,7 @@ static struct nxr_pool_stats stats_of(const nxr_domain_t *d)
 Test(alloc_pool, release_then_acquire_returns_the_same_buffer_lifo)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *a, *b, *c;
     cr_assert_eq(nxr_buffer_acquire(d, 65536, &a), 0);
     cr_assert_eq(nxr_buffer_acquire(d, 65536, &b), 0);
@@ -56,7 +56,7 @@ Test(alloc_pool, release_then_acquire_returns_the_same_buffer_lifo)
 Test(alloc_pool, sizes_round_to_their_class_and_align)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     const size_t sizes[] = {1, 63, 100, 4095, 4097, 20000, 1000000, 4u << 20};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         nxr_buffer_t *b;
@@ -78,7 +78,7 @@ Test(alloc_pool, sizes_round_to_their_class_and_align)
 Test(alloc_pool, invalid_arguments_are_einval)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *b = (nxr_buffer_t *)1;
     cr_assert_eq(nxr_buffer_acquire(d, 0, &b), -EINVAL);
     cr_assert_null(b);
@@ -94,7 +94,7 @@ Test(alloc_pool, invalid_arguments_are_einval)
 Test(alloc_pool, size_above_the_largest_class_is_enomem)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *b = (nxr_buffer_t *)1;
     cr_assert_eq(nxr_buffer_acquire(d, NXR_POOL_MAX_SIZE + 1, &b), -ENOMEM);
     cr_assert_null(b);
@@ -113,7 +113,7 @@ Test(alloc_pool, default_cap_is_documented_value)
 Test(alloc_pool, release_beyond_the_cap_frees_instead_of_caching)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_assert_eq(nxr_pool_set_cap(d, 160 * 1024), 0);
     nxr_buffer_t *b[3];
     for (int i = 0; i < 3; i++)
@@ -141,7 +141,7 @@ Test(alloc_pool, release_beyond_the_cap_frees_instead_of_caching)
 Test(alloc_pool, a_buffer_larger_than_the_cap_is_never_cached)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_assert_eq(nxr_pool_set_cap(d, 4096), 0);
     nxr_buffer_t *b;
     cr_assert_eq(nxr_buffer_acquire(d, 8192, &b), 0);
@@ -155,7 +155,7 @@ Test(alloc_pool, a_buffer_larger_than_the_cap_is_never_cached)
 Test(alloc_pool, lowering_the_cap_and_trim_free_cached_buffers)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *b[4];
     for (int i = 0; i < 4; i++)
         cr_assert_eq(nxr_buffer_acquire(d, 65536, &b[i]), 0);
@@ -177,7 +177,7 @@ Test(alloc_pool, lowering_the_cap_and_trim_free_cached_buffers)
 #define ROUNDS  50
 
 struct churn {
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     pthread_barrier_t *barrier;
     unsigned id;
     int failures;
@@ -227,7 +227,7 @@ static void *churn_main(void *arg)
 Test(alloc_pool, outstanding_is_exact_under_concurrent_acquire_release, .timeout = 60)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, THREADS + 1);
     pthread_t th[THREADS];
@@ -266,7 +266,7 @@ static void release_on_worker(void *arg, unsigned index, unsigned n)
 Test(alloc_pool, buffer_released_on_another_domains_worker_returns_to_its_owner, .timeout = 30)
 {
     nxr_runtime_t *rt = make_runtime("0:%0;1:%0 shared");
-    const nxr_domain_t *d0, *d1;
+    nxr_domain_t *d0, *d1;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 1, &d1), 0);
     nxr_buffer_t *b;
@@ -292,7 +292,7 @@ Test(alloc_pool, buffer_released_on_another_domains_worker_returns_to_its_owner,
 Test(alloc_pool, describe_reports_pool_statistics_per_domain)
 {
     nxr_runtime_t *rt = make_runtime("0:%0;1:%0 shared");
-    const nxr_domain_t *d0 = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d0 = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *a, *b;
     cr_assert_eq(nxr_buffer_acquire(d0, 4096, &a), 0);
     cr_assert_eq(nxr_buffer_acquire(d0, 4096, &b), 0);
@@ -320,7 +320,7 @@ Test(alloc_pool, describe_reports_pool_statistics_per_domain)
 Test(alloc_pool, destroy_with_buffers_outstanding_reports_and_stays_safe)
 {
     nxr_runtime_t *rt = make_runtime(NULL);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_buffer_t *b;
     cr_assert_eq(nxr_buffer_acquire(d, 65536, &b), 0);
     memset(nxr_buffer_data(b), 1, 65536);

@@ -27,7 +27,7 @@
 #endif
 
 static nxr_runtime_t *rt;
-static const nxr_domain_t *dom;
+static nxr_domain_t *dom;
 
 static void setup(void)
 {
@@ -47,7 +47,7 @@ static nxr_scope_t *make_scope(size_t chunk, bool checked)
     struct nxr_scope_opts o;
     nxr_scope_opts_init(&o);
     o.chunk_size = chunk;
-    o.checked = checked;
+    o.check = checked ? NXR_SCOPE_CHECK_ON : NXR_SCOPE_CHECK_OFF;
     nxr_scope_t *s;
     cr_assert_eq(nxr_scope_create(dom, &o, &s), 0);
     return s;
@@ -208,15 +208,29 @@ Test(alloc_scope, read_after_reset_is_caught_too, UAR_CAUGHT)
     cr_assert_fail("read %d through a stale pointer", c);
 }
 
-/* In a checked build of nxr the default scope is checked. */
+/* In a checked build of nxr the default scope is checked; a zeroed options
+ * struct, the initialised one and NULL are the same defaults. */
 Test(alloc_scope, default_is_checked_exactly_in_checked_builds)
 {
-    struct nxr_scope_opts o;
-    nxr_scope_opts_init(&o);
 #if defined(NXR_CHECKED) && NXR_CHECKED
-    cr_assert(o.checked);
+    const bool want_checked = true;
 #else
-    cr_assert_not(o.checked);
+    const bool want_checked = false;
 #endif
-    cr_assert_eq(o.chunk_size, 1u << 20);
+    struct nxr_scope_opts zeroed = {0}, inited;
+    nxr_scope_opts_init(&inited);
+    const struct nxr_scope_opts *each[3] = {&zeroed, &inited, NULL};
+    for (int i = 0; i < 3; i++) {
+        nxr_scope_t *s;
+        cr_assert_eq(nxr_scope_create(dom, each[i], &s), 0);
+        struct nxr_scope_stats st;
+        nxr_scope_stats(s, &st);
+        cr_expect_eq(st.checked, want_checked, "options %d", i);
+        cr_expect_eq(st.chunk_size, (size_t)1 << 20, "options %d: chunk %zu", i, st.chunk_size);
+        nxr_scope_destroy(s);
+    }
+    struct nxr_scope_opts bad = {.check = (enum nxr_scope_check)3};
+    nxr_scope_t *s = (nxr_scope_t *)&bad;
+    cr_expect_eq(nxr_scope_create(dom, &bad, &s), -EINVAL);
+    cr_expect_null(s);
 }

@@ -86,7 +86,7 @@ static void check_sgemm(nxr_ctx_t *ctx)
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < LDC; j++)
             c[i * LDC + j] = j < N ? c_at(i, j) : -7.0f; /* padding must stay */
-    nxr_sgemm_args_t g = {.trans_a = false, .trans_b = true, .m = M, .n = N, .k = K,
+    struct nxr_sgemm_args g = {.trans_a = false, .trans_b = true, .m = M, .n = N, .k = K,
                           .alpha = 1.5f, .a = a, .lda = LDA, .b = bt, .ldb = LDB,
                           .beta = 0.5f, .c = c, .ldc = LDC};
     int rc = nxr_sgemm(ctx, &g);
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     CHECK(nxr_version() == NXR_VERSION, "library %#x, headers %#x", nxr_version(), NXR_VERSION);
 
     nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, NULL);
+    int rc = nxr_runtime_create(NULL, &rt);
     if (rc != 0) {
         fprintf(stderr, "consumer: FAILED nxr_runtime_create: %s\n", nxr_strerror(rc));
         return 1;
@@ -138,9 +138,9 @@ int main(int argc, char **argv)
     }
     hwloc_bitmap_free(mine);
 
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     nxr_ctx_t *ctx = NULL;
-    rc = nxr_ctx_create(&ctx, rt, nxr_domain_id(d));
+    rc = nxr_ctx_create(rt, nxr_domain_id(d), &ctx);
     if (rc != 0) {
         fprintf(stderr, "consumer: FAILED nxr_ctx_create: %s\n", nxr_strerror(rc));
         nxr_runtime_destroy(rt);

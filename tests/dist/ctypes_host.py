@@ -66,14 +66,14 @@ def main():
     if mode == "numpy-after":
         numpy_version = use_numpy()
     lib.nxr_version_string.restype = ctypes.c_char_p
-    lib.nxr_runtime_create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    lib.nxr_runtime_create.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.nxr_runtime_create.restype = ctypes.c_int
     lib.nxr_runtime_destroy.argtypes = [ctypes.c_void_p]
     lib.nxr_runtime_destroy.restype = None
     version = lib.nxr_version_string().decode()
     idle = threads()
     rt = ctypes.c_void_p()
-    rc = lib.nxr_runtime_create(ctypes.byref(rt), None)
+    rc = lib.nxr_runtime_create(None, ctypes.byref(rt))
     if rc != 0 or not rt:
         fail("nxr_runtime_create returned %d" % rc)
     running = threads()

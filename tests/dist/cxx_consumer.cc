@@ -9,7 +9,7 @@
 int main(int argc, char **argv)
 {
     nxr_runtime_t *rt = nullptr;
-    int rc = nxr_runtime_create(&rt, nullptr);
+    int rc = nxr_runtime_create(nullptr, &rt);
     bool ok = argc == 2 && std::strcmp(nxr_version_string(), argv[1]) == 0 && rc == 0 &&
               nxr_runtime_domain_count(rt) >= 1;
     nxr_runtime_destroy(rt);

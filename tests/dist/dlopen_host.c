@@ -56,7 +56,7 @@ static int thread_count(void)
 struct nxr_entry {
     void *handle;
     const char *(*version)(void);
-    int (*create)(void **, const void *);
+    int (*create)(const void *, void **);
     void (*destroy)(void *);
 };
 
@@ -69,7 +69,7 @@ static int load(struct nxr_entry *e, const char *path)
         return -1;
     }
     e->version = (const char *(*)(void))dlsym(e->handle, "nxr_version_string");
-    e->create = (int (*)(void **, const void *))dlsym(e->handle, "nxr_runtime_create");
+    e->create = (int (*)(const void *, void **))dlsym(e->handle, "nxr_runtime_create");
     e->destroy = (void (*)(void *))dlsym(e->handle, "nxr_runtime_destroy");
     if (e->version == NULL || e->create == NULL || e->destroy == NULL) {
         check(0, "dlsym of nxr_version_string, nxr_runtime_create, nxr_runtime_destroy", path);
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
               "the copy under another name is not a second instance", NULL);
 
     void *rt_a = NULL, *rt_b = NULL;
-    int rc_a = a.create(&rt_a, NULL);
-    int rc_b = b.create(&rt_b, NULL);
+    int rc_a = a.create(NULL, &rt_a);
+    int rc_b = b.create(NULL, &rt_b);
     char detail[64];
     snprintf(detail, sizeof(detail), "returned %d and %d", rc_a, rc_b);
     check(rc_a == 0 && rc_b == 0, "nxr_runtime_create through each handle", detail);

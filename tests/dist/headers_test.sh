@@ -52,7 +52,7 @@ static_assert(std::is_same<decltype(&nxr_cpuset_from_cpu_set),
               "nxr_cpuset_from_cpu_set");
 static_assert(NXR_VERSION == NXR_VERSION_ENCODE(NXR_VERSION_MAJOR, NXR_VERSION_MINOR,
                                                 NXR_VERSION_PATCH), "version macros");
-extern "C" int nxr_runtime_create(nxr_runtime_t **, const struct nxr_runtime_opts *);
+extern "C" int nxr_runtime_create(const struct nxr_runtime_opts *, nxr_runtime_t **);
 CC
 compile "the umbrella's declarations seen from C++" "$(cat "$work/umbrella.cc")" \
     c++ "${cxxflags[@]}" -x c++
@@ -62,6 +62,6 @@ compile "the umbrella without _GNU_SOURCE" "#include <nxr/nxr.h>
 #error CPU_SETSIZE without _GNU_SOURCE
 #endif
 int x(void);
-int x(void) { return nxr_cpuset_parse(\"0\", 0, 0, 0); }" cc "${cflags[@]}" -x c
+int x(void) { return nxr_cpuset_parse(\"0\", 0); }" cc "${cflags[@]}" -x c
 echo "headers_test: $(wc -w <<<"$headers") headers, $checks compilations passed"
 echo "$checks passed, 0 failed"

@@ -60,7 +60,7 @@ int main(void)
     }
 
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, NULL);
+    int rc = nxr_runtime_create(NULL, &rt);
     void *p = NULL;
     if (rc == 0)
         rc = nxr_domain_malloc(nxr_runtime_domain_at(rt, 0), 1 << 20, 64, &p);

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
         return 1;
     }
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, NULL);
+    int rc = nxr_runtime_create(NULL, &rt);
     if (rc != 0) {
         fprintf(stderr, "omp_consumer: FAILED nxr_runtime_create: %s\n", nxr_strerror(rc));
         return 1;
@@ -37,13 +37,12 @@ int main(int argc, char **argv)
     struct nxr_external_decl decl;
     nxr_external_decl_init(&decl); /* caller-managed: OpenMP places its own threads */
     decl.id = 100;
-    char err[256] = "";
     rc = nxr_omp_executor_init(&decl.executor, 2);
     if (rc == 0)
-        rc = nxr_runtime_attach(rt, &decl, err, sizeof(err));
+        rc = nxr_runtime_attach(rt, &decl);
     nxr_ctx_t *ctx = NULL;
     if (rc == 0)
-        rc = nxr_ctx_create(&ctx, rt, 100);
+        rc = nxr_ctx_create(rt, 100, &ctx);
     unsigned *visits = calloc(N, sizeof(unsigned));
     if (rc == 0 && visits != NULL)
         rc = nxr_parallel_for(ctx, 0, N, 100, body, visits);
@@ -51,13 +50,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < N; i++)
         bad += visits[i] != (unsigned)i % 7u + 1u;
     free(visits);
-    nxr_ctx_destroy(ctx);
-    nxr_runtime_destroy(rt);
     if (rc != 0 || bad != 0) {
-        fprintf(stderr, "omp_consumer: FAILED: %s %s, %zu wrong indices\n", nxr_strerror(rc), err,
-                bad);
+        fprintf(stderr, "omp_consumer: FAILED: %s %s, %zu wrong indices\n", nxr_strerror(rc),
+                nxr_last_error(), bad);
+        nxr_ctx_destroy(ctx);
+        nxr_runtime_destroy(rt);
         return 1;
     }
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
     printf("omp_consumer: ok, nxr %s, parallel_for over %u indices on 2 OpenMP threads\n",
            nxr_version_string(), N);
     return 0;

@@ -392,8 +392,8 @@ Test(executor_claim, reductions_are_bit_identical_under_every_claim_order, .time
         o.num_threads = threads;
         nxr_runtime_t *rt;
         nxr_ctx_t *ctx;
-        cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-        cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+        cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
+        cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
         memset(&a, 0, sizeof(a));
         a.caller = tid();
         float zero = 0.0f, result = -1.0f;

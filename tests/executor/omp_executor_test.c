@@ -59,9 +59,9 @@ Test(executor_omp, caller_managed_openmp_team_runs_nxr_work, .timeout = 30)
     nxr_external_decl_init(&d); /* caller-managed by default */
     d.id = 42;
     cr_assert_eq(nxr_omp_executor_init(&d.executor, 2), 0);
-    cr_assert_eq(nxr_runtime_attach(rt, &d, NULL, 0), 0);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0);
     static struct probe pr;
-    cr_assert_eq(nxr_ctx_create(&pr.ctx, rt, 42), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 42, &pr.ctx), 0);
     cr_expect_eq(nxr_ctx_budget(pr.ctx), 2);
 
     cr_assert_eq(nxr_parallel_for(pr.ctx, 0, 1000, 10, body, &pr), 0);

@@ -23,7 +23,7 @@ static void open_domains(const char *domains, int id)
     static struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, domains, 0); /* a template of tests/support/cpus.h, or NULL */
     rt = fx.rt;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, id), 0);
+    cr_assert_eq(nxr_ctx_create(rt, id, &ctx), 0);
 }
 
 static void teardown(void)

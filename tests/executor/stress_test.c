@@ -68,9 +68,9 @@ static void *service(void *arg)
     unsigned seed = id * 7919u + 1;
     size_t domains = nxr_runtime_domain_count(rt);
     for (int round = 0; round < ROUNDS; round++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, (size_t)rand_r(&seed) % domains);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, (size_t)rand_r(&seed) % domains);
         nxr_ctx_t *ctx;
-        CHECK(nxr_ctx_create(&ctx, rt, nxr_domain_id(d)) == 0, "ctx");
+        CHECK(nxr_ctx_create(rt, nxr_domain_id(d), &ctx) == 0, "ctx");
         struct loop_state *s = calloc(1, sizeof(*s));
         s->ctx = ctx;
         struct nxr_for_opts o;
@@ -118,7 +118,7 @@ int main(void)
      * machine every unpinned service thread lies inside it. It overlaps the
      * other two, so arbitration, joins and deferred batches run too. */
     o.domains = nxr_test_expand("0:%0;1:%1;2:%0,%1 shared");
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0) {
         fprintf(stderr, "create: %s\n", nxr_strerror(rc));
         return 1;

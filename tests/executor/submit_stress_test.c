@@ -199,7 +199,7 @@ int main(void)
     o.ignore_env = true;
     o.spin = 64;
     o.domains = nxr_test_expand("0:%0;1:%1;7:%0,%1 shared");
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0) {
         fprintf(stderr, "create: %s\n", nxr_strerror(rc));
         return 1;
@@ -217,14 +217,13 @@ int main(void)
     decl.cpus = coop;
     decl.budget = 1;
     pool_executor_init(&decl.executor, pool);
-    char err[256];
-    rc = nxr_runtime_attach(rt, &decl, err, sizeof(err));
+    rc = nxr_runtime_attach(rt, &decl);
     hwloc_bitmap_free(coop);
     if (rc != 0) {
-        fprintf(stderr, "attach: %s: %s\n", nxr_strerror(rc), err);
+        fprintf(stderr, "attach: %s: %s\n", nxr_strerror(rc), nxr_last_error());
         return 1;
     }
-    const nxr_domain_t *doms[NDOM];
+    nxr_domain_t *doms[NDOM];
     for (unsigned d = 0; d < NDOM; d++)
         CHECK(nxr_runtime_domain(rt, ids[d], &doms[d]) == 0, "domain %d", ids[d]);
     for (unsigned d = 0; d < NDOM; d++) {
@@ -235,7 +234,7 @@ int main(void)
     }
     for (size_t t = 0; t < THREADS; t++) {
         for (size_t d = 0; d < NDOM; d++)
-            CHECK(nxr_ctx_create(&ctxs[t][d], rt, ids[d]) == 0, "ctx");
+            CHECK(nxr_ctx_create(rt, ids[d], &ctxs[t][d]) == 0, "ctx");
     }
     pthread_t threads[THREADS];
     struct service_result *res[THREADS];

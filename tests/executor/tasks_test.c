@@ -27,7 +27,7 @@ static void open_runtime(const char *domains)
     static struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, domains, 0); /* a template of tests/support/cpus.h, or NULL */
     rt = fx.rt;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
 }
 
 static void teardown(void)
@@ -306,9 +306,9 @@ Test(executor_tasks, bad_arguments)
     cr_expect_eq(nxr_job_wait(NULL), -EINVAL);
     nxr_job_detach(NULL);
     nxr_ctx_t *c = (nxr_ctx_t *)1;
-    cr_expect_eq(nxr_ctx_create(&c, rt, 42), NXR_ENODOMAIN);
+    cr_expect_eq(nxr_ctx_create(rt, 42, &c), NXR_ENODOMAIN);
     cr_expect_null(c);
-    cr_expect_eq(nxr_ctx_create(&c, NULL, 0), -EINVAL);
+    cr_expect_eq(nxr_ctx_create(NULL, 0, &c), -EINVAL);
 }
 
 static void touch(void *p, size_t b, size_t e, unsigned w)

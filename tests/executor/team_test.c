@@ -48,13 +48,13 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
     struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_PARK); /* park at once: every wake shows as a context switch */
     nxr_runtime_t *rt = fx.rt;
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     if (nxr_domain_budget(d) < 2) {
         nxr_runtime_destroy(rt);
         cr_skip_test("the default domain has one CPU");
     }
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(d)), 0);
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(d), &ctx), 0);
     struct nxr__team *team = ((const struct nxr_domain *)d)->team;
     /* Run inside the domain, as a service thread pinned to its socket would
      * (on a multi-node machine the default domain is one node). */

@@ -276,7 +276,7 @@ Test(executor_team_wake, a_loop_from_outside_runs_between_a_batchs_tasks, .timeo
     struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, "0:%0", 0);
     nxr_runtime_t *rt = fx.rt;
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d), 0);
     api_team = ((const struct nxr_domain *)d)->team;
     cr_assert_eq(nxr__team_size(api_team), 1);
@@ -285,7 +285,7 @@ Test(executor_team_wake, a_loop_from_outside_runs_between_a_batchs_tasks, .timeo
     hwloc_bitmap_free(outside);
     dispatcher_tid = tid();
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, CHAIN_CAP, api_task, NULL, &job), 0);
     nxr_test_wait_at_least(&api_started, 1, BOUND_MS);

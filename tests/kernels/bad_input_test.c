@@ -9,15 +9,15 @@ TestSuite(kernels_bad_input, .timeout = 60);
 
 /* ---- providers and kernels ---------------------------------------------- */
 
-static int fake_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int fake_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args)
 {
     (void)self, (void)call, (void)args;
     return 0;
 }
 
-static const nxr_gemm_ops_t fake_gemm = {.sgemm = fake_sgemm};
+static const struct nxr_gemm_ops fake_gemm = {.sgemm = fake_sgemm};
 
-static void expect_provider(const nxr_provider_desc_t *d, int want)
+static void expect_provider(const struct nxr_provider_desc *d, int want)
 {
     nxr_provider_t *p = (nxr_provider_t *)0x1;
     int rc = nxr_provider_create(d, &p);
@@ -27,7 +27,7 @@ static void expect_provider(const nxr_provider_desc_t *d, int want)
 
 Test(kernels_bad_input, provider_create_null_arguments_empty_name_or_bad_family_are_einval)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "x";
     d.gemm = &fake_gemm;
@@ -44,7 +44,7 @@ Test(kernels_bad_input, provider_create_null_arguments_empty_name_or_bad_family_
 
 Test(kernels_bad_input, provider_create_impossible_classification_or_tables_is_eprovider)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "x";
     d.gemm = &fake_gemm;
@@ -54,13 +54,13 @@ Test(kernels_bad_input, provider_create_impossible_classification_or_tables_is_e
     d.name = "x"; /* no table at all */
     expect_provider(&d, NXR_EPROVIDER);
     d.gemm = &fake_gemm;
-    d.norm = (const nxr_norm_ops_t *)&fake_gemm; /* a second family's table */
+    d.norm = (const struct nxr_norm_ops *)&fake_gemm; /* a second family's table */
     expect_provider(&d, NXR_EPROVIDER);
     nxr_provider_desc_init(&d);
     d.name = "x";
     d.gemm = &fake_gemm;
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS; /* without global_threads */
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS; /* without global_threads */
     expect_provider(&d, NXR_EPROVIDER);
 }
 
@@ -89,10 +89,10 @@ static void count_release(void *self)
  * permits under the gate, the reverse of the lock order (permit, then gate). */
 Test(kernels_bad_input, provider_create_global_count_on_a_non_global_provider_is_eprovider)
 {
-    static const nxr_global_threads_ops_t ops = {.get = global_get, .set = global_set};
+    static const struct nxr_global_threads_ops ops = {.get = global_get, .set = global_set};
     static const struct {
         enum nxr_count_control count;
-        enum nxr_provider_placement placement;
+        enum nxr_provider_runs_on runs_on;
     } valid[] = {
         {NXR_COUNT_PER_CALL_BOUND, NXR_RUNS_ON_ENGINE_WORKERS},
         {NXR_COUNT_PER_CALL_BOUND, NXR_RUNS_ON_EXTERNAL_WORKERS},
@@ -101,12 +101,12 @@ Test(kernels_bad_input, provider_create_global_count_on_a_non_global_provider_is
     };
     released = 0;
     for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
-        nxr_provider_desc_t d;
+        struct nxr_provider_desc d;
         nxr_provider_desc_init(&d);
         d.name = "x";
         d.gemm = &fake_gemm;
         d.count = valid[i].count;
-        d.placement = valid[i].placement;
+        d.runs_on = valid[i].runs_on;
         d.release = count_release;
         nxr_provider_t *p;
         cr_assert_eq(nxr_provider_create(&d, &p), 0, "row %zu is valid without a count", i);

@@ -10,7 +10,7 @@
 
 static void require_supported(void)
 {
-    nxr_fpenv_t e;
+    struct nxr_fpenv e;
     nxr_fpenv_get(&e);
     if (!e.supported)
         cr_skip_test("no observable FP environment on this target");
@@ -19,7 +19,7 @@ static void require_supported(void)
 Test(kernels_fpenv, starts_in_the_default_environment)
 {
     require_supported();
-    nxr_fpenv_t e;
+    struct nxr_fpenv e;
     nxr_fpenv_get(&e);
     cr_assert(nxr_fpenv_is_default(&e), "control %#x x87 %#x", e.control, e.x87);
     cr_assert_not(nxr_fpenv_flush_to_zero(&e));
@@ -30,12 +30,12 @@ Test(kernels_fpenv, starts_in_the_default_environment)
 Test(kernels_fpenv, set_and_restore_flush_to_zero)
 {
     require_supported();
-    nxr_fpenv_t saved, ftz;
+    struct nxr_fpenv saved, ftz;
     nxr_fpenv_get(&saved);
     ftz = saved;
     ftz.control |= nxr__fpenv_ftz_bit();
     nxr_fpenv_set(&ftz);
-    nxr_fpenv_t now;
+    struct nxr_fpenv now;
     nxr_fpenv_get(&now);
     cr_assert(nxr_fpenv_flush_to_zero(&now));
     cr_assert_not(nxr_fpenv_equal(&now, &saved));
@@ -50,7 +50,7 @@ Test(kernels_fpenv, set_and_restore_flush_to_zero)
 Test(kernels_fpenv, check_reports_efpenv_and_restores)
 {
     require_supported();
-    nxr_fpenv_t saved;
+    struct nxr_fpenv saved;
     nxr_fpenv_get(&saved);
     cr_assert_eq(nxr_fpenv_check(&saved), 0);
     fesetround(FE_UPWARD);
@@ -62,7 +62,7 @@ Test(kernels_fpenv, check_reports_efpenv_and_restores)
 Test(kernels_fpenv, rounding_modes_decode)
 {
     require_supported();
-    nxr_fpenv_t saved, e;
+    struct nxr_fpenv saved, e;
     nxr_fpenv_get(&saved);
     const struct {
         int fe;
@@ -82,7 +82,7 @@ Test(kernels_fpenv, rounding_modes_decode)
 Test(kernels_fpenv, sticky_flags_are_not_a_change)
 {
     require_supported();
-    nxr_fpenv_t saved;
+    struct nxr_fpenv saved;
     nxr_fpenv_get(&saved);
     feclearexcept(FE_ALL_EXCEPT);
     volatile float big = 3e38f;

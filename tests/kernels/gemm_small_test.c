@@ -24,7 +24,7 @@ static double op_at(const float *x, size_t ld, bool trans, size_t r, size_t c)
 }
 
 struct mats {
-    nxr_sgemm_args_t g;
+    struct nxr_sgemm_args g;
     float *a, *b, *c, *c0;
     size_t c_floats;
 };
@@ -42,7 +42,7 @@ static void mats_make(struct mats *t, size_t m, size_t n, size_t k, bool ta, boo
     t->c0 = ref_fill(t->c_floats, seed + 2, -1.0f, 1.0f);
     t->c = malloc(t->c_floats * sizeof(float));
     memcpy(t->c, t->c0, t->c_floats * sizeof(float));
-    t->g = (nxr_sgemm_args_t){.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k,
+    t->g = (struct nxr_sgemm_args){.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k,
                               .alpha = alpha, .a = t->a, .lda = lda, .b = t->b, .ldb = ldb,
                               .beta = beta, .c = t->c, .ldc = ldc};
 }
@@ -57,7 +57,7 @@ static void mats_free(struct mats *t)
 
 static void check_ref(const struct mats *t, const char *isa)
 {
-    const nxr_sgemm_args_t *g = &t->g;
+    const struct nxr_sgemm_args *g = &t->g;
     for (size_t i = 0; i < g->m; i++) {
         for (size_t j = 0; j < g->n; j++) {
             double dot = 0, mag = 0;
@@ -85,8 +85,8 @@ static void check_ref(const struct mats *t, const char *isa)
 }
 
 /* Runs the whole small plan on one worker. */
-static void run_small(const struct nxr__native_isa *isa, const nxr_sgemm_args_t *g,
-                      const struct nxr__packed_b *packed, const nxr_sgemm_epilogue_t *ep)
+static void run_small(const struct nxr__native_isa *isa, const struct nxr_sgemm_args *g,
+                      const struct nxr__packed_b *packed, const struct nxr_sgemm_epilogue *ep)
 {
     struct nxr__small_plan plan;
     cr_assert(nxr__small_plan_init(&plan, isa, g, packed, ep), "m %zu n %zu takes the small path",
@@ -101,7 +101,7 @@ Test(kernels_gemm_small, which_shapes_take_the_path)
     const struct nxr__native_isa *isa = nxr__native_isa_best();
     float a[4] = {0}, b[4] = {0}, c[4] = {0};
     struct nxr__small_plan p;
-    nxr_sgemm_args_t g = {.m = 16, .n = 4096, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
+    struct nxr_sgemm_args g = {.m = 16, .n = 4096, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
                           .ldb = 4096, .c = c, .ldc = 4096};
     cr_assert(nxr__small_plan_init(&p, isa, &g, NULL, NULL));
     cr_assert(!p.dot && !p.transposed && p.scratch_bytes == 0, "x W: axpy, nothing copied");
@@ -111,7 +111,7 @@ Test(kernels_gemm_small, which_shapes_take_the_path)
     cr_assert(p.dot && p.scratch_bytes == 0, "x W^T: dot products along k, nothing copied");
     g.m = 17;
     cr_assert(!nxr__small_plan_init(&p, isa, &g, NULL, NULL), "m 17 x n 4096: the tile loop");
-    g = (nxr_sgemm_args_t){.m = 4096, .n = 1, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
+    g = (struct nxr_sgemm_args){.m = 4096, .n = 1, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
                            .ldb = 1, .c = c, .ldc = 1};
     cr_assert(nxr__small_plan_init(&p, isa, &g, NULL, NULL));
     cr_assert(p.dot && p.transposed && p.scratch_bytes == 0, "W x: a GEMV along W's rows");
@@ -216,7 +216,7 @@ Test(kernels_gemm_small, fused_epilogue_equals_product_then_epilogue)
                 else
                     mats_make(&x, 7, 70, 33, t & 1, t & 2, 1.0f, 1.0f, seed++);
                 float *bias = ref_fill(x.g.n, seed++, -0.5f, 0.5f);
-                const nxr_sgemm_epilogue_t ep = {.bias = bias,
+                const struct nxr_sgemm_epilogue ep = {.bias = bias,
                                                  .activation = (enum nxr_activation)act};
                 run_small(isas[ii], &x.g, NULL, &ep);
                 float *fused = malloc(x.c_floats * sizeof(float));
@@ -273,7 +273,7 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
                 memcpy(x.c, x.c0, x.c_floats * sizeof(float));
                 /* Packed: rows are the transposed call on the copy; panels
                  * ride in the plan. */
-                nxr_sgemm_args_t pg = x.g;
+                struct nxr_sgemm_args pg = x.g;
                 pg.b = packed;
                 pg.trans_b = !view.panels;
                 pg.ldb = view.panels ? n : view.ld;

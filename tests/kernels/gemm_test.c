@@ -44,7 +44,7 @@ static void check_case(const struct nxr__native_isa *isa, struct shape s, bool t
             for (size_t j = 0; j < s.n; ++j)
                 c[i * ldc + j] = NAN;
 
-    nxr_sgemm_args_t g = {.trans_a = ta,
+    struct nxr_sgemm_args g = {.trans_a = ta,
                           .trans_b = tb,
                           .m = s.m,
                           .n = s.n,
@@ -129,7 +129,7 @@ Test(kernels_gemm, alpha_zero_and_k_zero_do_not_read_operands)
     float c[3 * 5];
     for (int i = 0; i < 15; ++i)
         c[i] = (float)i;
-    nxr_sgemm_args_t g = {.m = 3, .n = 5, .k = 4, .alpha = 0.0f, .beta = 2.0f, .c = c, .ldc = 5};
+    struct nxr_sgemm_args g = {.m = 3, .n = 5, .k = 4, .alpha = 0.0f, .beta = 2.0f, .c = c, .ldc = 5};
     struct nxr__sgemm_job job;
     cr_assert_eq(nxr__sgemm_plan_init(&job.plan, isa, &g, 1), 0);
     job.scratch = NULL;
@@ -151,7 +151,7 @@ Test(kernels_gemm, invalid_arguments_are_einval)
     const struct nxr__native_isa *isa = nxr__native_isa_best();
     float a[16], b[16], c[16];
     struct nxr__sgemm_plan plan;
-    nxr_sgemm_args_t g = {.m = 4,
+    struct nxr_sgemm_args g = {.m = 4,
                           .n = 4,
                           .k = 4,
                           .alpha = 1.0f,
@@ -191,7 +191,7 @@ Test(kernels_gemm, tile_ranges_split_bit_identically)
     float *a = ref_fill(m * k, 1, -1, 1), *b = ref_fill(k * n, 2, -1, 1);
     float *c1 = calloc(m * n, sizeof *c1), *c2 = calloc(m * n, sizeof *c2);
     for (size_t ii = 0; ii < nisa; ++ii) {
-        nxr_sgemm_args_t g = {.m = m,
+        struct nxr_sgemm_args g = {.m = m,
                               .n = n,
                               .k = k,
                               .alpha = 1.0f,
@@ -237,7 +237,7 @@ Test(kernels_gemm, a_split_plan_gives_each_part_its_own_columns)
             const size_t m = sizes[si][0], n = sizes[si][1], k = sizes[si][2];
             float *a = ref_fill(m * k, 3, -1, 1), *b = ref_fill(k * n, 4, -1, 1);
             float *c1 = calloc(m * n, sizeof *c1), *c2 = calloc(m * n, sizeof *c2);
-            nxr_sgemm_args_t g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .a = a, .lda = k,
+            struct nxr_sgemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .a = a, .lda = k,
                                   .b = b, .ldb = n, .beta = 0.0f, .c = c1, .ldc = n};
             struct nxr__sgemm_job one, two;
             cr_assert_eq(nxr__sgemm_plan_init(&one.plan, isas[ii], &g, 1), 0);
@@ -276,7 +276,7 @@ Test(kernels_gemm, batched_items_match_single_gemms)
     const size_t sa = m * k + 5, sb = k * n + 3, sc = m * n + 1;
     float *a = ref_fill(batch * sa, 7, -1, 1), *b = ref_fill(batch * sb, 8, -1, 1);
     float *c = calloc(batch * sc, sizeof *c), *want = calloc(batch * sc, sizeof *want);
-    nxr_sgemm_batch_args_t args = {.gemm = {.m = m,
+    struct nxr_sgemm_batch_args args = {.gemm = {.m = m,
                                             .n = n,
                                             .k = k,
                                             .alpha = 1.0f,
@@ -298,7 +298,7 @@ Test(kernels_gemm, batched_items_match_single_gemms)
     nxr__sgemm_batch_chunk(&job, 0, 1, 0);
     nxr__sgemm_batch_chunk(&job, 1, batch, 0);
     for (size_t i = 0; i < batch; ++i) {
-        nxr_sgemm_args_t one = args.gemm;
+        struct nxr_sgemm_args one = args.gemm;
         one.a = a + i * sa;
         one.b = b + i * sb;
         one.c = want + i * sc;

@@ -170,7 +170,7 @@ Test(kernels_norm, provider_rejects_bad_shapes)
 {
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_native_create(NXR_FAMILY_NORM, &p), 0);
-    const nxr_kernel_call_t call = {.threads = 1};
+    const struct nxr_kernel_call call = {.threads = 1};
     float x[8] = {0}, out[8];
     cr_assert_eq(p->norm->softmax(p->self, &call, 2, 4, x, 4, out, 4), 0);
     cr_assert_eq(p->norm->softmax(p->self, &call, 2, 0, x, 4, out, 4), -EINVAL);

@@ -39,7 +39,7 @@ __attribute__((constructor)) static void probe_child_main(void)
 {
     if (getenv(PROBE_CHILD_ENV) == NULL)
         return;
-    nxr_openblas_info_t info;
+    struct nxr_openblas_info info;
     nxr_openblas_probe(&info);
     printf("core=%s\nfallback=%d\nconfig=%s\ndiagnostic=%s\n", info.core, info.core_fallback,
            info.config, info.diagnostic);
@@ -177,7 +177,7 @@ Test(kernels_openblas, probe_reports_the_threading_model_of_the_linked_library)
     const char *model = linked_model(path, sizeof path);
     if (model == NULL)
         cr_skip_test("cannot tell the threading model from the library's path %s", path);
-    nxr_openblas_info_t info;
+    struct nxr_openblas_info info;
     nxr_openblas_probe(&info);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_openblas_create(&p), 0);
@@ -185,18 +185,18 @@ Test(kernels_openblas, probe_reports_the_threading_model_of_the_linked_library)
     if (strcmp(model, "serial") == 0) {
         cr_assert_eq(info.threading, NXR_OPENBLAS_SEQUENTIAL, "%s", path);
         cr_assert_eq(info.count, NXR_COUNT_SEQUENTIAL);
-        cr_assert_eq(info.placement, NXR_RUNS_ON_CALLING_THREAD);
+        cr_assert_eq(info.runs_on, NXR_RUNS_ON_CALLING_THREAD);
         cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_SEQUENTIAL);
-        cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_CALLING_THREAD);
+        cr_assert_eq(nxr_provider_runs_on(p), NXR_RUNS_ON_CALLING_THREAD);
     } else {
         cr_assert_eq(info.threading,
                      strcmp(model, "pthread") == 0 ? NXR_OPENBLAS_PTHREADS : NXR_OPENBLAS_OPENMP,
                      "%s", path);
         /* Its thread count is process-global and its workers are its own. */
         cr_assert_eq(info.count, NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
-        cr_assert_eq(info.placement, NXR_RUNS_ON_EXTERNAL_WORKERS);
+        cr_assert_eq(info.runs_on, NXR_RUNS_ON_EXTERNAL_WORKERS);
         cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_GLOBAL_OR_UNCONTROLLED);
-        cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_EXTERNAL_WORKERS);
+        cr_assert_eq(nxr_provider_runs_on(p), NXR_RUNS_ON_EXTERNAL_WORKERS);
     }
     nxr_provider_destroy(p);
 }
@@ -212,7 +212,7 @@ Test(kernels_openblas, probe_reports_the_count_the_process_set)
     const int counts[] = {1, 2, 3};
     for (size_t i = 0; i < 3; i++) {
         openblas_set_num_threads(counts[i]);
-        nxr_openblas_info_t info;
+        struct nxr_openblas_info info;
         nxr_openblas_probe(&info);
         cr_assert_eq(info.threads, counts[i]);
     }
@@ -223,7 +223,7 @@ Test(kernels_openblas, classification_of_each_threading_model)
 {
     enum nxr_openblas_threading t;
     enum nxr_count_control c;
-    enum nxr_provider_placement pl;
+    enum nxr_provider_runs_on pl;
     nxr__openblas_classify(0, &t, &c, &pl);
     cr_assert(t == NXR_OPENBLAS_SEQUENTIAL && c == NXR_COUNT_SEQUENTIAL &&
               pl == NXR_RUNS_ON_CALLING_THREAD);
@@ -262,7 +262,7 @@ struct fixture {
     nxr_provider_t *p;
     nxr_provider_bundle_t *b;
     float a[65 * 33], bm[33 * 7], c[65 * 7];
-    nxr_sgemm_args_t g;
+    struct nxr_sgemm_args g;
 };
 
 static void setup(struct fixture *f)
@@ -277,7 +277,7 @@ static void setup(struct fixture *f)
         f->a[i] = ref_uniform(&s, -1, 1);
     for (size_t i = 0; i < sizeof f->bm / sizeof f->bm[0]; ++i)
         f->bm[i] = ref_uniform(&s, -1, 1);
-    f->g = (nxr_sgemm_args_t){.m = 65,
+    f->g = (struct nxr_sgemm_args){.m = 65,
                               .n = 7,
                               .k = 33,
                               .alpha = 1,
@@ -314,10 +314,10 @@ Test(kernels_openblas, count_is_unchanged_by_calls_through_nxr)
     struct fixture f;
     setup(&f);
     const int before = openblas_get_num_threads();
-    const nxr_kernel_call_t call = {.threads = (unsigned)before};
+    const struct nxr_kernel_call call = {.threads = (unsigned)before};
     cr_assert_eq(nxr__bundle_sgemm(f.b, &call, &f.g), 0, "no FP environment change either");
     check_result(&f);
-    nxr_sgemm_batch_args_t batch = {.gemm = f.g, .batch = 2};
+    struct nxr_sgemm_batch_args batch = {.gemm = f.g, .batch = 2};
     cr_assert_eq(nxr__bundle_sgemm_batch(f.b, &call, &batch), 0);
     cr_assert_eq(openblas_get_num_threads(), before);
     teardown(&f);
@@ -335,7 +335,7 @@ static int guarded_call(void *arg)
 {
     struct guarded *g = arg;
     g->seen = openblas_get_num_threads();
-    const nxr_kernel_call_t call = {.threads = g->threads};
+    const struct nxr_kernel_call call = {.threads = g->threads};
     g->rc = nxr__bundle_sgemm(g->f->b, &call, &g->f->g);
     if (g->meddle)
         openblas_set_num_threads(g->seen + 1);
@@ -416,8 +416,8 @@ Test(kernels_openblas, oversized_dimensions_are_eunsupported)
 {
     struct fixture f;
     setup(&f);
-    const nxr_kernel_call_t call = {.threads = 64};
-    nxr_sgemm_args_t g = f.g;
+    const struct nxr_kernel_call call = {.threads = 64};
+    struct nxr_sgemm_args g = f.g;
     g.alpha = 0; /* nothing is read, but cblas cannot express the size */
     g.n = (size_t)1 << 32;
     g.ldc = g.n;

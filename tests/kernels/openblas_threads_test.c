@@ -71,28 +71,28 @@ int main(void)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     CHECK(rc == 0, "runtime: %s", nxr_strerror(rc));
     if (rc != 0)
         return 1;
     nxr_ctx_t *ctx;
-    CHECK(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))) == 0, "ctx");
+    CHECK(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx) == 0, "ctx");
     enum { N = 256 };
     float *a = calloc(N * N, sizeof(float)), *b = calloc(N * N, sizeof(float)),
           *c = calloc(N * N, sizeof(float));
-    nxr_sgemm_args_t g = {.m = N, .n = N, .k = N, .alpha = 1, .a = a, .lda = N, .b = b,
+    struct nxr_sgemm_args g = {.m = N, .n = N, .k = N, .alpha = 1, .a = a, .lda = N, .b = b,
                           .ldb = N, .c = c, .ldc = N};
     for (int i = 0; i < 8; i++)
-        CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm: %s", nxr_ctx_last_error(ctx));
+        CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm: %s", nxr_last_error());
     g.m = 1; /* the small-shape path too */
-    CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm m=1: %s", nxr_ctx_last_error(ctx));
+    CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm m=1: %s", nxr_last_error());
     CHECK(foreign_threads() == 0, "%d foreign threads while computing", foreign_threads());
     CHECK(!mapped("libopenblas"), "OpenBLAS was loaded by a process that never asked for it");
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
 
     /* Asked for: the probe loads and reports it. */
-    nxr_openblas_info_t info;
+    struct nxr_openblas_info info;
     nxr_openblas_probe(&info);
     if (!info.present) {
         printf("no OpenBLAS on this system (%s): the report half did not run\n",

@@ -45,14 +45,14 @@ static int fake_act(struct fake *f)
     return 0;
 }
 
-static int fake_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a)
+static int fake_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *a)
 {
     (void)call;
     (void)a;
     return fake_act(self);
 }
 
-static int fake_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x, float *out)
+static int fake_sum(void *self, const struct nxr_kernel_call *call, size_t n, const float *x, float *out)
 {
     (void)call;
     (void)n;
@@ -78,18 +78,18 @@ static void fake_set(void *self, int n)
     (void)n;
 }
 
-static const nxr_gemm_ops_t fake_gemm_ops = {.sgemm = fake_sgemm}; /* no batch */
-static const nxr_reduction_ops_t fake_reduction_ops = {.sum = fake_sum};
-static const nxr_global_threads_ops_t fake_threads = {.get = fake_get, .set = fake_set};
+static const struct nxr_gemm_ops fake_gemm_ops = {.sgemm = fake_sgemm}; /* no batch */
+static const struct nxr_reduction_ops fake_reduction_ops = {.sum = fake_sum};
+static const struct nxr_global_threads_ops fake_threads = {.get = fake_get, .set = fake_set};
 
-static nxr_provider_desc_t gemm_desc(struct fake *f)
+static struct nxr_provider_desc gemm_desc(struct fake *f)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "fake-gemm";
     d.family = NXR_FAMILY_GEMM;
     d.count = NXR_COUNT_SEQUENTIAL;
-    d.placement = NXR_RUNS_ON_CALLING_THREAD;
+    d.runs_on = NXR_RUNS_ON_CALLING_THREAD;
     d.gemm = &fake_gemm_ops;
     d.self = f;
     d.release = fake_release;
@@ -101,7 +101,7 @@ static nxr_provider_desc_t gemm_desc(struct fake *f)
 Test(kernels_provider, create_rejects_bad_arguments_with_einval)
 {
     struct fake f = {0};
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     nxr_provider_t *p = (void *)1;
     cr_assert_eq(nxr_provider_create(NULL, &p), -EINVAL);
     cr_assert_null(p);
@@ -119,8 +119,8 @@ Test(kernels_provider, create_rejects_impossible_providers_with_eprovider)
 {
     struct fake f = {0};
     nxr_provider_t *p = (void *)1;
-    nxr_provider_desc_t d = gemm_desc(&f);
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS; /* sequential with workers */
+    struct nxr_provider_desc d = gemm_desc(&f);
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS; /* sequential with workers */
     cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
     cr_assert_null(p);
 
@@ -132,14 +132,14 @@ Test(kernels_provider, create_rejects_impossible_providers_with_eprovider)
     d.reduction = &fake_reduction_ops; /* a second table */
     cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
 
-    static const nxr_gemm_ops_t empty = {0};
+    static const struct nxr_gemm_ops empty = {0};
     d = gemm_desc(&f);
     d.gemm = &empty;
     cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
 
     d = gemm_desc(&f); /* global count without a way to read and set it */
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
     d.global_threads = &fake_threads;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
@@ -150,7 +150,7 @@ Test(kernels_provider, create_rejects_impossible_providers_with_eprovider)
 Test(kernels_provider, create_fails_cleanly_without_memory)
 {
     struct fake f = {0};
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     for (long n = 1; n <= 2; ++n) {
         nxr_provider_t *p = (void *)1;
         nxr__fault_arm(NXR_FAULT_ALLOC, n);
@@ -165,7 +165,7 @@ Test(kernels_provider, immutable_after_creation)
 {
     struct fake f = {0};
     char name[] = "fake-gemm";
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     d.name = name;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
@@ -174,7 +174,7 @@ Test(kernels_provider, immutable_after_creation)
     cr_assert_str_eq(nxr_provider_name(p), "fake-gemm");
     cr_assert_eq(nxr_provider_family(p), NXR_FAMILY_GEMM);
     cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_SEQUENTIAL);
-    cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_CALLING_THREAD);
+    cr_assert_eq(nxr_provider_runs_on(p), NXR_RUNS_ON_CALLING_THREAD);
     cr_assert(nxr_provider_is_foreign(p));
     nxr_provider_destroy(p);
     nxr_provider_destroy(NULL);
@@ -186,7 +186,7 @@ Test(kernels_provider, native_providers_are_engine_workers)
         nxr_provider_t *p;
         cr_assert_eq(nxr_provider_native_create((enum nxr_provider_family)f, &p), 0);
         cr_assert_eq(nxr_provider_count_control(p), NXR_COUNT_PER_CALL_BOUND);
-        cr_assert_eq(nxr_provider_placement(p), NXR_RUNS_ON_ENGINE_WORKERS);
+        cr_assert_eq(nxr_provider_runs_on(p), NXR_RUNS_ON_ENGINE_WORKERS);
         cr_assert_not(nxr_provider_is_foreign(p));
         cr_assert_eq(strncmp(nxr_provider_name(p), "native-", 7), 0);
         nxr_provider_destroy(p);
@@ -201,7 +201,7 @@ Test(kernels_provider, native_providers_are_engine_workers)
 Test(kernels_provider, bundle_slots_and_references)
 {
     struct fake f = {0};
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
     struct nxr_provider_bundle_opts o;
@@ -220,8 +220,8 @@ Test(kernels_provider, bundle_slots_and_references)
     for (int fam = 1; fam < NXR_FAMILY_COUNT; ++fam)
         cr_assert_not(nxr_provider_is_foreign(nxr_provider_bundle_get(b, fam)), "native default");
     cr_assert_null(nxr_provider_bundle_get(b, NXR_FAMILY_COUNT));
-    const nxr_kernel_call_t call = {.threads = 1};
-    nxr_sgemm_args_t g = {0};
+    const struct nxr_kernel_call call = {.threads = 1};
+    struct nxr_sgemm_args g = {0};
     cr_assert_eq(nxr__bundle_sgemm(b, &call, &g), 0);
     cr_assert_eq(f.calls, 1);
     nxr_provider_bundle_destroy(b);
@@ -232,7 +232,7 @@ Test(kernels_provider, bundle_slots_and_references)
 Test(kernels_provider, missing_op_is_eunsupported)
 {
     struct fake f = {0};
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
     struct nxr_provider_bundle_opts o;
@@ -240,8 +240,8 @@ Test(kernels_provider, missing_op_is_eunsupported)
     o.providers[NXR_FAMILY_GEMM] = p;
     nxr_provider_bundle_t *b;
     cr_assert_eq(nxr_provider_bundle_create(&o, &b), 0);
-    const nxr_kernel_call_t call = {.threads = 1};
-    nxr_sgemm_batch_args_t batch = {0};
+    const struct nxr_kernel_call call = {.threads = 1};
+    struct nxr_sgemm_batch_args batch = {0};
     cr_assert_eq(nxr__bundle_sgemm_batch(b, &call, &batch), NXR_EUNSUPPORTED);
     cr_assert_eq(f.calls, 0, "nothing else ran in its place");
     /* An op value the native table does not know. */
@@ -256,12 +256,12 @@ Test(kernels_provider, missing_op_is_eunsupported)
 Test(kernels_provider, provider_error_does_not_fall_back)
 {
     struct fake f = {.mode = FAKE_FAIL};
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "fake-sum";
     d.family = NXR_FAMILY_REDUCTION;
     d.count = NXR_COUNT_CLAMP_TO_ONE;
-    d.placement = NXR_RUNS_ON_CALLING_THREAD;
+    d.runs_on = NXR_RUNS_ON_CALLING_THREAD;
     d.reduction = &fake_reduction_ops;
     d.self = &f;
     nxr_provider_t *p;
@@ -271,7 +271,7 @@ Test(kernels_provider, provider_error_does_not_fall_back)
     o.providers[NXR_FAMILY_REDUCTION] = p;
     nxr_provider_bundle_t *b;
     cr_assert_eq(nxr_provider_bundle_create(&o, &b), 0);
-    const nxr_kernel_call_t call = {.threads = 1};
+    const struct nxr_kernel_call call = {.threads = 1};
     float x[3] = {1, 2, 3}, s = 0;
     cr_assert_eq(nxr__bundle_sum(b, &call, 3, x, &s), -EIO);
     cr_assert_eq(s, 42.0f, "the fake wrote it; the native sum (6) never ran");
@@ -285,7 +285,7 @@ Test(kernels_provider, native_gemm_through_the_bundle)
     nxr_provider_bundle_t *b;
     cr_assert_eq(nxr_provider_bundle_create(NULL, &b), 0);
     float a[6] = {1, 2, 3, 4, 5, 6}, bm[6] = {1, 0, 0, 1, 1, 1}, c[4];
-    nxr_sgemm_args_t g = {.m = 2,
+    struct nxr_sgemm_args g = {.m = 2,
                           .n = 2,
                           .k = 3,
                           .alpha = 1,
@@ -296,11 +296,11 @@ Test(kernels_provider, native_gemm_through_the_bundle)
                           .beta = 0,
                           .c = c,
                           .ldc = 2};
-    nxr_kernel_call_t call = {.threads = 1};
+    struct nxr_kernel_call call = {.threads = 1};
     /* 2 x 2 is a small shape: its path packs nothing, so needs no scratch;
      * the tile loop's shapes do. */
     cr_assert_eq(nxr__bundle_sgemm(b, &call, &g), 0, "a small shape without scratch");
-    nxr_sgemm_args_t big = g;
+    struct nxr_sgemm_args big = g;
     big.m = big.n = 17;
     big.k = 0; /* no operand read: C = 0 */
     float cbig[17 * 17];
@@ -332,10 +332,10 @@ Test(kernels_provider, native_gemm_through_the_bundle)
 
 /* ---- the floating-point environment around foreign providers ---------------------- */
 
-static int call_fake(enum fake_mode mode, nxr_fpenv_t *before, nxr_fpenv_t *after)
+static int call_fake(enum fake_mode mode, struct nxr_fpenv *before, struct nxr_fpenv *after)
 {
     struct fake f = {.mode = mode};
-    nxr_provider_desc_t d = gemm_desc(&f);
+    struct nxr_provider_desc d = gemm_desc(&f);
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
     struct nxr_provider_bundle_opts o;
@@ -343,8 +343,8 @@ static int call_fake(enum fake_mode mode, nxr_fpenv_t *before, nxr_fpenv_t *afte
     o.providers[NXR_FAMILY_GEMM] = p;
     nxr_provider_bundle_t *b;
     cr_assert_eq(nxr_provider_bundle_create(&o, &b), 0);
-    const nxr_kernel_call_t call = {.threads = 1};
-    nxr_sgemm_args_t g = {0};
+    const struct nxr_kernel_call call = {.threads = 1};
+    struct nxr_sgemm_args g = {0};
     nxr_fpenv_get(before);
     const int rc = nxr__bundle_sgemm(b, &call, &g);
     nxr_fpenv_get(after);
@@ -356,7 +356,7 @@ static int call_fake(enum fake_mode mode, nxr_fpenv_t *before, nxr_fpenv_t *afte
 
 Test(kernels_provider, fpenv_flush_to_zero_flip_is_caught_and_restored)
 {
-    nxr_fpenv_t before, after;
+    struct nxr_fpenv before, after;
     if (!(nxr_fpenv_get(&before), before.supported))
         cr_skip_test("no observable FP environment on this target");
     cr_assert_eq(call_fake(FAKE_FLIP_FTZ, &before, &after), NXR_EFPENV);
@@ -370,7 +370,7 @@ Test(kernels_provider, fpenv_flush_to_zero_flip_is_caught_and_restored)
 
 Test(kernels_provider, fpenv_rounding_flip_is_caught_and_restored)
 {
-    nxr_fpenv_t before, after;
+    struct nxr_fpenv before, after;
     if (!(nxr_fpenv_get(&before), before.supported))
         cr_skip_test("no observable FP environment on this target");
     cr_assert_eq(call_fake(FAKE_FLIP_ROUNDING, &before, &after), NXR_EFPENV);
@@ -381,14 +381,14 @@ Test(kernels_provider, fpenv_rounding_flip_is_caught_and_restored)
 
 Test(kernels_provider, provider_error_wins_over_fpenv_but_env_is_restored)
 {
-    nxr_fpenv_t before, after;
+    struct nxr_fpenv before, after;
     cr_assert_eq(call_fake(FAKE_FAIL_AND_FLIP, &before, &after), -EIO);
     cr_assert(nxr_fpenv_equal(&before, &after));
 }
 
 Test(kernels_provider, clean_provider_passes_the_check)
 {
-    nxr_fpenv_t before, after;
+    struct nxr_fpenv before, after;
     cr_assert_eq(call_fake(FAKE_OK, &before, &after), 0);
     cr_assert(nxr_fpenv_equal(&before, &after));
 }
@@ -398,7 +398,7 @@ Test(kernels_provider, names)
     cr_assert_str_eq(nxr_provider_family_name(NXR_FAMILY_NORM), "norm");
     cr_assert_str_eq(nxr_count_control_name(NXR_COUNT_GLOBAL_OR_UNCONTROLLED),
                      "global-or-uncontrolled");
-    cr_assert_str_eq(nxr_provider_placement_name(NXR_RUNS_ON_EXTERNAL_WORKERS),
+    cr_assert_str_eq(nxr_provider_runs_on_name(NXR_RUNS_ON_EXTERNAL_WORKERS),
                      "external-workers");
     cr_assert_str_eq(nxr_provider_family_name(NXR_FAMILY_COUNT), "?");
     cr_assert(nxr_status_is_nxr(NXR_EPROVIDER));

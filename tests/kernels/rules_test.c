@@ -10,7 +10,7 @@
 
 enum { PARTIAL = 0, WHOLE = 1 };
 
-static struct nxr__run_decision decide(enum nxr_count_control c, enum nxr_provider_placement p,
+static struct nxr__run_decision decide(enum nxr_count_control c, enum nxr_provider_runs_on p,
                                        unsigned budget, bool whole, enum nxr_provider_policy pol,
                                        int global)
 {
@@ -35,7 +35,7 @@ Test(kernels_rules, impossible_combinations_are_eprovider)
 {
     const struct {
         enum nxr_count_control c;
-        enum nxr_provider_placement p;
+        enum nxr_provider_runs_on p;
     } bad[] = {
         {NXR_COUNT_PER_CALL_BOUND, NXR_RUNS_ON_CALLING_THREAD},
         {NXR_COUNT_SEQUENTIAL, NXR_RUNS_ON_ENGINE_WORKERS},
@@ -95,7 +95,7 @@ Test(kernels_rules, calling_thread_only)
 Test(kernels_rules, per_call_bound_external_workers)
 {
     const enum nxr_count_control c = NXR_COUNT_PER_CALL_BOUND;
-    const enum nxr_provider_placement p = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    const enum nxr_provider_runs_on p = NXR_RUNS_ON_EXTERNAL_WORKERS;
     EXPECT(decide(c, p, 1, PARTIAL, NXR_PROVIDER_STRICT, 0), NXR_RUN_INLINE, 1, 0);
     EXPECT(decide(c, p, 4, PARTIAL, NXR_PROVIDER_STRICT, 0), NXR_RUN_REJECT, 0, NXR_EPLACEMENT);
     EXPECT(decide(c, p, 4, WHOLE, NXR_PROVIDER_STRICT, 0), NXR_RUN_DOMAIN, 4, 0);
@@ -106,7 +106,7 @@ Test(kernels_rules, per_call_bound_external_workers)
 Test(kernels_rules, global_count_strict)
 {
     const enum nxr_count_control c = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    const enum nxr_provider_placement p = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    const enum nxr_provider_runs_on p = NXR_RUNS_ON_EXTERNAL_WORKERS;
     const enum nxr_provider_policy s = NXR_PROVIDER_STRICT;
     /* Count already 1: inline on the calling worker, any domain, any budget. */
     EXPECT(decide(c, p, 1, PARTIAL, s, 1), NXR_RUN_INLINE, 1, 0);
@@ -127,7 +127,7 @@ Test(kernels_rules, global_count_strict)
 Test(kernels_rules, global_count_process_exclusive)
 {
     const enum nxr_count_control c = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    const enum nxr_provider_placement p = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    const enum nxr_provider_runs_on p = NXR_RUNS_ON_EXTERNAL_WORKERS;
     const enum nxr_provider_policy x = NXR_PROVIDER_PROCESS_EXCLUSIVE;
     /* Every call takes the exclusive permit and runs at the budget. */
     EXPECT(decide(c, p, 2, PARTIAL, x, 8), NXR_RUN_EXCLUSIVE, 2, 0);
@@ -150,7 +150,7 @@ static void fake_set(void *self, int n)
     fake_count = n;
 }
 
-static int fake_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a)
+static int fake_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *a)
 {
     (void)self;
     (void)call;
@@ -160,13 +160,13 @@ static int fake_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm
 
 Test(kernels_rules, decide_now_reads_the_global_count)
 {
-    static const nxr_gemm_ops_t ops = {.sgemm = fake_sgemm};
-    static const nxr_global_threads_ops_t threads = {.get = fake_get, .set = fake_set};
-    nxr_provider_desc_t d;
+    static const struct nxr_gemm_ops ops = {.sgemm = fake_sgemm};
+    static const struct nxr_global_threads_ops threads = {.get = fake_get, .set = fake_set};
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "fake-global";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &ops;
     d.global_threads = &threads;
     nxr_provider_t *p;

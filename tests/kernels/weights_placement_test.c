@@ -23,7 +23,7 @@ Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
     nxr_runtime_t *rt = fx.rt;
     const size_t k = 300, n = 700; /* over 800 KiB: many pages */
     float *w = ref_fill(k * n, 7, -1.0f, 1.0f);
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.k = k;
     d.n = n;
@@ -34,12 +34,12 @@ Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
     const long page = sysconf(_SC_PAGESIZE);
     size_t checked = 0;
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
-        const nxr_domain_t *dom = nxr_runtime_domain_at(rt, i);
+        nxr_domain_t *dom = nxr_runtime_domain_at(rt, i);
         const void *data;
         size_t bytes;
         cr_assert_eq(nxr_weights_copy(pw, dom, &data, &bytes), 0);
         cr_assert_geq(bytes, k * n * sizeof(float));
-        const nxr_domain_t *owner;
+        nxr_domain_t *owner;
         cr_assert_eq(nxr_mem_domain(rt, data, &owner), 0);
         cr_assert_eq(owner, dom);
         cr_assert_eq(nxr_mem_domain(rt, (const char *)data + bytes - 1, &owner), 0);

@@ -116,7 +116,7 @@ static size_t domains_whose_probe_query_failed(void)
 {
     size_t n = 0;
     for (size_t i = 0; rt != NULL && i < rt->domain_count; i++) {
-        const nxr_domain_t *d = rt->domains[i];
+        nxr_domain_t *d = rt->domains[i];
         if (nxr_domain_mem_binding(d) == NXR_MEM_UNAVAILABLE &&
             strstr(nxr__arena_binding_reason(nxr__pool_arena(d->pool)), "move_pages") != NULL)
             n++;
@@ -207,7 +207,6 @@ static void loop_all(const struct scenario *sc)
 
 /* ---- shared state and checks ------------------------------------------- */
 
-static char err[512];
 
 static int create(const char *domains)
 {
@@ -215,16 +214,14 @@ static int create(const char *domains)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.domains = nxr_test_expand(domains); /* a tests/support/cpus.h template */
-    o.spin = 0; /* park at once: every wait is a futex wait */
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
-    return nxr_runtime_create(&rt, &o);
+    o.spin = NXR_SPIN_NONE; /* park at once: every wait is a futex wait */
+    return nxr_runtime_create(&o, &rt);
 }
 
 static void create_unarmed(const char *domains)
 {
     int rc = create(domains);
-    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), err);
+    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), nxr_last_error());
 }
 
 static void destroy_runtime(void)
@@ -268,13 +265,13 @@ static void check_create(int rc)
 {
     if (rc != 0) {
         cr_assert_null(rt, "a failed create hands nothing out");
-        cr_assert_neq(err[0], '\0', "%s: a failed create (%s) explains itself", where,
+        cr_assert_neq(nxr_last_error()[0], '\0', "%s: a failed create (%s) explains itself", where,
                       nxr_strerror(rc));
         return;
     }
     cr_assert_eq(rt->domain_count, 2);
     for (size_t i = 0; i < rt->domain_count; i++) {
-        const nxr_domain_t *d = rt->domains[i];
+        nxr_domain_t *d = rt->domains[i];
         cr_assert_eq(nxr_domain_workers(d), 1);
         cr_assert_eq(nxr_domain_placement(d), NXR_PLACEMENT_VERIFIED);
         /* A failed probe binding is reported, never claimed as bound. */
@@ -352,7 +349,7 @@ static int task_ok(void *arg, size_t index)
 static int use_domain(int id)
 {
     nxr_ctx_t *ctx;
-    int rc = nxr_ctx_create(&ctx, rt, id);
+    int rc = nxr_ctx_create(rt, id, &ctx);
     if (rc != 0)
         return rc;
     rc = loop_once(ctx);
@@ -383,12 +380,12 @@ static int run_attach(void)
     caller.id = 6;
     pool_executor_init(&caller.executor, caller_pool);
 
-    int rc = nxr_runtime_attach(rt, &coop, err, sizeof(err));
+    int rc = nxr_runtime_attach(rt, &coop);
     hwloc_bitmap_free(one);
     if (rc != 0)
         return rc;
     attached++;
-    if ((rc = nxr_runtime_attach(rt, &caller, err, sizeof(err))) != 0)
+    if ((rc = nxr_runtime_attach(rt, &caller)) != 0)
         return rc;
     attached++;
     if ((rc = use_domain(5)) != 0)
@@ -431,7 +428,7 @@ static int run_pool(void)
     nxr_scope_t *scope = NULL;
     int rc = 0;
     for (size_t d = 0; d < 2 && rc == 0; d++) {
-        const nxr_domain_t *dom = nxr_runtime_domain_at(rt, d);
+        nxr_domain_t *dom = nxr_runtime_domain_at(rt, d);
         for (size_t i = 0; i < 4 && rc == 0; i++) {
             rc = nxr_buffer_acquire(dom, sizes[i], &bufs[d][i]);
             if (rc == 0)
@@ -450,7 +447,7 @@ static int run_pool(void)
         /* Checked (in every build): each reset is two rounds of mprotect. */
         struct nxr_scope_opts so;
         nxr_scope_opts_init(&so);
-        so.checked = true;
+        so.check = NXR_SCOPE_CHECK_ON;
         rc = nxr_scope_create(nxr_runtime_domain_at(rt, 1), &so, &scope);
     }
     for (int step = 0; step < 2 && rc == 0; step++) {
@@ -525,7 +522,7 @@ static void combine_big(void *arg, void *result, const void *partial)
 static int work_on(int id)
 {
     nxr_ctx_t *ctx;
-    int rc = nxr_ctx_create(&ctx, rt, id);
+    int rc = nxr_ctx_create(rt, id, &ctx);
     if (rc != 0)
         return rc;
     if ((rc = loop_once(ctx)) != 0)
@@ -560,7 +557,7 @@ static int work_on(int id)
     static float a[64 * 64], b[64 * 64], c[64 * 64];
     for (size_t i = 0; i < 64 * 64; i++)
         a[i] = b[i] = 1.0f;
-    nxr_sgemm_args_t g = {.m = 64,
+    struct nxr_sgemm_args g = {.m = 64,
                           .n = 64,
                           .k = 64,
                           .alpha = 1,

@@ -42,14 +42,14 @@ static bool provider_fails(struct soak_provider *p)
     return true;
 }
 
-static size_t wrap_sgemm_scratch(void *self, const nxr_sgemm_args_t *args)
+static size_t wrap_sgemm_scratch(void *self, const struct nxr_sgemm_args *args)
 {
     struct soak_provider *p = self;
-    const nxr_gemm_ops_t *ops = p->native->gemm;
+    const struct nxr_gemm_ops *ops = p->native->gemm;
     return ops->sgemm_scratch != NULL ? ops->sgemm_scratch(p->native->self, args) : 0;
 }
 
-static int wrap_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int wrap_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args)
 {
     struct soak_provider *p = self;
     if (provider_fails(p))
@@ -57,8 +57,8 @@ static int wrap_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm
     return p->native->gemm->sgemm(p->native->self, call, args);
 }
 
-static int wrap_sgemm_batch(void *self, const nxr_kernel_call_t *call,
-                            const nxr_sgemm_batch_args_t *args)
+static int wrap_sgemm_batch(void *self, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_batch_args *args)
 {
     struct soak_provider *p = self;
     if (provider_fails(p))
@@ -66,7 +66,7 @@ static int wrap_sgemm_batch(void *self, const nxr_kernel_call_t *call,
     return p->native->gemm->sgemm_batch(p->native->self, call, args);
 }
 
-static const nxr_gemm_ops_t wrap_gemm = {
+static const struct nxr_gemm_ops wrap_gemm = {
     .sgemm_scratch = wrap_sgemm_scratch,
     .sgemm = wrap_sgemm,
     .sgemm_batch = wrap_sgemm_batch,
@@ -82,12 +82,12 @@ int soak_provider_create(struct soak_provider *p, struct soak_gate *gate, int er
     int rc = nxr_provider_native_create(NXR_FAMILY_GEMM, &p->native);
     if (rc != 0)
         return rc;
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "soak-flaky-gemm";
     d.family = NXR_FAMILY_GEMM;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.gemm = &wrap_gemm;
     d.self = p;
     rc = nxr_provider_create(&d, out);

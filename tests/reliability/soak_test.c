@@ -51,7 +51,7 @@
  *     whatever the split), or with a typed error that an injected fault
  *     explains (-ENOMEM, NXR_EPLACEMENT, the provider's -EIO, the
  *     executor's -EAGAIN) and a line saying what failed (for the
- *     injectors' errors, the nxr call that returned them: nxr_ctx_last_error);
+ *     injectors' errors, the nxr call that returned them: nxr_last_error);
  *   - injected failures reach exactly the requests they should: requests
  *     answered -EIO + batches retried after -EIO = GEMM calls the provider
  *     failed; -EAGAIN (requests + retried batches) = items of failed
@@ -148,8 +148,8 @@ static void workload_make(void)
     o.ignore_env = true;
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
-    CHECK(nxr_runtime_create(&rt, &o) == 0, "reference runtime");
-    CHECK(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))) == 0, "ctx");
+    CHECK(nxr_runtime_create(&o, &rt) == 0, "reference runtime");
+    CHECK(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx) == 0, "ctx");
     float *scratch = malloc(svc_model_scratch_floats(&shape, MAX_ROWS) * sizeof(float));
     for (size_t i = 0; i < DISTINCT; i++)
         reference(ctx, scratch, round_.rows[i], round_.input + round_.offset[i] * HIDDEN,
@@ -485,7 +485,7 @@ static bool explained(int code)
 
 /* The line the client got says what failed: something, and for the
  * injectors' errors the nxr call that returned it (the service passes
- * nxr_ctx_last_error on): the provider's through nxr_sgemm, the executor's
+ * nxr_last_error on): the provider's through nxr_sgemm, the executor's
  * through nxr_submit or the kernel whose install failed. */
 static bool detailed(int rc, const char *error)
 {
@@ -582,10 +582,11 @@ static int create_runtime(struct epoch *E)
     o.ignore_env = true;
     o.domains = E->domains != NULL ? nxr_test_expand(E->domains) : NULL;
     o.providers[NXR_FAMILY_GEMM] = provider_handle;
-    o.errbuf = errbuf;
-    o.errbuf_size = sizeof(errbuf);
     errbuf[0] = '\0';
-    return nxr_runtime_create(&E->rt, &o);
+    int rc = nxr_runtime_create(&o, &E->rt);
+    if (rc != 0)
+        snprintf(errbuf, sizeof(errbuf), "%s", nxr_last_error());
+    return rc;
 }
 
 /* After a start step failed on purpose: its typed error, and nothing of it
@@ -684,7 +685,7 @@ static int start_service(struct epoch *E)
     const size_t bytes = svc_model_floats(&shape) * sizeof(float);
     threads = nxr_test_thread_count();
     for (size_t i = 0; i < E->ndomains; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(E->rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(E->rt, i);
         if (i == 0) { /* the first replica finds no memory */
             nxr__fault_arm(NXR_FAULT_ALLOC, 1);
             rc = svc_replica_create(&E->replicas[i], d, weights, bytes);
@@ -702,7 +703,7 @@ static int start_service(struct epoch *E)
             return rc;
     struct svc_slot_decl slots[MAX_DOMAINS];
     for (size_t i = 0; i < E->ndomains; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(E->rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(E->rt, i);
         slots[i] = (struct svc_slot_decl){
             .domain_id = E->executor == SVC_EXECUTOR_NXR ? nxr_domain_id(d) : E->attached.ids[i],
             .weights = E->replicas[i].w,

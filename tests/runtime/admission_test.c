@@ -40,7 +40,7 @@ TestSuite(runtime_admission, .fini = teardown, .timeout = 60);
 
 static struct nxr__exec *exec_of(int id)
 {
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain(rt, id, &d), 0);
     return &((struct nxr_domain *)d)->exec;
 }
@@ -137,7 +137,7 @@ Test(runtime_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *ctx0;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
     nxr_job_t *held = hold_domain0(ctx0);
     struct nxr__admission_stats before = stats_of(0);
     atomic_uint stamp = 0;
@@ -160,9 +160,9 @@ Test(runtime_admission, a_waiting_overlapping_request_stops_new_joins)
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *ctx0, *ctx0b, *ctx9;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx0b, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0b), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     atomic_store(&order, 0);
     nxr_job_t *held = hold_domain0(ctx0);
 
@@ -275,8 +275,8 @@ Test(runtime_admission, starvation_probe_admits_domain9_while_the_stream_runs)
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *streams[STREAMS], *ctx9;
     for (int i = 0; i < STREAMS; i++)
-        cr_assert_eq(nxr_ctx_create(&streams[i], rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+        cr_assert_eq(nxr_ctx_create(rt, 0, &streams[i]), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     pthread_t t[STREAMS];
     for (int i = 0; i < STREAMS; i++)
         pthread_create(&t[i], NULL, stream, streams[i]);
@@ -353,9 +353,9 @@ Test(runtime_admission, a_task_may_wait_for_a_submission_while_an_overlapping_re
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *ctx0, *ctx0b, *ctx9;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx0b, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0b), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     atomic_store(&order, 0);
     atomic_store(&gated_in, 0);
     atomic_store(&second_returned, 0);
@@ -408,8 +408,8 @@ Test(runtime_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its_
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *ctx0, *ctx9;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     /* Domain 9 holds CPUs %0,%1: domain 0 can neither join nor acquire. */
     atomic_store(&gate, 0);
     atomic_store(&gated_in, 0);

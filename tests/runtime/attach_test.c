@@ -22,7 +22,6 @@
 static nxr_runtime_t *rt;
 static struct nxr_test_runtime fx; /* the quiet runtime (tests/support/runtime.h) */
 static struct host_pool *pool;
-static char err[256];
 
 static void open_runtime(const char *domains)
 {
@@ -75,9 +74,9 @@ static void coop_decl(struct nxr_external_decl *d, int id, hwloc_const_bitmap_t 
 static void expect_attach_fails(const struct nxr_external_decl *d, int want)
 {
     size_t before = nxr_runtime_domain_count(rt);
-    int rc = nxr_runtime_attach(rt, d, err, sizeof(err));
-    cr_assert_eq(rc, want, "got %d (%s), want %d: %s", rc, nxr_strerror(rc), want, err);
-    cr_assert_neq(err[0], '\0');
+    int rc = nxr_runtime_attach(rt, d);
+    cr_assert_eq(rc, want, "got %d (%s), want %d: %s", rc, nxr_strerror(rc), want, nxr_last_error());
+    cr_assert_neq(nxr_last_error()[0], '\0');
     cr_assert_eq(nxr_runtime_domain_count(rt), before, "the runtime changed");
     cr_assert_eq(pool_executor_refs(), 0, "a failed attach retained the executor");
 }
@@ -94,8 +93,8 @@ Test(runtime_attach, bad_admission_mode_is_einval)
     d.admission = NXR_ADMISSION_COOPERATIVE;
     d.id = -3;
     expect_attach_fails(&d, -EINVAL);
-    cr_expect_eq(nxr_runtime_attach(NULL, &d, NULL, 0), -EINVAL);
-    cr_expect_eq(nxr_runtime_attach(rt, NULL, NULL, 0), -EINVAL);
+    cr_expect_eq(nxr_runtime_attach(NULL, &d), -EINVAL);
+    cr_expect_eq(nxr_runtime_attach(rt, NULL), -EINVAL);
     hwloc_bitmap_free(s);
 }
 
@@ -146,7 +145,7 @@ Test(runtime_attach, executor_claiming_nxr_ownership_is_eexecutor)
     coop_decl(&d, 5, s);
     d.executor.owner = NXR_EXECUTOR_OWNED_BY_NXR; /* nxr did not create those threads */
     expect_attach_fails(&d, NXR_EEXECUTOR);
-    cr_expect_neq(strstr(err, "owned by nxr"), NULL, "%s", err);
+    cr_expect_neq(strstr(nxr_last_error(), "owned by nxr"), NULL, "%s", nxr_last_error());
     hwloc_bitmap_free(s);
 }
 
@@ -195,7 +194,7 @@ Test(runtime_attach, budget_beyond_workers_is_ebudget)
     coop_decl(&d, 5, s);
     d.budget = 2; /* the pool has one thread (and the set one CPU) */
     expect_attach_fails(&d, NXR_EBUDGET);
-    d.budget = 0;
+    d.budget = -1;
     expect_attach_fails(&d, NXR_EBUDGET);
     hwloc_bitmap_free(s);
 }
@@ -230,17 +229,17 @@ Test(runtime_attach, cooperative_domain_runs_on_the_pool_and_reports_declared)
     hwloc_bitmap_t s = set_of("%1");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
-    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0, "%s", nxr_last_error());
     hwloc_bitmap_free(s); /* borrowed for the call only */
     cr_expect_eq(pool_executor_refs(), 1, "nxr holds the executor");
-    const nxr_domain_t *dom;
+    nxr_domain_t *dom;
     cr_assert_eq(nxr_runtime_domain(rt, 7, &dom), 0);
     cr_expect_eq(nxr_domain_admission(dom), NXR_ADMISSION_COOPERATIVE);
     cr_expect_eq(nxr_domain_placement(dom), NXR_PLACEMENT_DECLARED);
     cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(dom)), nxr_test_cpu(1));
     cr_expect_eq(nxr_domain_workers(dom), 1);
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 7, &ctx), 0);
     struct where wh = {.pool = pool};
     cr_assert_eq(nxr_parallel_for(ctx, 0, 100, 10, note_thread, &wh), 0);
     cr_expect_gt(atomic_load(&wh.on_pool), 0);
@@ -331,11 +330,11 @@ Test(runtime_attach, overlapping_cooperative_and_managed_never_run_together)
     hwloc_bitmap_t s = set_of("%1");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
-    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0, "%s", nxr_last_error());
     nxr_ctx_t *managed1, *managed0, *coop;
-    cr_assert_eq(nxr_ctx_create(&managed1, rt, 1), 0);
-    cr_assert_eq(nxr_ctx_create(&managed0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&coop, rt, 7), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &managed1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &managed0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 7, &coop), 0);
     cr_expect_eq(run_pair(managed1, coop, false), 0, "CPU 1 ran two domains at once");
     cr_expect_eq(run_pair(managed0, coop, true), 1, "disjoint domains did not run together");
     /* The managed team on CPU 1 now shares it with the pool: it parks at once. */
@@ -354,8 +353,8 @@ Test(runtime_attach, shared_managed_domain_is_arbitrated)
     for (size_t i = 0; i < 3; i++)
         cr_expect_eq(nxr__team_get_spin(rt->domains[i]->team), 0, "shared CPUs: park at once");
     nxr_ctx_t *all, *one;
-    cr_assert_eq(nxr_ctx_create(&all, rt, 9), 0);
-    cr_assert_eq(nxr_ctx_create(&one, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &all), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &one), 0);
     cr_expect_eq(run_pair(all, one, false), 0, "the shared domain overlapped domain 1");
     cr_expect_eq(run_pair(one, all, false), 0, "domain 1 overlapped the shared domain");
     nxr_ctx_destroy(all);
@@ -369,7 +368,7 @@ Test(runtime_attach, undeclared_overlap_is_still_eoverlap)
     o.ignore_env = true;
     o.domains = nxr_test_expand("0:%0;9:%0"); /* overlapping, neither says shared */
     nxr_runtime_t *bad = NULL;
-    cr_expect_eq(nxr_runtime_create(&bad, &o), NXR_EOVERLAP);
+    cr_expect_eq(nxr_runtime_create(&o, &bad), NXR_EOVERLAP);
     cr_expect_null(bad);
 }
 
@@ -411,7 +410,7 @@ static void attach_caller_managed(int id)
     nxr_external_decl_init(&d);
     d.id = id;
     pool_executor_init(&d.executor, pool);
-    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0, "%s", nxr_last_error());
 }
 
 Test(runtime_attach, caller_managed_rejects_a_second_entry)
@@ -419,14 +418,14 @@ Test(runtime_attach, caller_managed_rejects_a_second_entry)
     open_runtime("0:%0");
     start_pool(0);
     attach_caller_managed(3);
-    const nxr_domain_t *dom;
+    nxr_domain_t *dom;
     cr_assert_eq(nxr_runtime_domain(rt, 3, &dom), 0);
     cr_expect_null(nxr_domain_cpuset(dom), "no CPU set is invented");
     cr_expect_eq(nxr_domain_placement(dom), NXR_PLACEMENT_NONE);
     cr_expect_eq(nxr_domain_node(dom), NXR_NODE_NONE);
     struct guard_probe g;
     memset(&g, 0, sizeof(g));
-    cr_assert_eq(nxr_ctx_create(&g.ctx, rt, 3), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 3, &g.ctx), 0);
     pthread_t t;
     pthread_create(&t, NULL, hold_domain, &g);
     nxr_test_wait_at_least(&g.entered, 1, 5000);
@@ -434,7 +433,7 @@ Test(runtime_attach, caller_managed_rejects_a_second_entry)
     /* From another thread (with its own context: one driver per context)
      * while active. */
     nxr_ctx_t *mine;
-    cr_assert_eq(nxr_ctx_create(&mine, rt, 3), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 3, &mine), 0);
     cr_expect_eq(nxr_run(mine, NXR_MODE_OUTER, 2, noop, NULL), NXR_EADMISSION);
     cr_expect_eq(nxr_submit(mine, 1, noop, NULL, NULL), NXR_EADMISSION);
     atomic_store(&g.release, 1);
@@ -459,7 +458,7 @@ Test(runtime_attach, caller_managed_guard_clears_after_an_error)
     start_pool(0);
     attach_caller_managed(3);
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 3), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 3, &ctx), 0);
     cr_expect_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, fail, NULL), -EIO);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, 3, fail, NULL, &job), 0, "the guard cleared after the error");
@@ -502,9 +501,9 @@ Test(runtime_attach, executor_is_retained_until_its_last_job_ends)
     hwloc_bitmap_t s = set_of("%0");
     struct nxr_external_decl d;
     coop_decl(&d, 7, s);
-    cr_assert_eq(nxr_runtime_attach(rt, &d, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0, "%s", nxr_last_error());
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 7), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 7, &ctx), 0);
     atomic_store(&slow_done, 0);
     atomic_store(&slow_open, 0);
     nxr_job_t *job;

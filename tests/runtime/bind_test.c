@@ -60,8 +60,8 @@ static void open_runtime(void)
     struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, ncpus >= 2 ? "0:%0;1:%1" : "0:%0;1:%0 shared", NXR_TEST_PARK);
     rt = fx.rt;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx1, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &ctx1), 0);
 }
 
 static bool mask_is(const cpu_set_t *want)
@@ -114,7 +114,7 @@ Test(runtime_bind, a_bound_thread_reads_back_the_domain_set_and_runs_small_work_
     cr_assert_eq(regions, 1, "so its small work cost a one-worker region");
 
     nxr_thread_binding_t *prev = NULL;
-    cr_assert_eq(nxr_ctx_bind(ctx1, &prev), 0, "%s", nxr_ctx_last_error(ctx1));
+    cr_assert_eq(nxr_ctx_bind(ctx1, &prev), 0, "%s", nxr_last_error());
     cr_assert_not_null(prev);
     cr_assert(mask_is_cpu(cpus[1]), "the mask reads back as domain 1's set");
     cr_assert(small_loop_here(ctx1, &regions), "bound, it runs its small work");
@@ -220,7 +220,7 @@ Test(runtime_bind, what_cannot_be_bound)
     cr_assert_eq(nxr_ctx_bind(ctx0, NULL), -EINVAL);
 
     nxr_ctx_t *placing;
-    cr_assert_eq(nxr_ctx_create(&placing, rt, NXR_DOMAIN_AUTO), 0);
+    cr_assert_eq(nxr_ctx_create(rt, NXR_DOMAIN_AUTO, &placing), 0);
     prev = (nxr_thread_binding_t *)0x1;
     cr_assert_eq(nxr_ctx_bind(placing, &prev), -EINVAL, "a placing context has no one domain");
     cr_assert_null(prev);
@@ -230,11 +230,11 @@ Test(runtime_bind, what_cannot_be_bound)
     nxr_external_decl_init(&d);
     d.id = 9;
     d.executor = (struct nxr_executor){.ops = &inline_ops, .workers = 1};
-    cr_assert_eq(nxr_runtime_attach(rt, &d, NULL, 0), 0);
+    cr_assert_eq(nxr_runtime_attach(rt, &d), 0);
     nxr_ctx_t *cm;
-    cr_assert_eq(nxr_ctx_create(&cm, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &cm), 0);
     cr_assert_eq(nxr_ctx_bind(cm, &prev), NXR_EPLACEMENT, "caller-managed: no CPU set");
-    cr_assert(strstr(nxr_ctx_last_error(cm), "no CPU set") != NULL, "%s", nxr_ctx_last_error(cm));
+    cr_assert(strstr(nxr_last_error(), "no CPU set") != NULL, "%s", nxr_last_error());
     nxr_ctx_destroy(cm);
 
     struct bind_in_body x = {.ctx = ctx0};
@@ -248,14 +248,14 @@ Test(runtime_bind, what_cannot_be_bound)
 Test(runtime_bind, domain_of_cpu_and_of_node)
 {
     open_runtime();
-    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    nxr_domain_t *d = (nxr_domain_t *)0x1;
     cr_assert_eq(nxr_runtime_domain_of_cpu(rt, cpus[0], &d), 0);
     cr_assert_eq(nxr_domain_id(d), 0, "managed, lowest id");
     if (ncpus >= 2) {
         cr_assert_eq(nxr_runtime_domain_of_cpu(rt, cpus[1], &d), 0);
         cr_assert_eq(nxr_domain_id(d), 1);
     }
-    d = (const nxr_domain_t *)0x1;
+    d = (nxr_domain_t *)0x1;
     cr_assert_eq(nxr_runtime_domain_of_cpu(rt, NXR_CPU_ID_MAX, &d), NXR_ENODOMAIN,
                  "a CPU in no domain");
     cr_assert_null(d);
@@ -265,7 +265,7 @@ Test(runtime_bind, domain_of_cpu_and_of_node)
 
     /* Each domain's node leads back to the lowest-id domain on that node. */
     for (int id = 0; id < 2; id++) {
-        const nxr_domain_t *mine;
+        nxr_domain_t *mine;
         cr_assert_eq(nxr_runtime_domain(rt, id, &mine), 0);
         int node = nxr_domain_node(mine);
         if (node == NXR_NODE_NONE)
@@ -287,11 +287,11 @@ Test(runtime_bind, a_thread_placed_by_its_launcher_finds_its_domain)
     CPU_ZERO(&one);
     CPU_SET(cpus[1], &one);
     cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain_here(rt, &d), 0);
     cr_assert_eq(nxr_domain_id(d), 1, "its whole affinity lies in domain 1");
     nxr_ctx_t *here;
-    cr_assert_eq(nxr_ctx_create_here(&here, rt), 0);
+    cr_assert_eq(nxr_ctx_create_here(rt, &here), 0);
     cr_assert_eq(nxr_domain_id(nxr_ctx_domain(here)), 1);
     nxr_ctx_destroy(here);
     /* Wider than one domain: the domain of the CPU it is on now. */
@@ -299,7 +299,7 @@ Test(runtime_bind, a_thread_placed_by_its_launcher_finds_its_domain)
     cr_assert_eq(nxr_runtime_domain_here(rt, &d), 0);
     cr_assert(nxr_domain_id(d) == 0 || nxr_domain_id(d) == 1);
     nxr_ctx_t *out = (nxr_ctx_t *)0x1;
-    cr_assert_eq(nxr_ctx_create_here(&out, NULL), -EINVAL);
+    cr_assert_eq(nxr_ctx_create_here(NULL, &out), -EINVAL);
     cr_assert_null(out);
 }
 
@@ -317,7 +317,7 @@ Test(runtime_bind, domain_here_prefers_the_domain_holding_the_whole_affinity)
     CPU_SET(cpus[0], &two);
     CPU_SET(cpus[1], &two);
     cr_assert_eq(sched_setaffinity(0, sizeof(two), &two), 0);
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain_here(rt, &d), 0);
     cr_assert_eq(nxr_domain_id(d), 5);
 }
@@ -334,7 +334,7 @@ Test(runtime_bind, domain_here_outside_every_domain_is_enodomain)
     CPU_ZERO(&one);
     CPU_SET(cpus[1], &one);
     cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
-    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    nxr_domain_t *d = (nxr_domain_t *)0x1;
     cr_assert_eq(nxr_runtime_domain_here(rt, &d), NXR_ENODOMAIN);
     cr_assert_null(d);
 }

@@ -26,7 +26,7 @@ struct batch {
     float alpha, beta;
     bool null_operands; /* alpha == 0: A and B are NULL (never read) */
     float *a, *b, *c, *c0;
-    nxr_sgemm_batch_args_t args;
+    struct nxr_sgemm_batch_args args;
 };
 
 /* Items with padded strides (ld = cols + 1, one spare float between items). */
@@ -41,7 +41,7 @@ static void batch_init(struct batch *bt, size_t m, size_t n, size_t k, size_t co
     bt->c = ref_fill(sc * count, seed + 2, -1, 1);
     bt->c0 = malloc(sc * count * sizeof(float));
     memcpy(bt->c0, bt->c, sc * count * sizeof(float));
-    bt->args = (nxr_sgemm_batch_args_t){
+    bt->args = (struct nxr_sgemm_batch_args){
         .gemm = {.m = m,
                  .n = n,
                  .k = k,
@@ -62,7 +62,7 @@ static void batch_init(struct batch *bt, size_t m, size_t n, size_t k, size_t co
 
 static void batch_check(const struct batch *bt)
 {
-    const nxr_sgemm_batch_args_t *x = &bt->args;
+    const struct nxr_sgemm_batch_args *x = &bt->args;
     for (size_t it = 0; it < bt->count; it++) {
         const float *a = bt->a ? bt->a + it * x->stride_a : NULL;
         const float *b = bt->b ? bt->b + it * x->stride_b : NULL;
@@ -207,7 +207,7 @@ Test(kernels_ctx_batch, called_from_a_loop_body_adds_no_region, .timeout = 30)
     struct nested n;
     memset(&n, 0, sizeof n);
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(nxr_ctx_create(&n.ctx[i], R.rt, nxr_domain_id(nxr_ctx_domain(R.ctx[0]))), 0);
+        cr_assert_eq(nxr_ctx_create(R.rt, nxr_domain_id(nxr_ctx_domain(R.ctx[0])), &n.ctx[i]), 0);
         /* Large items (INNER on a service thread) and small ones (OUTER). */
         if (i == 0)
             batch_init(&n.bt[i], 160, 161, 160, 3, 8);

@@ -14,10 +14,10 @@
 
 TestSuite(kernels_ctx_fpenv, .timeout = 60);
 
-static void expect_caught(enum nxr_count_control count, enum nxr_provider_placement placement,
+static void expect_caught(enum nxr_count_control count, enum nxr_provider_runs_on placement,
                           int global, int policy, const char *what)
 {
-    nxr_fpenv_t before, after;
+    struct nxr_fpenv before, after;
     nxr_fpenv_get(&before);
     if (!before.supported)
         cr_skip_test("no observable FP environment on this target");
@@ -35,7 +35,7 @@ static void expect_caught(enum nxr_count_control count, enum nxr_provider_placem
     ctx_rt_open(&r, &o);
     f.rt = r.rt;
 
-    nxr_sgemm_args_t g = fake_args();
+    struct nxr_sgemm_args g = fake_args();
     int rc = nxr_sgemm(r.ctx[0], &g);
     nxr_fpenv_get(&after);
     cr_assert_eq(rc, NXR_EFPENV, "%s: got %d (%s)", what, rc, nxr_strerror(rc));

@@ -130,12 +130,12 @@ static void free_outs(void *outs[MAX_TARGETS])
 /* ---- GEMM ------------------------------------------------------------------------ */
 
 struct gemm_case {
-    nxr_sgemm_args_t g; /* c is replaced by each target's buffer */
+    struct nxr_sgemm_args g; /* c is replaced by each target's buffer */
 };
 
 static int call_sgemm(nxr_ctx_t *ctx, const void *args, void *out)
 {
-    nxr_sgemm_args_t g = ((const struct gemm_case *)args)->g;
+    struct nxr_sgemm_args g = ((const struct gemm_case *)args)->g;
     g.c = out;
     return nxr_sgemm(ctx, &g);
 }
@@ -226,12 +226,12 @@ Test(kernels_ctx_numeric, sgemm_alpha_beta)
 
 /* Batched: small items (OUTER when split) and large ones (INNER). */
 struct batch_case {
-    nxr_sgemm_batch_args_t x;
+    struct nxr_sgemm_batch_args x;
 };
 
 static int call_batch(nxr_ctx_t *ctx, const void *args, void *out)
 {
-    nxr_sgemm_batch_args_t x = ((const struct batch_case *)args)->x;
+    struct nxr_sgemm_batch_args x = ((const struct batch_case *)args)->x;
     x.gemm.c = out;
     return nxr_sgemm_batch(ctx, &x);
 }
@@ -309,15 +309,15 @@ static int call_ew(nxr_ctx_t *ctx, const void *args, void *out)
     case EW_MUL:
         return nxr_binary(ctx, NXR_BINARY_MUL, e->n, e->x, e->y, out);
     case EW_SCALE:
-        return nxr_scale(ctx, e->n, e->s, e->x, out);
+        return nxr_scale(ctx, e->n, e->x, e->s, out);
     case EW_SILU:
         return nxr_unary(ctx, NXR_UNARY_SILU, e->n, e->x, out);
     case EW_GELU:
         return nxr_unary(ctx, NXR_UNARY_GELU_TANH, e->n, e->x, out);
     case EW_TRIAD:
-        return nxr_triad(ctx, e->n, out, e->x, e->y, e->s);
+        return nxr_triad(ctx, e->n, e->x, e->y, e->s, out);
     case EW_SCALE_IN_PLACE:
-        return nxr_scale(ctx, e->n, e->s, out, out);
+        return nxr_scale(ctx, e->n, out, e->s, out);
     }
     return -EINVAL;
 }

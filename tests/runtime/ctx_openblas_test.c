@@ -38,7 +38,7 @@ enum { M = 257, N = 129, K = 65 };
 
 struct problem {
     float *a, *b, *c;
-    nxr_sgemm_args_t g;
+    struct nxr_sgemm_args g;
 };
 
 static void problem_init(struct problem *pr, uint64_t seed)
@@ -46,7 +46,7 @@ static void problem_init(struct problem *pr, uint64_t seed)
     pr->a = ref_fill(M * K, seed, -1, 1);
     pr->b = ref_fill(K * N, seed + 1, -1, 1);
     pr->c = ref_fill(M * N, seed + 2, -1, 1);
-    pr->g = (nxr_sgemm_args_t){.m = M,
+    pr->g = (struct nxr_sgemm_args){.m = M,
                                .n = N,
                                .k = K,
                                .alpha = 1,
@@ -124,7 +124,7 @@ static void strict_whole_set_case(nxr_provider_t *p, int count, int want)
         /* Two items sharing A and B, each with its own C (items may not
          * share C: stride_c 0 with batch 2 is -EINVAL). */
         float *cs = ref_fill(2 * M * N, 9, -1, 1);
-        nxr_sgemm_batch_args_t batch = {.gemm = pr.g, .batch = 2, .stride_c = M * N};
+        struct nxr_sgemm_batch_args batch = {.gemm = pr.g, .batch = 2, .stride_c = M * N};
         batch.gemm.c = cs;
         cr_assert_eq(nxr_sgemm_batch(r.ctx[0], &batch), 0);
         for (int it = 0; it < 2; it++) {
@@ -167,7 +167,7 @@ static pthread_t spy_thread;
 static const nxr_runtime_t *spy_rt; /* whose arbiter the spy looks at */
 static bool spy_exclusive;
 
-static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self;
     (void)call;
@@ -191,16 +191,16 @@ static void spy_set(void *self, int n)
     openblas_set_num_threads(n);
 }
 
-static const nxr_gemm_ops_t spy_ops = {.sgemm = spy_sgemm};
-static const nxr_global_threads_ops_t spy_threads = {.get = spy_get, .set = spy_set};
+static const struct nxr_gemm_ops spy_ops = {.sgemm = spy_sgemm};
+static const struct nxr_global_threads_ops spy_threads = {.get = spy_get, .set = spy_set};
 
 static nxr_provider_t *spy_create(void)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "openblas-spy";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &spy_ops;
     d.global_threads = &spy_threads;
     nxr_provider_t *p;
@@ -355,7 +355,7 @@ Test(kernels_ctx_openblas, environment_selects_openblas_and_the_policy)
         nxr_runtime_t *rt;
         struct nxr_runtime_opts o;
         nxr_runtime_opts_init(&o); /* the environment is honoured */
-        cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+        cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
         const nxr_provider_t *gemm =
             nxr_provider_bundle_get(nxr_runtime_providers(rt), NXR_FAMILY_GEMM);
         cr_assert_str_eq(nxr_provider_name(gemm), "openblas");
@@ -363,7 +363,7 @@ Test(kernels_ctx_openblas, environment_selects_openblas_and_the_policy)
                                               ? NXR_PROVIDER_STRICT
                                               : NXR_PROVIDER_PROCESS_EXCLUSIVE);
         nxr_ctx_t *ctx;
-        cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+        cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
         const int count = rows[i].above ? (int)nxr_ctx_budget(ctx) + 1 : 1;
         openblas_set_num_threads(count);
         struct problem pr;

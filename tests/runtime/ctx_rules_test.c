@@ -35,7 +35,7 @@ TestSuite(kernels_ctx_rules, .timeout = 60);
 
 struct cls {
     enum nxr_count_control count;
-    enum nxr_provider_placement placement;
+    enum nxr_provider_runs_on placement;
     const char *name;
 };
 
@@ -88,7 +88,7 @@ static void close_fake(struct ctx_rt *r, nxr_provider_t *p)
 
 static int call(nxr_ctx_t *ctx)
 {
-    nxr_sgemm_args_t g = fake_args();
+    struct nxr_sgemm_args g = fake_args();
     return nxr_sgemm(ctx, &g);
 }
 
@@ -408,9 +408,9 @@ Test(kernels_ctx_rules, caller_managed_domain_rejects_external_workers)
             decl.id = 7;
             decl.admission = NXR_ADMISSION_CALLER_MANAGED;
             pool_executor_init(&decl.executor, pool);
-            cr_assert_eq(nxr_runtime_attach(r.rt, &decl, NULL, 0), 0);
+            cr_assert_eq(nxr_runtime_attach(r.rt, &decl), 0);
             nxr_ctx_t *ctx;
-            cr_assert_eq(nxr_ctx_create(&ctx, r.rt, 7), 0);
+            cr_assert_eq(nxr_ctx_create(r.rt, 7, &ctx), 0);
             if (k < 2)
                 expect_rejected(&f, call(ctx), NXR_EPLACEMENT, c.name);
             else
@@ -442,9 +442,9 @@ static void nested_body(void *arg, size_t begin, size_t end, unsigned participan
 static void run_nested(struct ctx_rt *r, struct nested *n)
 {
     memset(n, 0, sizeof *n);
-    const nxr_domain_t *d = nxr_ctx_domain(r->ctx[0]);
+    nxr_domain_t *d = nxr_ctx_domain(r->ctx[0]);
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(nxr_ctx_create(&n->ctx[i], r->rt, nxr_domain_id(d)), 0);
+        cr_assert_eq(nxr_ctx_create(r->rt, nxr_domain_id(d), &n->ctx[i]), 0);
     uint64_t regions = ctx_regions(r->ctx[0]);
     cr_assert_eq(nxr_parallel_for(r->ctx[0], 0, 2, 1, nested_body, n), 0);
     cr_assert_geq(atomic_load(&n->bodies), 1);

@@ -26,13 +26,13 @@ struct spy {
 
 static struct spy spy;
 
-static size_t spy_scratch(void *self, const nxr_sgemm_args_t *args)
+static size_t spy_scratch(void *self, const struct nxr_sgemm_args *args)
 {
     (void)self, (void)args;
     return SPY_BYTES;
 }
 
-static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args)
 {
     (void)self, (void)args;
     unsigned n = call->threads < SPY_MAX_TH ? call->threads : SPY_MAX_TH;
@@ -46,27 +46,27 @@ static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_
     return 0;
 }
 
-static const nxr_gemm_ops_t spy_ops = {.sgemm_scratch = spy_scratch, .sgemm = spy_sgemm};
+static const struct nxr_gemm_ops spy_ops = {.sgemm_scratch = spy_scratch, .sgemm = spy_sgemm};
 
 /* SEQUENTIAL x CALLING_THREAD runs inline on any domain with one thread;
  * PER_CALL_BOUND x ENGINE_WORKERS gets the domain's budget. */
 static nxr_provider_t *spy_create(enum nxr_count_control count,
-                                  enum nxr_provider_placement placement)
+                                  enum nxr_provider_runs_on placement)
 {
     memset(&spy, 0, sizeof spy);
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "scratch-spy";
     d.family = NXR_FAMILY_GEMM;
     d.count = count;
-    d.placement = placement;
+    d.runs_on = placement;
     d.gemm = &spy_ops;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
     return p;
 }
 
-static struct nxr_pool_stats stats(const nxr_domain_t *d)
+static struct nxr_pool_stats stats(nxr_domain_t *d)
 {
     struct nxr_pool_stats s;
     cr_assert_eq(nxr_pool_stats(d, &s), 0);
@@ -83,10 +83,10 @@ Test(kernels_ctx_scratch, comes_from_the_calling_domains_pool_and_goes_back)
     o.domains = nxr_test_expand("0:%0;1:%0 shared");
     o.gemm = p;
     ctx_rt_open(&r, &o);
-    const nxr_domain_t *d0 = nxr_runtime_domain_at(r.rt, 0), *d1 = nxr_runtime_domain_at(r.rt, 1);
+    nxr_domain_t *d0 = nxr_runtime_domain_at(r.rt, 0), *d1 = nxr_runtime_domain_at(r.rt, 1);
     struct nxr_pool_stats a0 = stats(d0), a1 = stats(d1);
 
-    nxr_sgemm_args_t g = fake_args();
+    struct nxr_sgemm_args g = fake_args();
     cr_assert_eq(nxr_sgemm(r.ctx[1], &g), 0);
     cr_assert_eq(atomic_load(&spy.calls), 1);
     unsigned th = atomic_load(&spy.threads);
@@ -131,9 +131,9 @@ Test(kernels_ctx_scratch, each_thread_gets_its_own_slice_of_one_buffer)
     o.domains = nxr_test_expand("0:%0,%1");
     o.gemm = p;
     ctx_rt_open(&r, &o);
-    const nxr_domain_t *d = nxr_runtime_domain_at(r.rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(r.rt, 0);
     struct nxr_pool_stats s0 = stats(d);
-    nxr_sgemm_args_t g = fake_args();
+    struct nxr_sgemm_args g = fake_args();
     cr_assert_eq(nxr_sgemm(r.ctx[0], &g), 0);
     cr_assert_eq(atomic_load(&spy.threads), 2, "budget 2");
     size_t bytes = atomic_load(&spy.bytes);
@@ -161,12 +161,12 @@ Test(kernels_ctx_scratch, native_gemm_packing_scratch_is_reused_from_the_pool)
     ctx_rt_opts_init(&o);
     o.domains = nxr_test_expand("0:%0,%1");
     ctx_rt_open(&r, &o); /* native GEMM: per-thread packing scratch */
-    const nxr_domain_t *d = nxr_runtime_domain_at(r.rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(r.rt, 0);
     enum { M = 256, N = 256, K = 256 };
     static float a[M * K], b[K * N], c[M * N];
     for (size_t i = 0; i < M * K; i++)
         a[i] = b[i] = 1.0f;
-    nxr_sgemm_args_t g = {.m = M, .n = N, .k = K, .alpha = 1, .a = a, .lda = K, .b = b,
+    struct nxr_sgemm_args g = {.m = M, .n = N, .k = K, .alpha = 1, .a = a, .lda = K, .b = b,
                           .ldb = N, .c = c, .ldc = N};
     struct nxr_pool_stats s0 = stats(d);
     cr_assert_eq(nxr_sgemm(r.ctx[0], &g), 0);

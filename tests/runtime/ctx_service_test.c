@@ -2,7 +2,7 @@
  * The kernel API a service needs, through contexts: row-broadcast binary
  * ops (a bias over a batch), the fused GEMM epilogue (natively, and applied
  * by nxr for a provider without one), the argument rules enforced with an
- * error detail naming the argument (nxr_ctx_last_error), the detail of a
+ * error detail naming the argument (nxr_last_error), the detail of a
  * refusal made inside a body kept per thread, and the many-requests shape:
  * request tasks (OUTER) on the domain's workers, each calling kernels in
  * place with its own scope memory.
@@ -49,7 +49,7 @@ static void rows_case(enum nxr_binary_op op, size_t rows, size_t cols, size_t ld
     memcpy(out0, out, (rows * (in_place ? ldx : ldo) + 1) * sizeof(float));
     size_t ld_out = in_place ? ldx : ldo;
     int rc = nxr_binary_rows(r.ctx[0], op, rows, cols, x, ldx, row, out, ld_out);
-    cr_assert_eq(rc, 0, "%s", nxr_ctx_last_error(r.ctx[0]));
+    cr_assert_eq(rc, 0, "%s", nxr_last_error());
     for (size_t i = 0; i < rows; i++) {
         for (size_t j = 0; j < ld_out; j++) {
             float got = out[i * ld_out + j];
@@ -110,9 +110,9 @@ static void gemm_case_fini(struct gemm_case *g)
     free(g->c_init);
 }
 
-static nxr_sgemm_args_t args_of(const struct gemm_case *g, float *c)
+static struct nxr_sgemm_args args_of(const struct gemm_case *g, float *c)
 {
-    return (nxr_sgemm_args_t){.m = g->m, .n = g->n, .k = g->k, .alpha = g->alpha, .a = g->a,
+    return (struct nxr_sgemm_args){.m = g->m, .n = g->n, .k = g->k, .alpha = g->alpha, .a = g->a,
                               .lda = g->k, .b = g->b, .ldb = g->n, .beta = g->beta, .c = c,
                               .ldc = g->n};
 }
@@ -125,9 +125,9 @@ static void expect_fused_equals_unfused(nxr_ctx_t *ctx, const struct gemm_case *
     float *fused = malloc(mn * sizeof(float)), *plain = malloc(mn * sizeof(float));
     memcpy(fused, g->c_init, mn * sizeof(float));
     memcpy(plain, g->c_init, mn * sizeof(float));
-    nxr_sgemm_epilogue_t ep = {.bias = bias ? g->bias : NULL, .activation = act};
-    nxr_sgemm_args_t fa = args_of(g, fused), pa = args_of(g, plain);
-    cr_assert_eq(nxr_sgemm_fused(ctx, &fa, &ep), 0, "%s", nxr_ctx_last_error(ctx));
+    struct nxr_sgemm_epilogue ep = {.bias = bias ? g->bias : NULL, .activation = act};
+    struct nxr_sgemm_args fa = args_of(g, fused), pa = args_of(g, plain);
+    cr_assert_eq(nxr_sgemm_fused(ctx, &fa, &ep), 0, "%s", nxr_last_error());
     cr_assert_eq(nxr_sgemm(ctx, &pa), 0);
     if (bias)
         cr_assert_eq(nxr_binary_rows(ctx, NXR_BINARY_ADD, g->m, g->n, plain, g->n, g->bias, plain,
@@ -182,8 +182,8 @@ Test(kernels_ctx_service, fused_epilogue_does_not_depend_on_the_split)
     gemm_case_init(&g, 200, 300, 70, 1.0f, 0.0f, 55);
     size_t mn = g.m * g.n;
     float *wide = malloc(mn * sizeof(float)), *seq = malloc(mn * sizeof(float));
-    nxr_sgemm_epilogue_t ep = {.bias = g.bias, .activation = NXR_ACTIVATION_GELU_TANH};
-    nxr_sgemm_args_t wa = args_of(&g, wide), sa = args_of(&g, seq);
+    struct nxr_sgemm_epilogue ep = {.bias = g.bias, .activation = NXR_ACTIVATION_GELU_TANH};
+    struct nxr_sgemm_args wa = args_of(&g, wide), sa = args_of(&g, seq);
     cr_assert_eq(nxr_sgemm_fused(r.ctx[0], &wa, &ep), 0);
     cr_assert_eq(nxr_sgemm_fused(one.ctx[0], &sa, &ep), 0);
     cr_assert_eq(memcmp(wide, seq, mn * sizeof(float)), 0, "budget %u vs 1",
@@ -196,12 +196,12 @@ Test(kernels_ctx_service, fused_epilogue_does_not_depend_on_the_split)
 
 /* A foreign GEMM without sgemm_fused: a plain loop, through parallel_for. */
 struct naive_job {
-    const nxr_sgemm_args_t *g;
+    const struct nxr_sgemm_args *g;
 };
 
 static void naive_rows(void *p, size_t b, size_t e, unsigned w)
 {
-    const nxr_sgemm_args_t *g = ((struct naive_job *)p)->g;
+    const struct nxr_sgemm_args *g = ((struct naive_job *)p)->g;
     (void)w;
     for (size_t i = b; i < e; i++)
         for (size_t j = 0; j < g->n; j++) {
@@ -214,7 +214,7 @@ static void naive_rows(void *p, size_t b, size_t e, unsigned w)
 
 static atomic_int naive_calls;
 
-static int naive_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int naive_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self;
     atomic_fetch_add_explicit(&naive_calls, 1, memory_order_relaxed);
@@ -226,16 +226,16 @@ static int naive_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgem
     return call->parallel_for(call, g->m, 8, naive_rows, &job);
 }
 
-static const nxr_gemm_ops_t naive_ops = {.sgemm = naive_sgemm};
+static const struct nxr_gemm_ops naive_ops = {.sgemm = naive_sgemm};
 
 Test(kernels_ctx_service, a_provider_without_sgemm_fused_gets_the_epilogue_from_nxr)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "naive";
     d.family = NXR_FAMILY_GEMM;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.gemm = &naive_ops;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
@@ -258,7 +258,8 @@ Test(kernels_ctx_service, a_provider_without_sgemm_fused_gets_the_epilogue_from_
 static void expect_bad(int rc, nxr_ctx_t *ctx, const char *call, const char *why)
 {
     cr_assert_eq(rc, -EINVAL, "%s: %s", call, nxr_strerror(rc));
-    const char *detail = nxr_ctx_last_error(ctx);
+    const char *detail = nxr_last_error();
+    cr_assert_eq(nxr_ctx_last_error(ctx), detail, "the deprecated 0.x name reads the same slot");
     cr_assert_eq(strncmp(detail, call, strlen(call)), 0, "the detail names the call: %s", detail);
     cr_assert(strstr(detail, why) != NULL, "the detail says '%s': %s", why, detail);
 }
@@ -267,12 +268,12 @@ Test(kernels_ctx_service, broken_preconditions_are_einval_with_a_detail)
 {
     open_default();
     nxr_ctx_t *ctx = r.ctx[0];
-    cr_assert_str_eq(nxr_ctx_last_error(ctx), "", "nothing failed yet");
+    cr_assert_str_eq(nxr_last_error(), "", "nothing failed yet");
     static float buf[4096];
-    nxr_sgemm_args_t g = {.m = 8, .n = 8, .k = 8, .alpha = 1, .a = buf, .lda = 8,
+    struct nxr_sgemm_args g = {.m = 8, .n = 8, .k = 8, .alpha = 1, .a = buf, .lda = 8,
                           .b = buf + 1024, .ldb = 8, .c = buf + 2048, .ldc = 8};
     cr_assert_eq(nxr_sgemm(ctx, &g), 0);
-    nxr_sgemm_args_t bad = g;
+    struct nxr_sgemm_args bad = g;
     bad.c = buf;
     expect_bad(nxr_sgemm(ctx, &bad), ctx, "nxr_sgemm", "c == a");
     bad.c = buf + 40; /* inside A's 64 floats */
@@ -283,26 +284,26 @@ Test(kernels_ctx_service, broken_preconditions_are_einval_with_a_detail)
     bad = g;
     bad.lda = 3;
     expect_bad(nxr_sgemm(ctx, &bad), ctx, "nxr_sgemm", "lda (3) < k (8)");
-    nxr_sgemm_epilogue_t ep = {.bias = buf + 2048, .activation = NXR_ACTIVATION_SILU};
+    struct nxr_sgemm_epilogue ep = {.bias = buf + 2048, .activation = NXR_ACTIVATION_SILU};
     expect_bad(nxr_sgemm_fused(ctx, &g, &ep), ctx, "nxr_sgemm_fused", "bias overlaps c");
-    ep = (nxr_sgemm_epilogue_t){.bias = buf, .activation = (enum nxr_activation)7};
+    ep = (struct nxr_sgemm_epilogue){.bias = buf, .activation = (enum nxr_activation)7};
     expect_bad(nxr_sgemm_fused(ctx, &g, &ep), ctx, "nxr_sgemm_fused", "not an activation");
 
-    nxr_sgemm_batch_args_t bt = {.gemm = g, .batch = 2};
+    struct nxr_sgemm_batch_args bt = {.gemm = g, .batch = 2};
     expect_bad(nxr_sgemm_batch(ctx, &bt), ctx, "nxr_sgemm_batch", "stride_c is 0");
     bt.stride_c = 40; /* item 1 starts inside item 0's 8 x 8 */
     expect_bad(nxr_sgemm_batch(ctx, &bt), ctx, "nxr_sgemm_batch", "C items 0 and 1 overlap");
     /* Interleaved items that share no element are fine: ldc 16, stride 8. */
     bt.gemm.ldc = 16;
     bt.stride_c = 8;
-    cr_assert_eq(nxr_sgemm_batch(ctx, &bt), 0, "%s", nxr_ctx_last_error(ctx));
+    cr_assert_eq(nxr_sgemm_batch(ctx, &bt), 0, "%s", nxr_last_error());
 
     expect_bad(nxr_binary(ctx, NXR_BINARY_ADD, 100, buf, buf + 200, buf + 50), ctx, "nxr_binary",
                "out overlaps x partially");
     expect_bad(nxr_binary(ctx, NXR_BINARY_MUL, 100, buf, buf + 200, buf + 250), ctx,
                "nxr_binary", "out overlaps y partially");
     cr_assert_eq(nxr_binary(ctx, NXR_BINARY_ADD, 100, buf, buf + 200, buf), 0, "out == x");
-    expect_bad(nxr_triad(ctx, 100, buf + 10, buf, buf + 300, 2), ctx, "nxr_triad",
+    expect_bad(nxr_triad(ctx, 100, buf, buf + 300, 2, buf + 10), ctx, "nxr_triad",
                "a overlaps b partially");
     expect_bad(nxr_unary(ctx, NXR_UNARY_SILU, 100, buf, buf + 1), ctx, "nxr_unary",
                "out overlaps x partially");
@@ -324,8 +325,8 @@ Test(kernels_ctx_service, broken_preconditions_are_einval_with_a_detail)
 
     int calls = 0;
     cr_assert_eq(nxr_parallel_for(ctx, 5, 1, 0, NULL, &calls), -EINVAL);
-    cr_assert(strstr(nxr_ctx_last_error(ctx), "nxr_parallel_for: fn is NULL") != NULL, "%s",
-              nxr_ctx_last_error(ctx));
+    cr_assert(strstr(nxr_last_error(), "nxr_parallel_for: fn is NULL") != NULL, "%s",
+              nxr_last_error());
 }
 
 struct nested {
@@ -342,7 +343,7 @@ static void call_other_domain(void *p, size_t b, size_t e, unsigned w)
     int rc = nxr_sum(n->other, 4, x, &s);
     if (w == 0) {
         atomic_store(&n->rc, rc);
-        snprintf(n->detail, sizeof(n->detail), "%s", nxr_ctx_last_error(n->other));
+        snprintf(n->detail, sizeof(n->detail), "%s", nxr_last_error());
     }
 }
 
@@ -358,7 +359,7 @@ Test(kernels_ctx_service, a_refusal_inside_a_body_is_explained_to_that_thread_on
     cr_assert_eq(atomic_load(&n.rc), NXR_EREENTRANT);
     cr_assert(strstr(n.detail, "nxr_sum: called inside a body of domain 0 on domain 1") != NULL,
               "inside the body: %s", n.detail);
-    cr_assert_str_eq(nxr_ctx_last_error(r.ctx[1]), "",
+    cr_assert_str_eq(nxr_last_error(), "",
                      "the driver's detail is not the body's");
 }
 
@@ -390,12 +391,12 @@ static int mlp(nxr_ctx_t *ctx, const struct model *m, nxr_scope_t *scope, const 
     int rc = nxr_scope_alloc(scope, BATCH * DH * sizeof(float), (void **)&h);
     if (rc != 0)
         return rc;
-    nxr_sgemm_args_t l1 = {.m = BATCH, .n = DH, .k = DIN, .alpha = 1, .a = x, .lda = DIN,
+    struct nxr_sgemm_args l1 = {.m = BATCH, .n = DH, .k = DIN, .alpha = 1, .a = x, .lda = DIN,
                            .b = m->w1, .ldb = DH, .c = h, .ldc = DH};
-    nxr_sgemm_epilogue_t e1 = {.bias = m->b1, .activation = NXR_ACTIVATION_SILU};
+    struct nxr_sgemm_epilogue e1 = {.bias = m->b1, .activation = NXR_ACTIVATION_SILU};
     if ((rc = nxr_sgemm_fused(ctx, &l1, &e1)) != 0)
         return rc;
-    nxr_sgemm_args_t l2 = {.m = BATCH, .n = DOUT, .k = DH, .alpha = 1, .a = h, .lda = DH,
+    struct nxr_sgemm_args l2 = {.m = BATCH, .n = DOUT, .k = DH, .alpha = 1, .a = h, .lda = DH,
                            .b = m->w2, .ldb = DOUT, .c = y, .ldc = DOUT};
     if ((rc = nxr_sgemm(ctx, &l2)) != 0)
         return rc;
@@ -416,7 +417,7 @@ Test(kernels_ctx_service, request_tasks_run_kernels_in_place_with_their_own_scop
 {
     open_default();
     nxr_ctx_t *ctx = r.ctx[0];
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
     struct model m;
     cr_assert_eq(nxr_domain_malloc(d, DIN * DH * sizeof(float), 64, (void **)&m.w1), 0);
     cr_assert_eq(nxr_domain_malloc(d, DH * DOUT * sizeof(float), 64, (void **)&m.w2), 0);
@@ -448,7 +449,7 @@ Test(kernels_ctx_service, request_tasks_run_kernels_in_place_with_their_own_scop
     }
     uint64_t regions = ctx_regions(ctx), nested = ctx_nested_regions(ctx);
     cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, REQUESTS, request_task, reqs), 0, "%s",
-                 nxr_ctx_last_error(ctx));
+                 nxr_last_error());
     cr_assert_leq(ctx_regions(ctx) - regions, 1, "one region for all requests (none at budget 1)");
     cr_assert_eq(ctx_nested_regions(ctx), nested, "kernels ran in place: no nested fan-out");
     /* Each request's answer equals the same MLP run by the driver. */

@@ -29,14 +29,14 @@ struct ctx_rt_opts {
      * (the VM runs) it keeps "the domain is the whole allowed set" true. */
     const char *domains;
     int num_threads; /* 0: no cap */
-    int policy;      /* -1: strict (env ignored) */
+    enum nxr_provider_policy policy; /* NXR_PROVIDER_POLICY_DEFAULT: strict (env ignored) */
     nxr_provider_t *gemm;
 };
 
 static inline void ctx_rt_opts_init(struct ctx_rt_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->policy = -1;
+    o->policy = NXR_PROVIDER_POLICY_DEFAULT;
 }
 
 /* A runtime (env ignored, short spin: several runtimes may share the two
@@ -49,7 +49,6 @@ struct ctx_rt {
 
 static inline void ctx_rt_open(struct ctx_rt *r, const struct ctx_rt_opts *ro)
 {
-    static char err[256];
     static char whole[512];
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
@@ -70,17 +69,15 @@ static inline void ctx_rt_open(struct ctx_rt *r, const struct ctx_rt_opts *ro)
     o.provider_policy = ro->policy;
     o.providers[NXR_FAMILY_GEMM] = ro->gemm;
     o.spin = 256;
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
     memset(r, 0, sizeof *r);
-    int rc = nxr_runtime_create(&r->rt, &o);
+    int rc = nxr_runtime_create(&o, &r->rt);
     cr_assert_eq(rc, 0, "runtime '%s': %s (%s)", ro->domains ? ro->domains : "default",
-                 nxr_strerror(rc), err);
+                 nxr_strerror(rc), nxr_last_error());
     r->nctx = nxr_runtime_domain_count(r->rt);
     cr_assert_leq(r->nctx, 8);
     for (size_t i = 0; i < r->nctx; i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(r->rt, i);
-        cr_assert_eq(nxr_ctx_create(&r->ctx[i], r->rt, nxr_domain_id(d)), 0);
+        nxr_domain_t *d = nxr_runtime_domain_at(r->rt, i);
+        cr_assert_eq(nxr_ctx_create(r->rt, nxr_domain_id(d), &r->ctx[i]), 0);
     }
 }
 
@@ -142,8 +139,8 @@ struct fake {
     struct nxr__arbiter_stats arbiter;
 };
 
-static inline int fake_sgemm(void *self, const nxr_kernel_call_t *call,
-                             const nxr_sgemm_args_t *args)
+static inline int fake_sgemm(void *self, const struct nxr_kernel_call *call,
+                             const struct nxr_sgemm_args *args)
 {
     struct fake *f = self;
     (void)args;
@@ -177,19 +174,19 @@ static inline void fake_set(void *self, int count)
     atomic_store_explicit(&f->global, count, memory_order_relaxed);
 }
 
-static const nxr_gemm_ops_t fake_gemm_ops = {.sgemm = fake_sgemm};
-static const nxr_global_threads_ops_t fake_global_ops = {.get = fake_get, .set = fake_set};
+static const struct nxr_gemm_ops fake_gemm_ops = {.sgemm = fake_sgemm};
+static const struct nxr_global_threads_ops fake_global_ops = {.get = fake_get, .set = fake_set};
 
 /* A foreign provider of the given class over f (global ops only for GLOBAL). */
 static inline nxr_provider_t *fake_create(struct fake *f, enum nxr_count_control count,
-                                          enum nxr_provider_placement placement, int global)
+                                          enum nxr_provider_runs_on placement, int global)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "fake";
     d.family = NXR_FAMILY_GEMM;
     d.count = count;
-    d.placement = placement;
+    d.runs_on = placement;
     d.gemm = &fake_gemm_ops;
     d.global_threads = count == NXR_COUNT_GLOBAL_OR_UNCONTROLLED ? &fake_global_ops : NULL;
     d.self = f;
@@ -207,10 +204,10 @@ static inline nxr_provider_t *fake_create(struct fake *f, enum nxr_count_control
 }
 
 /* Any valid arguments: the fake never reads them. */
-static inline nxr_sgemm_args_t fake_args(void)
+static inline struct nxr_sgemm_args fake_args(void)
 {
     static float a[4], b[4], c[4];
-    return (nxr_sgemm_args_t){
+    return (struct nxr_sgemm_args){
         .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
 }
 

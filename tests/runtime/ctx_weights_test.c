@@ -47,7 +47,7 @@ static void check_case(nxr_runtime_t *rt, nxr_ctx_t *ctx, struct gcase g, uint64
     memcpy(cp, c0, g.m * ldc * sizeof *cp);
     memcpy(cu, c0, g.m * ldc * sizeof *cu);
 
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.trans = g.tw;
     d.k = g.k;
@@ -62,15 +62,15 @@ static void check_case(nxr_runtime_t *rt, nxr_ctx_t *ctx, struct gcase g, uint64
     cr_assert_eq(nxr_weights_k(pw), g.k);
     cr_assert_eq(nxr_weights_n(pw), g.n);
 
-    nxr_sgemm_epilogue_t ep = {.bias = g.bias ? bias : NULL, .activation = g.act};
-    nxr_sgemm_packed_args_t pa = {.trans_a = g.ta, .m = g.m, .alpha = g.alpha, .a = a,
+    struct nxr_sgemm_epilogue ep = {.bias = g.bias ? bias : NULL, .activation = g.act};
+    struct nxr_sgemm_packed_args pa = {.trans_a = g.ta, .m = g.m, .alpha = g.alpha, .a = a,
                                   .lda = lda, .w = pw, .beta = g.beta, .c = cp, .ldc = ldc};
     int rc = nxr_sgemm_packed(ctx, &pa, &ep);
-    cr_assert_eq(rc, 0, "%s", nxr_ctx_last_error(ctx));
-    nxr_sgemm_args_t ua = {.trans_a = g.ta, .trans_b = g.tw, .m = g.m, .n = g.n, .k = g.k,
+    cr_assert_eq(rc, 0, "%s", nxr_last_error());
+    struct nxr_sgemm_args ua = {.trans_a = g.ta, .trans_b = g.tw, .m = g.m, .n = g.n, .k = g.k,
                            .alpha = g.alpha, .a = a, .lda = lda, .b = w, .ldb = ldw,
                            .beta = g.beta, .c = cu, .ldc = ldc};
-    cr_assert_eq(nxr_sgemm_fused(ctx, &ua, &ep), 0, "%s", nxr_ctx_last_error(ctx));
+    cr_assert_eq(nxr_sgemm_fused(ctx, &ua, &ep), 0, "%s", nxr_last_error());
     cr_assert_eq(memcmp(cp, cu, g.m * ldc * sizeof *cp), 0,
                  "packed != unpacked: m %zu n %zu k %zu ta %d tw %d alpha %g beta %g", g.m, g.n,
                  g.k, g.ta, g.tw, (double)g.alpha, (double)g.beta);
@@ -176,7 +176,7 @@ Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
     ctx_rt_opts_init(&o);
     ctx_rt_open(&r, &o);
     float w[64] = {0}, a[64] = {0}, c[64] = {0};
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.k = 4;
     d.n = 8;
@@ -210,14 +210,14 @@ Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
     d.domain_count = 1;
     cr_assert_eq(nxr_weights_create(r.rt, &d, &pw), 0);
 
-    nxr_sgemm_packed_args_t pa = {.m = 2, .alpha = 1, .a = a, .lda = 4, .w = pw, .c = c,
+    struct nxr_sgemm_packed_args pa = {.m = 2, .alpha = 1, .a = a, .lda = 4, .w = pw, .c = c,
                                   .ldc = 8};
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], NULL, NULL), -EINVAL);
-    cr_assert_str_eq(nxr_ctx_last_error(r.ctx[0]), "nxr_sgemm_packed: args is NULL");
+    cr_assert_str_eq(nxr_last_error(), "nxr_sgemm_packed: args is NULL");
     pa.lda = 3;
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, NULL), -EINVAL);
-    cr_assert(strstr(nxr_ctx_last_error(r.ctx[0]), "lda (3) < k (4)") != NULL, "%s",
-              nxr_ctx_last_error(r.ctx[0]));
+    cr_assert(strstr(nxr_last_error(), "lda (3) < k (4)") != NULL, "%s",
+              nxr_last_error());
     pa.lda = 4;
     pa.ldc = 7;
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, NULL), -EINVAL);
@@ -227,19 +227,19 @@ Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
     cr_assert_eq(nxr_weights_copy(pw, nxr_ctx_domain(r.ctx[0]), &data, &bytes), 0);
     pa.c = (float *)data; /* C inside the packed weights */
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, NULL), -EINVAL);
-    cr_assert(strstr(nxr_ctx_last_error(r.ctx[0]), "overlaps the packed weights") != NULL,
-              "%s", nxr_ctx_last_error(r.ctx[0]));
+    cr_assert(strstr(nxr_last_error(), "overlaps the packed weights") != NULL,
+              "%s", nxr_last_error());
     pa.c = c;
-    nxr_sgemm_epilogue_t ep = {.bias = c, .activation = NXR_ACTIVATION_NONE};
+    struct nxr_sgemm_epilogue ep = {.bias = c, .activation = NXR_ACTIVATION_NONE};
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, &ep), -EINVAL, "bias overlaps C");
-    ep = (nxr_sgemm_epilogue_t){.activation = (enum nxr_activation)9};
+    ep = (struct nxr_sgemm_epilogue){.activation = (enum nxr_activation)9};
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, &ep), -EINVAL);
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, NULL), 0);
 
     nxr_ctx_t *placing;
-    cr_assert_eq(nxr_ctx_create(&placing, r.rt, NXR_DOMAIN_AUTO), 0);
+    cr_assert_eq(nxr_ctx_create(r.rt, NXR_DOMAIN_AUTO, &placing), 0);
     cr_assert_eq(nxr_sgemm_packed(placing, &pa, NULL), -EINVAL);
-    cr_assert(strstr(nxr_ctx_last_error(placing), "placing context") != NULL);
+    cr_assert(strstr(nxr_last_error(), "placing context") != NULL);
     nxr_ctx_destroy(placing);
     nxr_weights_destroy(pw);
     ctx_rt_close(&r);
@@ -255,7 +255,7 @@ Test(kernels_ctx_weights, a_domain_without_a_copy_is_enodomain)
     o.domains = nxr_test_expand("0:%0;1:%1");
     ctx_rt_open(&r, &o);
     float w[32] = {0}, a[8] = {0}, c[16] = {0};
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.k = 4;
     d.n = 8;
@@ -266,11 +266,11 @@ Test(kernels_ctx_weights, a_domain_without_a_copy_is_enodomain)
     d.domain_count = 1;
     nxr_weights_t *pw;
     cr_assert_eq(nxr_weights_create(r.rt, &d, &pw), 0);
-    nxr_sgemm_packed_args_t pa = {.m = 2, .alpha = 1, .a = a, .lda = 4, .w = pw, .c = c,
+    struct nxr_sgemm_packed_args pa = {.m = 2, .alpha = 1, .a = a, .lda = 4, .w = pw, .c = c,
                                   .ldc = 8};
     cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &pa, NULL), NXR_ENODOMAIN);
-    cr_assert(strstr(nxr_ctx_last_error(r.ctx[0]), "no copy on domain 0") != NULL, "%s",
-              nxr_ctx_last_error(r.ctx[0]));
+    cr_assert(strstr(nxr_last_error(), "no copy on domain 0") != NULL, "%s",
+              nxr_last_error());
     cr_assert_eq(nxr_sgemm_packed(r.ctx[1], &pa, NULL), 0);
     const void *data;
     size_t bytes;
@@ -289,7 +289,7 @@ Test(kernels_ctx_weights, a_runtime_without_the_native_gemm_refuses_to_pack)
     o.gemm = ob;
     ctx_rt_open(&r, &o);
     float w[32] = {0};
-    nxr_weights_desc_t d;
+    struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.k = 4;
     d.n = 8;

@@ -43,7 +43,7 @@ Test(runtime_destroy_order, open_contexts_at_destroy_abort_in_checked_builds,
 {
     nxr_runtime_t *rt = runtime_with_two_domains();
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &ctx), 0);
     nxr_runtime_destroy(rt); /* aborts: ctx is still open */
 }
 
@@ -52,7 +52,7 @@ Test(runtime_destroy_order, destroy_inside_a_body_aborts_in_checked_builds, .sig
 {
     nxr_runtime_t *rt = runtime_with_two_domains();
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, 1, destroying_task, rt, &job), 0);
     nxr_job_wait(job); /* the task aborts the process */
@@ -79,11 +79,11 @@ Test(runtime_destroy_order, open_contexts_at_destroy_are_reported_and_orphaned,
 {
     nxr_runtime_t *rt = runtime_with_two_domains();
     nxr_ctx_t *a, *b, *c, *placing, *closed;
-    cr_assert_eq(nxr_ctx_create(&a, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&b, rt, 1), 0);
-    cr_assert_eq(nxr_ctx_create(&c, rt, 1), 0);
-    cr_assert_eq(nxr_ctx_create(&placing, rt, NXR_DOMAIN_AUTO), 0);
-    cr_assert_eq(nxr_ctx_create(&closed, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &a), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &b), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &c), 0);
+    cr_assert_eq(nxr_ctx_create(rt, NXR_DOMAIN_AUTO, &placing), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &closed), 0);
     nxr_ctx_destroy(closed); /* closed in time: not reported */
     void *step;
     cr_assert_eq(nxr_ctx_alloc(b, 4096, &step), 0, "step memory in a pool chunk");
@@ -101,15 +101,15 @@ Test(runtime_destroy_order, open_contexts_at_destroy_are_reported_and_orphaned,
     int calls = 0;
     cr_assert_eq(nxr_parallel_for(b, 0, 10, 0, body, &calls), NXR_EBROKEN);
     cr_assert_eq(calls, 0, "nothing ran");
-    cr_assert(strstr(nxr_ctx_last_error(b), "destroyed") != NULL, "%s", nxr_ctx_last_error(b));
+    cr_assert(strstr(nxr_last_error(), "destroyed") != NULL, "%s", nxr_last_error());
     float x[4] = {1, 2, 3, 4}, s;
     cr_assert_eq(nxr_sum(placing, 4, x, &s), NXR_EBROKEN);
     cr_assert_eq(nxr_ctx_alloc(a, 64, &step), NXR_EBROKEN);
     nxr_thread_binding_t *prev;
     cr_assert_eq(nxr_ctx_bind(a, &prev), NXR_EBROKEN);
     cr_assert_null(prev);
-    struct nxr_place p;
-    cr_assert_eq(nxr_ctx_last_place(a, &p), NXR_EBROKEN);
+    struct nxr_route p;
+    cr_assert_eq(nxr_ctx_last_route(a, &p), NXR_EBROKEN);
     nxr_ctx_destroy(a); /* only frees them */
     nxr_ctx_destroy(b);
     nxr_ctx_destroy(c);
@@ -121,7 +121,7 @@ Test(runtime_destroy_order, contexts_closed_in_time_leave_stderr_quiet,
 {
     nxr_runtime_t *rt = runtime_with_two_domains();
     nxr_ctx_t *a;
-    cr_assert_eq(nxr_ctx_create(&a, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &a), 0);
     void *step;
     cr_assert_eq(nxr_ctx_alloc(a, 4096, &step), 0);
     nxr_ctx_destroy(a);
@@ -138,7 +138,7 @@ Test(runtime_destroy_order, destroy_inside_a_body_is_refused_and_reported,
 {
     nxr_runtime_t *rt = runtime_with_two_domains();
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, 1, destroying_task, rt, &job), 0);
     cr_assert_eq(nxr_job_wait(job), 0);

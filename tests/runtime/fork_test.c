@@ -1,5 +1,5 @@
 /*
- * fork() after nxr_runtime_create (docs/contracts.md, "fork"). The parent
+ * fork() after nxr_runtime_create ("fork", docs/contracts.md). The parent
  * forks while its threads hold what a child would otherwise wait on for
  * ever: a submitted job's task is running on a worker (so the job holds its
  * domain's permit in the process arbiter), and another thread is inside a
@@ -71,7 +71,7 @@ static void global_set(void *self, int count)
 
 static atomic_int gemm_calls;
 
-static int global_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int global_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call, (void)g;
     atomic_fetch_add(&gemm_calls, 1);
@@ -82,16 +82,16 @@ static int global_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sge
     return 0;
 }
 
-static const nxr_gemm_ops_t global_gemm = {.sgemm = global_sgemm};
-static const nxr_global_threads_ops_t global_ops = {.get = global_get, .set = global_set};
+static const struct nxr_gemm_ops global_gemm = {.sgemm = global_sgemm};
+static const struct nxr_global_threads_ops global_ops = {.get = global_get, .set = global_set};
 
 static nxr_provider_t *global_provider(void)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "global-gemm";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &global_gemm;
     d.global_threads = &global_ops;
     nxr_provider_t *p = NULL;
@@ -102,12 +102,13 @@ static nxr_provider_t *global_provider(void)
 static int gemm(nxr_ctx_t *ctx)
 {
     float a[4] = {0}, b[4] = {0}, c[4];
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
     return nxr_sgemm(ctx, &g);
 }
 
-static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p, int policy)
+static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p,
+                        enum nxr_provider_policy policy)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
@@ -119,10 +120,10 @@ static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p, 
      * test ran there before: one CPU runs the call inline). */
     o.domains = nxr_test_cpu_count() >= 2 ? nxr_test_expand("0:%0,%1") : NULL;
     o.providers[NXR_FAMILY_GEMM] = p;
-    int rc = nxr_runtime_create(rt, &o);
+    int rc = nxr_runtime_create(&o, rt);
     if (rc != 0)
         return rc;
-    rc = nxr_ctx_create(ctx, *rt, nxr_domain_id(nxr_runtime_default_domain(*rt)));
+    rc = nxr_ctx_create(*rt, nxr_domain_id(nxr_runtime_default_domain(*rt)), ctx);
     if (rc != 0)
         nxr_runtime_destroy(*rt);
     return rc;
@@ -204,8 +205,8 @@ static void child(nxr_runtime_t *rt, nxr_ctx_t *ctx, nxr_job_t *job, nxr_provide
     atomic_store(&hold_in_calls, 0);
 
     /* The inherited objects: a typed error at once, never a wait. */
-    const nxr_domain_t *d = nxr_ctx_domain(ctx);
-    const nxr_domain_t *found;
+    nxr_domain_t *d = nxr_ctx_domain(ctx);
+    nxr_domain_t *found;
     nxr_ctx_t *c2;
     nxr_job_t *j2;
     nxr_buffer_t *buf;
@@ -215,29 +216,29 @@ static void child(nxr_runtime_t *rt, nxr_ctx_t *ctx, nxr_job_t *job, nxr_provide
     EXPECT(nxr_submit(ctx, 1, noop_task, NULL, &j2), NXR_EFORKED);
     EXPECT(gemm(ctx), NXR_EFORKED);
     EXPECT(nxr_job_wait(job), NXR_EFORKED);
-    EXPECT(nxr_ctx_create(&c2, rt, nxr_domain_id(d)), NXR_EFORKED);
+    EXPECT(nxr_ctx_create(rt, nxr_domain_id(d), &c2), NXR_EFORKED);
     EXPECT(nxr_runtime_domain(rt, nxr_domain_id(d), &found), NXR_EFORKED);
     EXPECT(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), NXR_EFORKED);
     EXPECT(nxr_buffer_acquire(d, 64, &buf), NXR_EFORKED);
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
-    EXPECT(nxr_span_create(&c2, rt, &so), NXR_EFORKED);
+    EXPECT(nxr_span_create(rt, &so, &c2), NXR_EFORKED);
     static const float w16[16];
-    nxr_weights_desc_t wd;
+    struct nxr_weights_desc wd;
     nxr_weights_desc_init(&wd);
     wd.k = wd.n = wd.ldw = 4;
     wd.w = w16;
     nxr_weights_t *wt;
     EXPECT(nxr_weights_create(rt, &wd, &wt), NXR_EFORKED);
-    if (strstr(nxr_ctx_last_error(ctx), "forked") == NULL)
-        fail("last error does not say why: '%s'", nxr_ctx_last_error(ctx));
+    if (strstr(nxr_last_error(), "forked") == NULL)
+        fail("last error does not say why: '%s'", nxr_last_error());
     const unsigned budget = nxr_ctx_budget(ctx);
     /* The runtime first, the context after (the order a child that only
      * wants to drop everything inherited may use). */
     nxr_runtime_destroy(rt);
-    struct nxr_place place;
-    EXPECT(nxr_ctx_last_place(ctx, &place), NXR_EFORKED);
+    struct nxr_route place;
+    EXPECT(nxr_ctx_last_route(ctx, &place), NXR_EFORKED);
     EXPECT(nxr_parallel_for(ctx, 0, 64, 1, noop_body, NULL), NXR_EFORKED);
     if (nxr_ctx_budget(ctx) != budget)
         fail("the context's budget changed: %u, was %u", nxr_ctx_budget(ctx), budget);
@@ -279,9 +280,9 @@ Test(runtime_fork, the_child_gets_typed_errors_at_once_and_a_new_runtime_works)
     cr_assert_not_null(p);
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx, *gctx;
-    int rc = open_runtime(&rt, &ctx, p, -1); /* strict: the count-1 call holds the gate shared */
+    int rc = open_runtime(&rt, &ctx, p, NXR_PROVIDER_STRICT); /* strict: the count-1 call holds the gate shared */
     cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
-    cr_assert_eq(nxr_ctx_create(&gctx, rt, nxr_domain_id(nxr_ctx_domain(ctx))), 0);
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_ctx_domain(ctx)), &gctx), 0);
 
     /* A job whose task is running on a worker: its permit is held. */
     nxr_job_t *job;

@@ -43,18 +43,18 @@ static void global_set(void *self, int count)
     atomic_store(&library_count, count);
 }
 
-static const nxr_global_threads_ops_t global_ops = {.get = global_get, .set = global_set};
+static const struct nxr_global_threads_ops global_ops = {.get = global_get, .set = global_set};
 
 static atomic_int global_calls;
 
-static int global_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int global_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call, (void)g;
     atomic_fetch_add(&global_calls, 1);
     return 0;
 }
 
-static const nxr_gemm_ops_t global_gemm = {.sgemm = global_sgemm};
+static const struct nxr_gemm_ops global_gemm = {.sgemm = global_sgemm};
 
 /* ---- the PER_CALL_BOUND x ENGINE_WORKERS provider ------------------------------ */
 
@@ -84,8 +84,8 @@ static void scale_chunk(void *p, size_t begin, size_t end, unsigned worker)
         io[1][i] = 2.0f * io[0][i];
 }
 
-static int percall_scale(void *self, const nxr_kernel_call_t *call, size_t n, float alpha,
-                         const float *x, float *out)
+static int percall_scale(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
+                         float alpha, float *out)
 {
     (void)self, (void)alpha;
     struct shape *s = &the_shape;
@@ -100,16 +100,16 @@ static int percall_scale(void *self, const nxr_kernel_call_t *call, size_t n, fl
     return call->parallel_for(call, n, 1, scale_chunk, (void *)io);
 }
 
-static const nxr_elementwise_ops_t percall_elementwise = {.scale = percall_scale};
+static const struct nxr_elementwise_ops percall_elementwise = {.scale = percall_scale};
 
 static nxr_provider_t *percall_create(void)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "percall-engine";
     d.family = NXR_FAMILY_ELEMENTWISE;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.elementwise = &percall_elementwise;
     /* A host wrapping a library that also has a global count might pass its
      * ops here: the gate would then wrap the fan-out's permits (this test
@@ -124,11 +124,11 @@ static nxr_provider_t *percall_create(void)
 
 static nxr_provider_t *global_create(void)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "global-gemm";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &global_gemm;
     d.global_threads = &global_ops;
     nxr_provider_t *p;
@@ -142,7 +142,7 @@ static float xs[N], outs[N];
 static void *percall_thread(void *p)
 {
     nxr_ctx_t *ctx = p;
-    return (void *)(intptr_t)nxr_scale(ctx, N, 2.0f, xs, outs);
+    return (void *)(intptr_t)nxr_scale(ctx, N, xs, 2.0f, outs);
 }
 
 Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurrently)
@@ -161,19 +161,16 @@ Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurre
     o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
     o.providers[NXR_FAMILY_GEMM] = global;
     o.providers[NXR_FAMILY_ELEMENTWISE] = percall;
-    char err[256];
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     hwloc_bitmap_free(allowed);
-    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), err);
+    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), nxr_last_error());
     the_shape.rt = rt;
     int id = nxr_domain_id(nxr_runtime_domain_at(rt, 0));
     cr_assert_geq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2u);
     nxr_ctx_t *ca, *cb;
-    cr_assert_eq(nxr_ctx_create(&ca, rt, id), 0);
-    cr_assert_eq(nxr_ctx_create(&cb, rt, id), 0);
+    cr_assert_eq(nxr_ctx_create(rt, id, &ca), 0);
+    cr_assert_eq(nxr_ctx_create(rt, id, &cb), 0);
     for (size_t i = 0; i < N; i++)
         xs[i] = (float)i;
 
@@ -182,7 +179,7 @@ Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurre
     nxr_test_wait_at_least(&the_shape.in_op, 1, MEET_MS);
     cr_assert_eq(atomic_load(&the_shape.in_op), 1, "the per-call op never started");
     float a[4] = {0}, b[4] = {0}, c[4];
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
     rc = nxr_sgemm(ca, &g); /* exclusive permit, then the gate exclusively */
     atomic_store(&the_shape.exclusive_done, 1);

@@ -82,7 +82,7 @@ static void hold_body(void *p, size_t b, size_t e, unsigned w)
 static void *hold_domain1(void *p)
 {
     nxr_ctx_t *ctx;
-    nxr_ctx_create(&ctx, rt, 1);
+    nxr_ctx_create(rt, 1, &ctx);
     nxr_parallel_for(ctx, 0, 2, 1, hold_body, p);
     nxr_ctx_destroy(ctx);
     return NULL;
@@ -181,7 +181,7 @@ Test(runtime_group, bad_arguments_and_reentry)
     cr_expect_eq(nxr_run_across(rt, ids, 2, 0, fail_at_3, NULL), 0);
     /* From a task of domain 0's own workers: re-entry. */
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &ctx), 0);
     atomic_store(&nested_rc, 0);
     cr_assert_eq(nxr_run(ctx, NXR_MODE_OUTER, 1, nested_group, NULL), 0);
     cr_expect_eq(atomic_load(&nested_rc), NXR_EREENTRANT, "inside a body of domain 1");

@@ -18,7 +18,7 @@
 #include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
-static const nxr_domain_t *d0, *d1;
+static nxr_domain_t *d0, *d1;
 
 static nxr_runtime_t *two_domains(void)
 {
@@ -45,7 +45,7 @@ TestSuite(runtime_mem_domain, .init = setup, .fini = teardown, .timeout = 60);
 /* The id of the domain owning p, or the status as a negative number. */
 static int owner(const void *p)
 {
-    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    nxr_domain_t *d = (nxr_domain_t *)0x1;
     int rc = nxr_mem_domain(rt, p, &d);
     if (rc != 0) {
         cr_assert_null(d, "a failed lookup hands nothing out");
@@ -66,7 +66,7 @@ static void expect_owned(const void *p, size_t n, int id, const char *what)
 Test(runtime_mem_domain, pool_buffers_are_their_pools_domain_and_agree_with_buffer_domain)
 {
     const size_t sizes[] = {64, 65536, 4u << 20};
-    const nxr_domain_t *ds[] = {d0, d1};
+    nxr_domain_t *ds[] = {d0, d1};
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < 3; i++) {
             nxr_buffer_t *b;
@@ -104,7 +104,7 @@ Test(runtime_mem_domain, scope_and_context_step_memory)
     nxr_scope_destroy(s);
 
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     cr_assert_eq(nxr_ctx_alloc(ctx, 4096, &p), 0);
     expect_owned(p, 4096, 0, "nxr_ctx_alloc on 0");
     nxr_ctx_reset(ctx);
@@ -128,11 +128,11 @@ Test(runtime_mem_domain, memory_nxr_did_not_allocate_has_no_domain)
 Test(runtime_mem_domain, another_runtimes_memory_is_not_this_ones)
 {
     nxr_runtime_t *other = two_domains();
-    const nxr_domain_t *od;
+    nxr_domain_t *od;
     cr_assert_eq(nxr_runtime_domain(other, 1, &od), 0);
     void *p;
     cr_assert_eq(nxr_domain_malloc(od, 256, 0, &p), 0);
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_mem_domain(other, p, &d), 0);
     cr_assert_eq(d, od, "the owning runtime knows it");
     cr_assert_eq(owner(p), NXR_ENODOMAIN, "this runtime does not claim it");
@@ -142,7 +142,7 @@ Test(runtime_mem_domain, another_runtimes_memory_is_not_this_ones)
 
 Test(runtime_mem_domain, bad_arguments_are_einval)
 {
-    const nxr_domain_t *d = (const nxr_domain_t *)0x1;
+    nxr_domain_t *d = (nxr_domain_t *)0x1;
     cr_assert_eq(nxr_mem_domain(NULL, static_data, &d), -EINVAL);
     cr_assert_null(d);
     cr_assert_eq(nxr_mem_domain(rt, static_data, NULL), -EINVAL);

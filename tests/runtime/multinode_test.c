@@ -70,7 +70,7 @@ static void record_cpu(void *arg, size_t b, size_t e, unsigned worker)
 /* Domain `node` is node `node`: its set, its workers, its loop's CPUs. */
 static void check_node_domain(nxr_runtime_t *rt, int node)
 {
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain(rt, node, &d), 0, "no domain for node %d", node);
     hwloc_bitmap_t want = node_cpus(node);
     char got_list[128], want_list[128];
@@ -99,7 +99,7 @@ static void check_node_domain(nxr_runtime_t *rt, int node)
     /* A loop on the domain runs every iteration on the node's CPUs,
      * whichever CPU the calling thread is on. */
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, node), 0);
+    cr_assert_eq(nxr_ctx_create(rt, node, &ctx), 0);
     struct where *w = calloc(1, sizeof(*w));
     cr_assert_eq(nxr_parallel_for(ctx, 0, 4096, 16, record_cpu, w), 0);
     unsigned total = 0;
@@ -186,7 +186,7 @@ static void *loop_on_node(void *p)
 {
     struct concurrent *c = p;
     nxr_ctx_t *ctx;
-    c->status = nxr_ctx_create(&ctx, c->rt, c->node);
+    c->status = nxr_ctx_create(c->rt, c->node, &ctx);
     if (c->status != 0)
         return NULL;
     struct where *w = calloc(1, sizeof(*w));

@@ -127,7 +127,7 @@ static void nested_call(struct probe *pr)
         break;
     case K_SGEMM: {
         /* 2x2 = (2x32) (32x2) of ones: every entry 32. */
-        nxr_sgemm_args_t g = {.m = 2, .n = 2, .k = 32, .alpha = 1, .a = ones, .lda = 32,
+        struct nxr_sgemm_args g = {.m = 2, .n = 2, .k = 32, .alpha = 1, .a = ones, .lda = 32,
                               .b = ones, .ldb = 2, .beta = 0, .c = pr->c, .ldc = 2};
         pr->rc = nxr_sgemm(pr->target, &g);
         break;
@@ -204,8 +204,8 @@ static void open_domains(const char *tmpl)
     static struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, tmpl, NXR_TEST_PARK);
     rt = fx.rt;
-    cr_assert_eq(nxr_ctx_create(&ctx_a, rt, A), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx_b, rt, B), 0);
+    cr_assert_eq(nxr_ctx_create(rt, A, &ctx_a), 0);
+    cr_assert_eq(nxr_ctx_create(rt, B, &ctx_b), 0);
 }
 
 static void close_domains(void)

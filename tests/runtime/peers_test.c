@@ -42,7 +42,7 @@ static nxr_runtime_t *create(int mode)
     o.peers = mode;
     o.peers_dir = dir;
     nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     if (rc != 0)
         return NULL;
     return rt;
@@ -107,7 +107,7 @@ Test(runtime_peers, two_processes_see_each_other_and_a_killed_one_is_dropped, .t
      * node): same allowed set, so the child's sum is the parent's. */
     unsigned sum = 0;
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
         sum += nxr_domain_budget(d);
         /* Advice only: the budget is what the CPUs give, peers or not. */
         cr_expect_eq(nxr_domain_budget(d), (unsigned)hwloc_bitmap_weight(nxr_domain_cpuset(d)),
@@ -209,10 +209,10 @@ Test(runtime_peers, off_neither_registers_nor_looks)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
     o.peers_dir = dir;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     cr_expect(access(dir, F_OK) != 0, "ignore_env: no registry");
     nxr_runtime_destroy(rt);
     o.peers = 7;
-    cr_expect_eq(nxr_runtime_create(&rt, &o), -EINVAL);
+    cr_expect_eq(nxr_runtime_create(&o, &rt), -EINVAL);
     cr_expect_null(rt);
 }

@@ -142,9 +142,9 @@ static void child(int ready_fd, int out_fd)
     nxr_runtime_opts_init(&o);
     o.ignore_env = true; /* the test's own NXR_* must not decide */
     nxr_runtime_t *rt = NULL;
-    r.rc = nxr_runtime_create(&rt, &o);
+    r.rc = nxr_runtime_create(&o, &rt);
     if (r.rc == 0) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
         const char *source = "";
         r.budget = nxr_domain_budget(d);
         r.workers = nxr_domain_workers(d);

@@ -17,7 +17,6 @@
 #include "tests/support/procfs.h"
 
 static char root[512];
-static char err[512];
 
 static void setup(void)
 {
@@ -52,15 +51,13 @@ static void opts_for(struct nxr_runtime_opts *o, const char *topology)
     nxr_runtime_opts_init(o);
     o->topology = nxr_test_expand(topology);
     o->cgroup_root = root;
-    o->errbuf = err;
-    o->errbuf_size = sizeof(err);
 }
 
 static nxr_runtime_t *create(const struct nxr_runtime_opts *o)
 {
     nxr_runtime_t *rt = NULL;
-    int rc = nxr_runtime_create(&rt, o);
-    cr_assert_eq(rc, 0, "create: %s (%s)", nxr_strerror(rc), err);
+    int rc = nxr_runtime_create(o, &rt);
+    cr_assert_eq(rc, 0, "create: %s (%s)", nxr_strerror(rc), nxr_last_error());
     return rt;
 }
 
@@ -78,7 +75,7 @@ Test(runtime_quota, cgroup_quota_lowers_the_budget_and_starts_fewer_workers)
     fixture("100000 100000\n");
     int before = nxr_test_thread_count();
     nxr_runtime_t *rt = create(&o);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_expect_eq(nxr_domain_budget(d), 1, "a one-CPU quota on two CPUs");
     cr_expect_eq(nxr_domain_workers(d), 1);
     pid_t tids[8];
@@ -112,7 +109,7 @@ Test(runtime_quota, no_quota_is_reported_as_null)
     opts_for(&o, ONE_NODE);
     fixture("max 100000\n");
     nxr_runtime_t *rt = create(&o);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_expect_eq(nxr_domain_budget(d), 2);
     cr_expect_null(nxr_domain_budget_limit(d));
     cr_expect_eq(nxr_runtime_cpu_quota(rt, NULL), 0);
@@ -221,13 +218,13 @@ static void expect_refused(struct nxr_runtime_opts *o, const char *env, int want
         setenv("NXR_CPU_QUOTA", env, 1);
     int before = nxr_test_thread_count();
     nxr_runtime_t *rt = (nxr_runtime_t *)0x1;
-    int rc = nxr_runtime_create(&rt, o);
+    int rc = nxr_runtime_create(o, &rt);
     cr_expect_eq(rc, want, "NXR_CPU_QUOTA='%s' opts.cpu_quota=%d: %d (%s), want %d", env ? env : "",
-                 o->cpu_quota, rc, err, want);
+                 o->cpu_quota, rc, nxr_last_error(), want);
     cr_expect_null(rt);
     cr_expect_eq(nxr_test_wait_thread_count(before), before, "nothing left running");
     if (env != NULL)
-        cr_expect_neq(strstr(err, "NXR_CPU_QUOTA"), NULL, "the message names it: %s", err);
+        cr_expect_neq(strstr(nxr_last_error(), "NXR_CPU_QUOTA"), NULL, "the message names it: %s", nxr_last_error());
     unsetenv("NXR_CPU_QUOTA");
 }
 
@@ -236,8 +233,6 @@ Test(runtime_quota, bad_settings_are_refused)
     struct nxr_runtime_opts o; /* any CPUs: nothing is created */
     nxr_runtime_opts_init(&o);
     o.cgroup_root = root;
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
     static const char *const bad[] = {"0", "-1", "two", "1.5", "auto ", "99999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         expect_refused(&o, bad[i], NXR_ESYNTAX);

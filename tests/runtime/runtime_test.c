@@ -7,6 +7,7 @@
 #include <criterion/redirect.h>
 #include <errno.h>
 #include <numa.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
@@ -15,7 +16,6 @@
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
 
-static char err[512];
 
 /* topology and domains are templates of tests/support/cpus.h ("%0" is the
  * first allowed CPU); a test that needs more CPUs than it has skips. */
@@ -31,8 +31,6 @@ static void opts_for(struct nxr_runtime_opts *o, const char *topology, const cha
         NXR_TEST_NEED_CPUS(nxr_test_cpus_needed(domains));
         o->domains = nxr_test_expand(domains);
     }
-    o->errbuf = err;
-    o->errbuf_size = sizeof(err);
 }
 
 /* Creation must fail with `want` and leave the thread count as it was. */
@@ -42,11 +40,11 @@ static void expect_create_fails(const char *topology, const char *domains, int w
     opts_for(&o, topology, domains);
     int before = nxr_test_thread_count();
     nxr_runtime_t *rt = (nxr_runtime_t *)0x1;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     cr_assert_eq(rc, want, "domains '%s': got %d (%s), want %d (%s); message: %s",
-                 domains ? domains : "", rc, nxr_strerror(rc), want, nxr_strerror(want), err);
+                 domains ? domains : "", rc, nxr_strerror(rc), want, nxr_strerror(want), nxr_last_error());
     cr_assert_null(rt);
-    cr_assert_neq(err[0], '\0', "a failed create explains itself");
+    cr_assert_neq(nxr_last_error()[0], '\0', "a failed create explains itself");
     cr_assert_eq(nxr_test_wait_thread_count(before), before, "threads left running");
 }
 
@@ -54,7 +52,7 @@ static void expect_create_fails(const char *topology, const char *domains, int w
 static void expect_workers_pinned(const nxr_runtime_t *rt)
 {
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
         char prefix[16];
         pid_t tids[64];
         snprintf(prefix, sizeof(prefix), "nxr-d%d-w", nxr_domain_id(d));
@@ -77,10 +75,10 @@ Test(runtime_create, default_domains_cover_the_allowed_set)
     struct nxr_runtime_opts o;
     opts_for(&o, NULL, NULL);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     hwloc_bitmap_t all = hwloc_bitmap_alloc();
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
-        const nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
+        nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
         cr_expect(hwloc_bitmap_isincluded(nxr_domain_cpuset(d), nxr_runtime_allowed_cpus(rt)));
         cr_expect_eq(nxr_domain_budget(d), (unsigned)hwloc_bitmap_weight(nxr_domain_cpuset(d)));
         cr_expect_eq(nxr_domain_workers(d), nxr_domain_budget(d));
@@ -99,9 +97,9 @@ Test(runtime_create, synthetic_two_nodes_run_real_pinned_teams)
     /* One CPU per node, so both nodes exist on a 2-CPU machine. */
     opts_for(&o, "synthetic:pack:2 numa:1(indexes=0,2) pu:1(indexes=%0,%1)", NULL);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     cr_assert_eq(nxr_runtime_domain_count(rt), 2);
-    const nxr_domain_t *d0, *d2, *none;
+    nxr_domain_t *d0, *d2, *none;
     cr_assert_eq(nxr_runtime_domain(rt, 0, &d0), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 2, &d2), 0);
     cr_assert_eq(nxr_runtime_domain(rt, 1, &none), NXR_ENODOMAIN, "node ids are sparse");
@@ -124,9 +122,9 @@ Test(runtime_create, narrowed_process_affinity_shrinks_domains)
     struct nxr_runtime_opts o;
     opts_for(&o, "synthetic:pack:2 numa:1 pu:1(indexes=%0,%1)", NULL);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     cr_assert_eq(nxr_runtime_domain_count(rt), 1, "node 0 has no allowed CPU: no domain");
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_expect_eq(nxr_domain_id(d), 1);
     cr_expect_eq(hwloc_bitmap_weight(nxr_domain_cpuset(d)), 1);
     cr_expect_eq(hwloc_bitmap_first(nxr_domain_cpuset(d)), nxr_test_cpu(1));
@@ -143,7 +141,7 @@ Test(runtime_create, allowed_cpus_option_narrows_never_widens)
     opts_for(&o, NULL, NULL);
     o.allowed_cpus = narrow;
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     char list[64];
     hwloc_bitmap_list_snprintf(list, sizeof(list), nxr_runtime_allowed_cpus(rt));
     char want[16];
@@ -160,8 +158,8 @@ Test(runtime_create, num_threads_lowers_budgets)
     opts_for(&o, NULL, "0:%0,%1");
     o.num_threads = 1;
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     cr_expect_eq(nxr_domain_budget(d), 1);
     cr_expect_eq(nxr_domain_workers(d), 1);
     expect_workers_pinned(rt);
@@ -173,7 +171,7 @@ Test(runtime_create, no_numa_information_is_reported)
     struct nxr_runtime_opts o;
     opts_for(&o, "synthetic:pu:1(indexes=%0)", NULL);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     cr_expect_not(nxr_runtime_has_numa(rt));
     cr_assert_eq(nxr_runtime_domain_count(rt), 1);
     cr_expect_eq(nxr_domain_node(nxr_runtime_domain_at(rt, 0)), NXR_NODE_NONE);
@@ -197,9 +195,9 @@ Test(runtime_create, empty_set_is_eemptyset)
     o.domain_decl_count = 1;
     int before = nxr_test_thread_count();
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), NXR_EEMPTYSET);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), NXR_EEMPTYSET);
     cr_assert_null(rt);
-    cr_assert_neq(strstr(err, "domain 0"), NULL, "%s", err);
+    cr_assert_neq(strstr(nxr_last_error(), "domain 0"), NULL, "%s", nxr_last_error());
     cr_assert_eq(nxr_test_thread_count(), before);
     hwloc_bitmap_free(empty);
 }
@@ -207,20 +205,20 @@ Test(runtime_create, empty_set_is_eemptyset)
 Test(runtime_create, cpu_outside_allowed_set_is_edisallowed)
 {
     expect_create_fails(NULL, "0:%0;1:4000", NXR_EDISALLOWED);
-    cr_expect_neq(strstr(err, "domain 1: CPUs '4000'"), NULL, "%s", err);
+    cr_expect_neq(strstr(nxr_last_error(), "domain 1: CPUs '4000'"), NULL, "%s", nxr_last_error());
 }
 
 Test(runtime_create, duplicate_id_is_edupid)
 {
     expect_create_fails(NULL, "3:%0;3:%0", NXR_EDUPID);
-    cr_expect_neq(strstr(err, "3"), NULL, "%s", err);
+    cr_expect_neq(strstr(nxr_last_error(), "3"), NULL, "%s", nxr_last_error());
 }
 
 Test(runtime_create, overlap_between_managed_domains_is_eoverlap)
 {
     expect_create_fails(NULL, "0:%0;1:%0", NXR_EOVERLAP);
-    cr_expect_neq(strstr(err, nxr_test_expand("domains 0 and 1 overlap on CPUs '%0'")), NULL, "%s",
-                  err);
+    cr_expect_neq(strstr(nxr_last_error(), nxr_test_expand("domains 0 and 1 overlap on CPUs '%0'")), NULL, "%s",
+                  nxr_last_error());
 }
 
 Test(runtime_create, zero_budget_is_ebudget)
@@ -231,7 +229,7 @@ Test(runtime_create, zero_budget_is_ebudget)
 Test(runtime_create, budget_above_set_is_ebudget)
 {
     expect_create_fails(NULL, "0:%0/2", NXR_EBUDGET);
-    cr_expect_neq(strstr(err, "budget 2"), NULL, "%s", err);
+    cr_expect_neq(strstr(nxr_last_error(), "budget 2"), NULL, "%s", nxr_last_error());
 }
 
 Test(runtime_create, malformed_domains_is_esyntax)
@@ -259,21 +257,19 @@ Test(runtime_create, both_domain_forms_is_einval)
     o.domain_decls = &d;
     o.domain_decl_count = 1;
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), -EINVAL);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), -EINVAL);
     cr_assert_null(rt);
-    cr_assert_eq(nxr_runtime_create(NULL, &o), -EINVAL);
+    cr_assert_eq(nxr_runtime_create(&o, NULL), -EINVAL);
 }
 
 Test(runtime_create, bad_environment_knob_is_esyntax)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
-    o.errbuf = err;
-    o.errbuf_size = sizeof(err);
     setenv("NXR_NUM_THREADS", "two", 1);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), NXR_ESYNTAX);
-    cr_assert_neq(strstr(err, "NXR_NUM_THREADS"), NULL, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), NXR_ESYNTAX);
+    cr_assert_neq(strstr(nxr_last_error(), "NXR_NUM_THREADS"), NULL, "%s", nxr_last_error());
     unsetenv("NXR_NUM_THREADS");
 }
 
@@ -283,8 +279,8 @@ Test(runtime_create, environment_declares_domains)
     nxr_runtime_opts_init(&o);
     setenv("NXR_DOMAINS", nxr_test_expand("5:%0"), 1);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
-    const nxr_domain_t *d;
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
+    nxr_domain_t *d;
     cr_expect_eq(nxr_runtime_domain(rt, 5, &d), 0);
     nxr_runtime_destroy(rt);
     unsetenv("NXR_DOMAINS");
@@ -299,7 +295,7 @@ static void expect_injected_failure(unsigned point, long nth, int want)
     int before = nxr_test_thread_count();
     nxr__fault_arm(point, nth);
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, &o);
+    int rc = nxr_runtime_create(&o, &rt);
     nxr__fault_arm(0, 0);
     cr_assert_eq(rc, want, "fault %u #%ld: got %d (%s)", point, nth, rc, nxr_strerror(rc));
     cr_assert_null(rt);
@@ -315,7 +311,7 @@ Test(runtime_create, thread_creation_failure_leaves_nothing_running)
 Test(runtime_create, pinning_failure_is_eplacement)
 {
     expect_injected_failure(NXR_FAULT_SETAFFINITY, 2, NXR_EPLACEMENT);
-    cr_expect_neq(strstr(err, "sched_setaffinity"), NULL, "%s", err);
+    cr_expect_neq(strstr(nxr_last_error(), "sched_setaffinity"), NULL, "%s", nxr_last_error());
 }
 
 Test(runtime_create, affinity_mismatch_is_eplacement)
@@ -330,9 +326,8 @@ Test(runtime_create, affinity_mismatch_is_eplacement)
         struct nxr_runtime_opts o;
         opts_for(&o, NULL, "0:%0;1:%1");
         nxr_runtime_t *rt;
-        err[0] = '\0';
         nxr__fault_arm(NXR_FAULT_VERIFY_AFFINITY, n);
-        int rc = nxr_runtime_create(&rt, &o);
+        int rc = nxr_runtime_create(&o, &rt);
         long seen = nxr__fault_calls();
         nxr__fault_arm(0, 0);
         if (rc == 0) {
@@ -342,9 +337,9 @@ Test(runtime_create, affinity_mismatch_is_eplacement)
         }
         cr_assert_null(rt);
         cr_assert_lt(rc, 0, "read-back %ld: %d", n, rc);
-        cr_assert_neq(err[0], '\0', "read-back %ld: no message", n);
+        cr_assert_neq(nxr_last_error()[0], '\0', "read-back %ld: no message", n);
         cr_assert_eq(nxr_test_wait_thread_count(before), before, "read-back %ld", n);
-        if (rc == NXR_EPLACEMENT && strstr(err, "reads back as") != NULL)
+        if (rc == NXR_EPLACEMENT && strstr(nxr_last_error(), "reads back as") != NULL)
             mismatches++;
     }
     /* One domain of one worker each: two workers verify themselves. */
@@ -362,7 +357,7 @@ Test(runtime_create, allocation_failures_never_leak_threads)
         opts_for(&o, NULL, "0:%0;1:%1");
         nxr_runtime_t *rt;
         nxr__fault_arm(NXR_FAULT_ALLOC, n);
-        int rc = nxr_runtime_create(&rt, &o);
+        int rc = nxr_runtime_create(&o, &rt);
         long seen = nxr__fault_calls();
         nxr__fault_arm(0, 0);
         if (rc == 0) {
@@ -396,7 +391,7 @@ Test(runtime_destroy, joins_every_worker)
     nxr_runtime_t *rt;
     struct nxr_runtime_opts o;
     opts_for(&o, NULL, "0:%0;1:%1");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     cr_assert_eq(nxr_test_thread_count(), before + 2);
     nxr_runtime_destroy(rt);
     cr_assert_eq(nxr_test_wait_thread_count(before), before);
@@ -408,7 +403,7 @@ Test(runtime_spin, teams_with_their_own_cpus_spin_as_configured)
     opts_for(&o, NULL, "0:%0;1:%1");
     o.spin = 777;
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
     for (size_t i = 0; i < rt->domain_count; i++)
         cr_expect_eq(nxr__team_spin_for(rt, rt->domains[i]), 777);
     /* Make domain 1 share domain 0's CPU, as an overlapping declared domain
@@ -430,11 +425,11 @@ Test(runtime_spin, environment_sets_the_spin_bound)
     nxr_runtime_opts_init(&o);
     setenv("NXR_SPIN", "0", 1);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     cr_expect_eq(rt->settings.spin, 0);
     nxr_runtime_destroy(rt);
     unsetenv("NXR_SPIN");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     cr_expect_eq(rt->settings.spin, NXR_SPIN_DEFAULT);
     nxr_runtime_destroy(rt);
 }
@@ -453,7 +448,7 @@ Test(runtime_display_env, prints_the_resolved_settings_once, .init = redirect_st
     setenv("NXR_DISPLAY_ENV", "1", 1);
     setenv("NXR_SPIN", "12", 1);
     nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     nxr_runtime_destroy(rt);
     fflush(stderr);
     char text[1024] = "";
@@ -486,17 +481,48 @@ Test(runtime_pool_cap, option_and_environment_set_the_cap)
     setenv("NXR_POOL_CAP", "64M", 1);
     nxr_runtime_t *rt;
     struct nxr_pool_stats st;
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     cr_assert_eq(nxr_pool_stats(nxr_runtime_domain_at(rt, 0), &st), 0);
     cr_expect_eq(st.cap_bytes, (size_t)64 << 20);
     nxr_runtime_destroy(rt);
+    o.has_pool_cap = true;
     o.pool_cap = 4096; /* the struct wins over the environment */
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     cr_assert_eq(nxr_pool_stats(nxr_runtime_domain_at(rt, 0), &st), 0);
     cr_expect_eq(st.cap_bytes, 4096);
     nxr_runtime_destroy(rt);
     setenv("NXR_POOL_CAP", "12Q", 1);
-    o.pool_cap = NXR_POOL_CAP_UNSET;
-    cr_expect_eq(nxr_runtime_create(&rt, &o), NXR_ESYNTAX);
+    o.has_pool_cap = false;
+    cr_expect_eq(nxr_runtime_create(&o, &rt), NXR_ESYNTAX);
     unsetenv("NXR_POOL_CAP");
+}
+
+/* ---- the error detail (nxr_last_error) --------------------------------- */
+
+/* Copies what the thread it runs on sees (its slot dies with it). */
+static void *read_detail(void *out)
+{
+    snprintf(out, 128, "%s", nxr_last_error());
+    return NULL;
+}
+
+/* The detail is the failing thread's own, and the next call that reports
+ * detail empties it when it succeeds. */
+Test(runtime_create, the_detail_is_the_calling_threads_and_a_success_clears_it)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, NULL, NULL);
+    o.spin = -2;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&o, &rt), -EINVAL);
+    cr_assert_not_null(strstr(nxr_last_error(), "opts.spin"), "%s", nxr_last_error());
+    char other[128] = "unread";
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, read_detail, other), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_str_eq(other, "", "another thread sees its own (empty) detail");
+    o.spin = 0;
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
+    cr_assert_str_eq(nxr_last_error(), "", "a success leaves no detail");
+    nxr_runtime_destroy(rt);
 }

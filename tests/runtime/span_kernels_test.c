@@ -41,12 +41,12 @@ static struct {
 
 static void check_operand(const void *p, int domain)
 {
-    const nxr_domain_t *owner;
+    nxr_domain_t *owner;
     if (p != NULL && nxr_mem_domain(rt, p, &owner) == 0 && nxr_domain_id(owner) != domain)
         atomic_fetch_add(&spy.remote, 1);
 }
 
-static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call;
     if (nxr__tls.depth == 0 || nxr__tls.exec == NULL) {
@@ -76,7 +76,7 @@ static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_
     return 0;
 }
 
-static const nxr_gemm_ops_t spy_ops = {.sgemm = spy_sgemm};
+static const struct nxr_gemm_ops spy_ops = {.sgemm = spy_sgemm};
 
 static void open_runtime(const char *domains, bool with_spy)
 {
@@ -87,12 +87,12 @@ static void open_runtime(const char *domains, bool with_spy)
     nxr_test_runtime_opts(&fx, domains, 0);
     nxr_provider_t *p = NULL;
     if (with_spy) {
-        nxr_provider_desc_t d;
+        struct nxr_provider_desc d;
         nxr_provider_desc_init(&d);
         d.name = "span-spy";
         d.family = NXR_FAMILY_GEMM;
         d.count = NXR_COUNT_SEQUENTIAL;
-        d.placement = NXR_RUNS_ON_CALLING_THREAD;
+        d.runs_on = NXR_RUNS_ON_CALLING_THREAD;
         d.gemm = &spy_ops;
         cr_assert_eq(nxr_provider_create(&d, &p), 0);
         fx.opts.providers[NXR_FAMILY_GEMM] = p;
@@ -100,7 +100,7 @@ static void open_runtime(const char *domains, bool with_spy)
     NXR_TEST_RUNTIME_OPEN(&fx);
     rt = fx.rt;
     nxr_provider_destroy(p); /* the runtime keeps its own reference */
-    cr_assert_eq(nxr_ctx_create(&plain, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &plain), 0);
 }
 
 static void open_span(const int *ids, size_t n)
@@ -109,7 +109,7 @@ static void open_span(const int *ids, size_t n)
     nxr_span_opts_init(&so);
     so.domain_ids = ids;
     so.count = n;
-    cr_assert_eq(nxr_span_create(&span, rt, &so), 0);
+    cr_assert_eq(nxr_span_create(rt, &so, &span), 0);
 }
 
 static void teardown(void)
@@ -139,7 +139,7 @@ static nxr_shards_t *shard(const float *w, size_t rows, size_t cols, const size_
     nxr_shards_t *s;
     cr_assert_eq(nxr_shards_create(span, rows, cols * sizeof(float), parts,
                                    nxr_span_domain_count(span), &s),
-                 0, "%s", nxr_ctx_last_error(span));
+                 0, "%s", nxr_last_error());
     for (size_t r = 0; r < rows; r++)
         memcpy(nxr_shards_row(s, r), w + r * cols, cols * sizeof(float));
     return s;
@@ -181,11 +181,11 @@ static void by_output(const size_t *parts, size_t m)
     struct nxr_span_linear_args a = {.m = m, .k = K, .n = N, .x = x, .ldx = K, .w = s,
                                      .layout = NXR_SHARD_BY_OUTPUT, .y = y, .ldy = N};
     memset(y, 0xff, sizeof(y));
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     naive(m, K, N, x, w, true, want);
     expect_close(y, want, m * N, K);
     /* The one-domain computation it stands for: X W^T on a plain context. */
-    nxr_sgemm_args_t g = {.trans_b = true, .m = m, .n = N, .k = K, .alpha = 1.0f, .a = x,
+    struct nxr_sgemm_args g = {.trans_b = true, .m = m, .n = N, .k = K, .alpha = 1.0f, .a = x,
                           .lda = K, .b = w, .ldb = K, .beta = 0.0f, .c = ref, .ldc = N};
     cr_assert_eq(nxr_sgemm(plain, &g), 0);
     cr_expect(memcmp(y, ref, m * N * sizeof(float)) == 0, "not the one-domain bits");
@@ -197,7 +197,7 @@ static void by_output(const size_t *parts, size_t m)
                  0);
     a.y = NULL;
     a.y_shards = ys;
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     for (size_t j = 0; j < N; j++) {
         const float *col = nxr_shards_row(ys, j);
         for (size_t i = 0; i < m; i++)
@@ -242,7 +242,7 @@ static void by_inner(const size_t *parts, float *y)
     nxr_shards_t *s = shard(w, IK, IN, parts);
     struct nxr_span_linear_args a = {.m = IM, .k = IK, .n = IN, .x = x, .ldx = IK, .w = s,
                                      .layout = NXR_SHARD_BY_INNER, .y = y, .ldy = IN};
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     naive(IM, IK, IN, x, w, false, want);
     expect_close(y, want, IM * IN, IK);
     /* Part by part on one domain, added in member order. */
@@ -250,7 +250,7 @@ static void by_inner(const size_t *parts, float *y)
     for (size_t q = 0; q < nxr_shards_count(s); q++) {
         struct nxr_shard sh;
         cr_assert_eq(nxr_shards_part(s, q, &sh), 0);
-        nxr_sgemm_args_t g = {.m = IM, .n = IN, .k = sh.rows, .alpha = 1.0f, .a = x + sh.row0,
+        struct nxr_sgemm_args g = {.m = IM, .n = IN, .k = sh.rows, .alpha = 1.0f, .a = x + sh.row0,
                               .lda = IK, .b = w + sh.row0 * IN, .ldb = IN, .beta = 0.0f,
                               .c = part, .ldc = IN};
         cr_assert_eq(nxr_sgemm(plain, &g), 0);
@@ -304,7 +304,7 @@ Test(runtime_span_kernels, each_member_reads_only_its_own_shard)
     nxr_shards_t *s = shard(w, N, K, NULL);
     struct nxr_span_linear_args a = {.m = 2, .k = K, .n = N, .x = x, .ldx = K, .w = s,
                                      .layout = NXR_SHARD_BY_OUTPUT, .y = y, .ldy = N};
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     nxr_shards_destroy(s);
     /* Inner: W is K x N (rows of N), and the partials are pool memory. */
     s = shard(w, K, N, NULL);
@@ -312,7 +312,7 @@ Test(runtime_span_kernels, each_member_reads_only_its_own_shard)
     a.layout = NXR_SHARD_BY_INNER;
     a.k = K;
     a.n = N;
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     nxr_shards_destroy(s);
     free(w);
     cr_expect_gt(atomic_load(&spy.calls[0]), 0, "member 0 computed nothing");
@@ -336,7 +336,7 @@ static void inner_held(int held, const size_t *parts, float *y)
     atomic_store(&spy.hold, held);
     struct nxr_span_linear_args a = {.m = 2, .k = K, .n = N, .x = x, .ldx = K, .w = s,
                                      .layout = NXR_SHARD_BY_INNER, .y = y, .ldy = N};
-    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_span_linear(span, &a), 0, "%s", nxr_last_error());
     atomic_store(&spy.hold, -1);
     cr_expect_geq(atomic_load(&spy.done_other[3]), 1, "the other member ran first");
     nxr_shards_destroy(s);
@@ -365,14 +365,14 @@ static struct {
 } fan;
 
 struct fan_job {
-    const nxr_kernel_call_t *call;
-    const nxr_sgemm_args_t *g;
+    const struct nxr_kernel_call *call;
+    const struct nxr_sgemm_args *g;
 };
 
 static void fan_rows(void *p, size_t b, size_t e, unsigned worker)
 {
     const struct fan_job *j = p;
-    const nxr_sgemm_args_t *g = j->g;
+    const struct nxr_sgemm_args *g = j->g;
     if (worker >= j->call->threads || nxr__tls.exec == NULL)
         atomic_fetch_add(&fan.bad_worker, 1);
     else
@@ -386,7 +386,7 @@ static void fan_rows(void *p, size_t b, size_t e, unsigned worker)
         }
 }
 
-static int fan_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int fan_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self;
     fan.threads = call->threads;
@@ -398,19 +398,19 @@ static int fan_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_
     return call->parallel_for(call, g->m, 1, fan_rows, &j);
 }
 
-static const nxr_gemm_ops_t fan_ops = {.sgemm = fan_sgemm};
+static const struct nxr_gemm_ops fan_ops = {.sgemm = fan_sgemm};
 
 Test(runtime_span_kernels, an_ordinary_kernel_on_a_span_splits_across_the_members)
 {
     memset(&fan, 0, sizeof(fan));
     struct nxr_test_runtime fx;
     nxr_test_runtime_opts(&fx, "0:%0;1:%0 shared;2:%0 shared", 0);
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "span-fan";
     d.family = NXR_FAMILY_GEMM;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.gemm = &fan_ops;
     nxr_provider_t *p;
     cr_assert_eq(nxr_provider_create(&d, &p), 0);
@@ -424,9 +424,9 @@ Test(runtime_span_kernels, an_ordinary_kernel_on_a_span_splits_across_the_member
     float a[M * K], b[K * N], c[M * N];
     fill(a, M * K, 9);
     fill(b, K * N, 10);
-    nxr_sgemm_args_t g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
+    struct nxr_sgemm_args g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
                           .ldb = N, .beta = 0.0f, .c = c, .ldc = N};
-    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_last_error());
     cr_expect_eq(fan.threads, 3, "the span's budget");
     cr_expect_eq(atomic_load(&fan.bad_worker), 0);
     /* 30 rows, budgets 1:1:1 in the order 2, 0, 1. */
@@ -452,9 +452,9 @@ Test(runtime_span_kernels, native_kernels_on_a_span_give_the_one_domain_bits)
     float *c1 = malloc(M * N * sizeof(float)), *c2 = malloc(M * N * sizeof(float));
     fill(a, M * K, 11);
     fill(b, K * N, 12);
-    nxr_sgemm_args_t g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
+    struct nxr_sgemm_args g = {.m = M, .n = N, .k = K, .alpha = 1.0f, .a = a, .lda = K, .b = b,
                           .ldb = N, .beta = 0.0f, .c = c1, .ldc = N};
-    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_ctx_last_error(span));
+    cr_assert_eq(nxr_sgemm(span, &g), 0, "%s", nxr_last_error());
     g.c = c2;
     cr_assert_eq(nxr_sgemm(plain, &g), 0);
     cr_expect(memcmp(c1, c2, M * N * sizeof(float)) == 0, "the span changed the bits");

@@ -141,8 +141,8 @@ Test(runtime_stall, an_admission_wait_names_the_holder_and_the_waiters)
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared", 1);
     nxr_ctx_t *ctx0, *ctx9;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
-    cr_assert_eq(nxr_ctx_create(&ctx9, rt, 9), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     atomic_store(&hold_gave_up, 0);
     /* Domain 0's permit, held by a batch until domain 9's wait reported. */
     nxr_job_t *held;
@@ -174,7 +174,7 @@ Test(runtime_stall, a_job_wait_reports_once)
 {
     open_runtime("0:%0", 1);
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *job;
     cr_assert_eq(nxr_submit(ctx, 1, hold_until_reported, "nxr_job_wait on domain 0", &job), 0);
@@ -208,7 +208,7 @@ Test(runtime_stall, a_region_waiting_for_its_slots_reports_once)
     cr_assert_eq(nxr_test_pin(outside), 0);
     hwloc_bitmap_free(outside);
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     atomic_store(&body_gave_up, 0);
     cr_expect_eq(nxr_parallel_for(ctx, 0, 1, 1, hold_body, "a region (1 slot(s) still running)"),
                  0);
@@ -232,7 +232,7 @@ Test(runtime_stall, a_group_waiting_for_its_union_permit_reports_once)
 {
     open_runtime("0:%0", 1);
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *held;
     cr_assert_eq(
@@ -254,13 +254,13 @@ Test(runtime_stall, a_span_waiting_for_its_union_permit_reports_once)
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1", 1);
     nxr_ctx_t *ctx0, *span;
-    cr_assert_eq(nxr_ctx_create(&ctx0, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     const int ids[] = {1, 0};
     so.domain_ids = ids;
     so.count = 2;
-    cr_assert_eq(nxr_span_create(&span, rt, &so), 0);
+    cr_assert_eq(nxr_span_create(rt, &so, &span), 0);
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *held;
     cr_assert_eq(nxr_submit(ctx0, 1, hold_until_reported, "admission of a span on domain 1", &held),
@@ -275,13 +275,13 @@ Test(runtime_stall, a_span_waiting_for_its_union_permit_reports_once)
 
 /* A GLOBAL_OR_UNCONTROLLED provider: under the exclusive policy its calls
  * take the process-wide exclusive permit (kernels/rules.c). */
-static int exclusive_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int exclusive_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call, (void)g;
     return 0;
 }
 
-static const nxr_gemm_ops_t exclusive_gemm = {.sgemm = exclusive_sgemm};
+static const struct nxr_gemm_ops exclusive_gemm = {.sgemm = exclusive_sgemm};
 
 /* Its process-global count (a GLOBAL provider must bring one). */
 static atomic_int exclusive_count = 1;
@@ -298,16 +298,16 @@ static void exclusive_count_set(void *self, int count)
     atomic_store(&exclusive_count, count);
 }
 
-static const nxr_global_threads_ops_t exclusive_count_ops = {.get = exclusive_count_get,
+static const struct nxr_global_threads_ops exclusive_count_ops = {.get = exclusive_count_get,
                                                              .set = exclusive_count_set};
 
 Test(runtime_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "exclusive-gemm";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &exclusive_gemm;
     d.global_threads = &exclusive_count_ops;
     nxr_provider_t *p;
@@ -320,18 +320,18 @@ Test(runtime_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
     o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
     o.providers[NXR_FAMILY_GEMM] = p;
     cr_assert_not_null(o.domains);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     nxr_provider_destroy(p); /* the runtime's bundle holds its own reference */
     rt->stall.sink = sink;
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
     /* The batch holds domain 0's permit until the kernel's wait reported. */
     const char *what = "admission of a kernel under the exclusive permit on domain 0";
     atomic_store(&hold_gave_up, 0);
     nxr_job_t *held;
     cr_assert_eq(nxr_submit(ctx, 1, hold_until_reported, (void *)what, &held), 0);
     float a[4] = {0}, b[4] = {0}, c[4];
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
     cr_expect_eq(nxr_sgemm(ctx, &g), 0);
     cr_expect_eq(nxr_job_wait(held), 0);
@@ -348,14 +348,14 @@ Test(runtime_stall, the_threshold_option_and_variable_are_checked)
     o.ignore_env = true;
     o.stall_report_ms = -2;
     nxr_runtime_t *bad = NULL;
-    cr_expect_eq(nxr_runtime_create(&bad, &o), -EINVAL);
+    cr_expect_eq(nxr_runtime_create(&o, &bad), -EINVAL);
     cr_expect_null(bad);
     nxr_runtime_opts_init(&o);
     setenv("NXR_STALL_REPORT_MS", "soon", 1);
-    cr_expect_eq(nxr_runtime_create(&bad, &o), NXR_ESYNTAX);
+    cr_expect_eq(nxr_runtime_create(&o, &bad), NXR_ESYNTAX);
     cr_expect_null(bad);
     setenv("NXR_STALL_REPORT_MS", "0", 1);
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
     unsetenv("NXR_STALL_REPORT_MS");
     char *text;
     cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), 0);

@@ -56,13 +56,12 @@ static pid_t tid_self(void)
 struct rt_opts {
     hwloc_bitmap_t allowed; /* opts.allowed_cpus */
     const char *domains;    /* NULL: one domain per node */
-    int policy;             /* -1: strict */
+    enum nxr_provider_policy policy; /* NXR_PROVIDER_POLICY_DEFAULT: strict */
     nxr_provider_t *gemm;   /* NULL: native */
 };
 
 static nxr_runtime_t *open_rt(const struct rt_opts *ro)
 {
-    static char err[256];
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
@@ -71,17 +70,15 @@ static nxr_runtime_t *open_rt(const struct rt_opts *ro)
     o.provider_policy = ro->policy;
     o.providers[NXR_FAMILY_GEMM] = ro->gemm;
     o.spin = 256; /* two runtimes share the CPUs with the test's threads */
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
     nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), err);
+    int rc = nxr_runtime_create(&o, &rt);
+    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), nxr_last_error());
     return rt;
 }
 
 static nxr_runtime_t *open_on(unsigned cpu)
 {
-    struct rt_opts ro = {.allowed = hwloc_bitmap_alloc(), .policy = -1};
+    struct rt_opts ro = {.allowed = hwloc_bitmap_alloc(), .policy = NXR_PROVIDER_POLICY_DEFAULT};
     hwloc_bitmap_only(ro.allowed, cpu);
     nxr_runtime_t *rt = open_rt(&ro);
     hwloc_bitmap_free(ro.allowed);
@@ -92,7 +89,7 @@ static nxr_runtime_t *open_on(unsigned cpu)
 static nxr_ctx_t *ctx_of(nxr_runtime_t *rt)
 {
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0))), 0);
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
     return ctx;
 }
 
@@ -245,7 +242,7 @@ static int kernels_checked(nxr_ctx_t *ctx, int seed)
     struct problem *p = calloc(1, sizeof *p);
     cr_assert_not_null(p);
     problem_init(p, seed);
-    nxr_sgemm_args_t g = {.m = N,
+    struct nxr_sgemm_args g = {.m = N,
                           .n = N,
                           .k = N,
                           .alpha = 1,
@@ -407,7 +404,7 @@ struct spy {
     atomic_int count_seen;
 };
 
-static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *g)
+static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
 {
     (void)call, (void)g;
     struct spy *s = self;
@@ -430,16 +427,16 @@ static void spy_set(void *self, int count)
     atomic_store(&library_count, count);
 }
 
-static const nxr_gemm_ops_t spy_gemm = {.sgemm = spy_sgemm};
-static const nxr_global_threads_ops_t spy_threads = {.get = spy_get, .set = spy_set};
+static const struct nxr_gemm_ops spy_gemm = {.sgemm = spy_sgemm};
+static const struct nxr_global_threads_ops spy_threads = {.get = spy_get, .set = spy_set};
 
 static nxr_provider_t *spy_create(struct spy *s)
 {
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "global-spy";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &spy_gemm;
     d.global_threads = &spy_threads;
     d.self = s;
@@ -452,7 +449,7 @@ static nxr_provider_t *spy_create(struct spy *s)
 static int spy_call(nxr_ctx_t *ctx)
 {
     float a[4] = {0}, b[4] = {0}, c[4];
-    nxr_sgemm_args_t g = {
+    struct nxr_sgemm_args g = {
         .m = 2, .n = 2, .k = 2, .alpha = 1, .a = a, .lda = 2, .b = b, .ldb = 2, .c = c, .ldc = 2};
     return nxr_sgemm(ctx, &g);
 }
@@ -781,7 +778,7 @@ static void ob_set(void *self, int count)
     openblas_set_num_threads(count);
 }
 
-static const nxr_global_threads_ops_t ob_threads = {.get = ob_get, .set = ob_set};
+static const struct nxr_global_threads_ops ob_threads = {.get = ob_get, .set = ob_set};
 
 struct probe_case {
     nxr_ctx_t *ca;
@@ -827,11 +824,11 @@ Test(runtime_two_runtimes, a_runtime_made_during_an_exclusive_call_records_the_r
     openblas_set_num_threads(1);
     struct probe_case c = {.main_tid = tid_self()};
     struct spy s = {.during = create_during, .arg = &c};
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "openblas-count-spy";
     d.count = NXR_COUNT_GLOBAL_OR_UNCONTROLLED;
-    d.placement = NXR_RUNS_ON_EXTERNAL_WORKERS;
+    d.runs_on = NXR_RUNS_ON_EXTERNAL_WORKERS;
     d.gemm = &spy_gemm;
     d.global_threads = &ob_threads;
     d.self = &s;

@@ -82,7 +82,7 @@ struct spy {
 };
 
 struct spy_call {
-    const nxr_kernel_call_t *orig;
+    const struct nxr_kernel_call *orig;
 };
 
 struct spy_chunk {
@@ -98,7 +98,7 @@ static void spy_chunk_body(void *p, size_t b, size_t e, unsigned w)
     c->fn(c->arg, b, e, w);
 }
 
-static int spy_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grain, nxr_for_fn fn,
+static int spy_parallel_for(const struct nxr_kernel_call *call, size_t n, size_t grain, nxr_for_fn fn,
                             void *arg)
 {
     const struct spy_call *s = call->runner;
@@ -109,9 +109,9 @@ static int spy_parallel_for(const nxr_kernel_call_t *call, size_t n, size_t grai
 /* The call the native kernel sees: chunks recorded on their way through;
  * without parallel_for the native kernel computes here, so here is where
  * the work runs. */
-static nxr_kernel_call_t spy_wrap(const nxr_kernel_call_t *call, struct spy_call *s)
+static struct nxr_kernel_call spy_wrap(const struct nxr_kernel_call *call, struct spy_call *s)
 {
-    nxr_kernel_call_t c = *call;
+    struct nxr_kernel_call c = *call;
     if (call->parallel_for == NULL) {
         record_here();
         return c;
@@ -125,92 +125,92 @@ static nxr_kernel_call_t spy_wrap(const nxr_kernel_call_t *call, struct spy_call
 #define SPY_OP(table, op, ...)                                                                     \
     struct spy *sp = self;                                                                         \
     struct spy_call s_;                                                                            \
-    nxr_kernel_call_t c_ = spy_wrap(call, &s_);                                                    \
+    struct nxr_kernel_call c_ = spy_wrap(call, &s_);                                                    \
     return sp->native->table->op(sp->native->self, &c_, __VA_ARGS__)
 
-static size_t spy_sgemm_scratch(void *self, const nxr_sgemm_args_t *a)
+static size_t spy_sgemm_scratch(void *self, const struct nxr_sgemm_args *a)
 {
     struct spy *sp = self;
     return sp->native->gemm->sgemm_scratch(sp->native->self, a);
 }
 
-static int spy_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *a)
+static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *a)
 {
     SPY_OP(gemm, sgemm, a);
 }
 
-static int spy_sgemm_batch(void *self, const nxr_kernel_call_t *call,
-                           const nxr_sgemm_batch_args_t *a)
+static int spy_sgemm_batch(void *self, const struct nxr_kernel_call *call,
+                           const struct nxr_sgemm_batch_args *a)
 {
     SPY_OP(gemm, sgemm_batch, a);
 }
 
-static int spy_binary(void *self, const nxr_kernel_call_t *call, enum nxr_binary_op op, size_t n,
+static int spy_binary(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op, size_t n,
                       const float *x, const float *y, float *out)
 {
     SPY_OP(elementwise, binary, op, n, x, y, out);
 }
 
-static int spy_scale(void *self, const nxr_kernel_call_t *call, size_t n, float alpha,
-                     const float *x, float *out)
+static int spy_scale(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
+                     float alpha, float *out)
 {
-    SPY_OP(elementwise, scale, n, alpha, x, out);
+    SPY_OP(elementwise, scale, n, x, alpha, out);
 }
 
-static int spy_unary(void *self, const nxr_kernel_call_t *call, enum nxr_unary_op op, size_t n,
+static int spy_unary(void *self, const struct nxr_kernel_call *call, enum nxr_unary_op op, size_t n,
                      const float *x, float *out)
 {
     SPY_OP(elementwise, unary, op, n, x, out);
 }
 
-static int spy_triad(void *self, const nxr_kernel_call_t *call, size_t n, float *a,
-                     const float *b, const float *c, float s)
+static int spy_triad(void *self, const struct nxr_kernel_call *call, size_t n, const float *b,
+                     const float *c, float s, float *a)
 {
-    SPY_OP(elementwise, triad, n, a, b, c, s);
+    SPY_OP(elementwise, triad, n, b, c, s, a);
 }
 
-static int spy_sum(void *self, const nxr_kernel_call_t *call, size_t n, const float *x, float *out)
+static int spy_sum(void *self, const struct nxr_kernel_call *call, size_t n, const float *x, float *out)
 {
     SPY_OP(reduction, sum, n, x, out);
 }
 
-static int spy_max(void *self, const nxr_kernel_call_t *call, size_t n, const float *x, float *out)
+static int spy_max(void *self, const struct nxr_kernel_call *call, size_t n, const float *x, float *out)
 {
     SPY_OP(reduction, max, n, x, out);
 }
 
-static int spy_argmax(void *self, const nxr_kernel_call_t *call, size_t n, const float *x,
+static int spy_argmax(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
                       size_t *out)
 {
     SPY_OP(reduction, argmax, n, x, out);
 }
 
-static int spy_softmax(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int spy_softmax(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                        const float *x, size_t ldx, float *out, size_t ldo)
 {
     SPY_OP(norm, softmax, rows, cols, x, ldx, out, ldo);
 }
 
-static int spy_rmsnorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int spy_rmsnorm(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                        const float *x, size_t ldx, const float *gamma, float eps, float *out,
                        size_t ldo)
 {
     SPY_OP(norm, rmsnorm, rows, cols, x, ldx, gamma, eps, out, ldo);
 }
 
-static int spy_layernorm(void *self, const nxr_kernel_call_t *call, size_t rows, size_t cols,
+static int spy_layernorm(void *self, const struct nxr_kernel_call *call, size_t rows, size_t cols,
                          const float *x, size_t ldx, const float *gamma, const float *beta,
                          float eps, float *out, size_t ldo)
 {
     SPY_OP(norm, layernorm, rows, cols, x, ldx, gamma, beta, eps, out, ldo);
 }
 
-static const nxr_gemm_ops_t spy_gemm = {
+static const struct nxr_gemm_ops spy_gemm = {
     .sgemm_scratch = spy_sgemm_scratch, .sgemm = spy_sgemm, .sgemm_batch = spy_sgemm_batch};
-static const nxr_elementwise_ops_t spy_ew = {
+static const struct nxr_elementwise_ops spy_ew = {
     .binary = spy_binary, .scale = spy_scale, .unary = spy_unary, .triad = spy_triad};
-static const nxr_reduction_ops_t spy_red = {.sum = spy_sum, .max = spy_max, .argmax = spy_argmax};
-static const nxr_norm_ops_t spy_norm = {
+static const struct nxr_reduction_ops spy_red = {.sum = spy_sum, .max = spy_max, .argmax = spy_argmax};
+static const struct nxr_norm_ops spy_norm = {
     .softmax = spy_softmax, .rmsnorm = spy_rmsnorm, .layernorm = spy_layernorm};
 
 static struct spy spies[NXR_FAMILY_COUNT];
@@ -220,12 +220,12 @@ static void spies_create(void)
 {
     for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
         cr_assert_eq(nxr_provider_native_create((enum nxr_provider_family)f, &spies[f].native), 0);
-        nxr_provider_desc_t d;
+        struct nxr_provider_desc d;
         nxr_provider_desc_init(&d);
         d.name = "spy";
         d.family = (enum nxr_provider_family)f;
         d.count = NXR_COUNT_PER_CALL_BOUND;
-        d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+        d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
         d.gemm = f == NXR_FAMILY_GEMM ? &spy_gemm : NULL;
         d.elementwise = f == NXR_FAMILY_ELEMENTWISE ? &spy_ew : NULL;
         d.reduction = f == NXR_FAMILY_REDUCTION ? &spy_red : NULL;
@@ -349,7 +349,7 @@ static int op_submit(nxr_ctx_t *ctx, size_t n)
 static int op_sgemm(nxr_ctx_t *ctx, size_t n)
 {
     size_t d = n >= BIG ? GEMM_N : 4;
-    nxr_sgemm_args_t g = {.m = d, .n = d, .k = d, .alpha = 1, .a = ga, .lda = d, .b = gb,
+    struct nxr_sgemm_args g = {.m = d, .n = d, .k = d, .alpha = 1, .a = ga, .lda = d, .b = gb,
                           .ldb = d, .beta = 0, .c = gc, .ldc = d};
     return nxr_sgemm(ctx, &g);
 }
@@ -357,7 +357,7 @@ static int op_sgemm(nxr_ctx_t *ctx, size_t n)
 static int op_sgemm_batch(nxr_ctx_t *ctx, size_t n)
 {
     size_t d = n >= BIG ? GEMM_N : 4;
-    nxr_sgemm_batch_args_t g = {
+    struct nxr_sgemm_batch_args g = {
         .gemm = {.m = d, .n = d, .k = d, .alpha = 1, .a = ga, .lda = d, .b = gb, .ldb = d,
                  .beta = 0, .c = gc, .ldc = d},
         .batch = 4,
@@ -375,7 +375,7 @@ static int op_binary(nxr_ctx_t *ctx, size_t n)
 
 static int op_scale(nxr_ctx_t *ctx, size_t n)
 {
-    return nxr_scale(ctx, n, 2.0f, x, out);
+    return nxr_scale(ctx, n, x, 2.0f, out);
 }
 
 static int op_unary(nxr_ctx_t *ctx, size_t n)
@@ -385,7 +385,7 @@ static int op_unary(nxr_ctx_t *ctx, size_t n)
 
 static int op_triad(nxr_ctx_t *ctx, size_t n)
 {
-    return nxr_triad(ctx, n, out, x, y, 3.0f);
+    return nxr_triad(ctx, n, x, y, 3.0f, out);
 }
 
 static int op_sum(nxr_ctx_t *ctx, size_t n)
@@ -446,16 +446,13 @@ static void open_runtime(const char *topology_tmpl, const char *domains_tmpl)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
-    o.spin = 0;
+    o.spin = NXR_SPIN_NONE;
     o.topology = topology_tmpl != NULL ? nxr_test_expand(topology_tmpl) : NULL;
     o.domains = domains_tmpl != NULL ? nxr_test_expand(domains_tmpl) : NULL;
     for (int f = 0; f < NXR_FAMILY_COUNT; f++)
         o.providers[f] = spy_providers[f];
-    char err[256] = "";
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
-    int rc = nxr_runtime_create(&rt, &o);
-    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), err);
+    int rc = nxr_runtime_create(&o, &rt);
+    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), nxr_last_error());
 }
 
 static void close_runtime(void)
@@ -473,13 +470,13 @@ static void pin_to(hwloc_const_bitmap_t cpus)
 
 /* The caller sits on `caller`'s CPUs, outside domain `target`: every
  * operation, small and large, runs all its work on target's CPUs. */
-static void every_op_stays_on(const nxr_domain_t *caller, const nxr_domain_t *target,
+static void every_op_stays_on(nxr_domain_t *caller, nxr_domain_t *target,
                               const char *layout)
 {
     cr_assert_not(hwloc_bitmap_intersects(nxr_domain_cpuset(caller), nxr_domain_cpuset(target)));
     pin_to(nxr_domain_cpuset(caller));
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, nxr_domain_id(target)), 0);
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(target), &ctx), 0);
     static const size_t sizes[] = {100, BIG};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         for (size_t s = 0; s < 2; s++) {
@@ -495,9 +492,9 @@ static void every_op_stays_on(const nxr_domain_t *caller, const nxr_domain_t *ta
     nxr_ctx_destroy(ctx);
 }
 
-static const nxr_domain_t *domain(int id)
+static nxr_domain_t *domain(int id)
 {
-    const nxr_domain_t *d;
+    nxr_domain_t *d;
     cr_assert_eq(nxr_runtime_domain(rt, id, &d), 0, "no domain %d", id);
     return d;
 }
@@ -542,7 +539,7 @@ Test(runtime_work_placement, real_nodes_caller_on_another_node, .timeout = 300)
     open_runtime(NULL, NULL);
     size_t n = nxr_runtime_domain_count(rt);
     cr_assert_geq(n, 2u);
-    const nxr_domain_t *first = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *first = nxr_runtime_domain_at(rt, 0);
     for (size_t i = 1; i < n; i++)
         every_op_stays_on(first, nxr_runtime_domain_at(rt, i), "the machine's nodes");
     every_op_stays_on(nxr_runtime_domain_at(rt, 1), first, "the machine's nodes");
@@ -555,10 +552,10 @@ Test(runtime_work_placement, a_caller_inside_runs_small_work_itself, .timeout = 
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime(NULL, "0:%0;1:%1");
-    const nxr_domain_t *d = domain(1);
+    nxr_domain_t *d = domain(1);
     pin_to(nxr_domain_cpuset(d));
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &ctx), 0);
     uint64_t regions = nxr__team_regions(ctx->domain->team);
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         seen_reset();
@@ -588,7 +585,7 @@ static void where_body(void *arg, size_t b, size_t e, unsigned w)
 }
 
 /* One piece of small work; says whether the caller ran it itself. */
-static bool ran_on_caller(nxr_ctx_t *ctx, const nxr_domain_t *d, const char *what)
+static bool ran_on_caller(nxr_ctx_t *ctx, nxr_domain_t *d, const char *what)
 {
     seen_reset();
     atomic_store(&body_worker_domain, -2);
@@ -626,12 +623,12 @@ Test(runtime_work_placement, a_caller_that_changes_its_own_mask_is_placed_by_it_
 {
     NXR_TEST_NEED_CPUS(2); /* a mask wider than the one-CPU domain */
     open_runtime(NULL, "0:%0;1:%1");
-    const nxr_domain_t *d = domain(1);
+    nxr_domain_t *d = domain(1);
     caller_tid = (pid_t)syscall(SYS_gettid);
     hwloc_bitmap_t wide = hwloc_bitmap_dup(nxr_domain_cpuset(d));
     hwloc_bitmap_or(wide, wide, nxr_domain_cpuset(domain(0)));
     nxr_ctx_t *ctx;
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 1), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 1, &ctx), 0);
     for (int round = 0; round < 3; round++) {
         set_own_affinity(nxr_domain_cpuset(d));
         cr_assert(ran_on_caller(ctx, d, "pinned inside"), "round %d: inside, not run here", round);

@@ -49,14 +49,14 @@ struct gate {
     size_t fail_m[2]; /* calls with these m fail (0: none) */
 };
 
-static size_t gate_scratch(void *self, const nxr_sgemm_args_t *args)
+static size_t gate_scratch(void *self, const struct nxr_sgemm_args *args)
 {
     struct gate *g = self;
-    const nxr_gemm_ops_t *ops = g->native->gemm;
+    const struct nxr_gemm_ops *ops = g->native->gemm;
     return ops->sgemm_scratch != NULL ? ops->sgemm_scratch(g->native->self, args) : 0;
 }
 
-static int gate_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm_args_t *args)
+static int gate_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *args)
 {
     struct gate *g = self;
     pthread_mutex_lock(&g->lock);
@@ -75,7 +75,7 @@ static int gate_sgemm(void *self, const nxr_kernel_call_t *call, const nxr_sgemm
     return g->native->gemm->sgemm(g->native->self, call, args);
 }
 
-static const nxr_gemm_ops_t gate_ops = {.sgemm_scratch = gate_scratch, .sgemm = gate_sgemm};
+static const struct nxr_gemm_ops gate_ops = {.sgemm_scratch = gate_scratch, .sgemm = gate_sgemm};
 
 static void gate_create(struct gate *g, size_t fail_a, size_t fail_b)
 {
@@ -86,12 +86,12 @@ static void gate_create(struct gate *g, size_t fail_a, size_t fail_b)
     g->fail_m[0] = fail_a;
     g->fail_m[1] = fail_b;
     cr_assert_eq(nxr_provider_native_create(NXR_FAMILY_GEMM, &g->native), 0);
-    nxr_provider_desc_t d;
+    struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
     d.name = "test-gate-gemm";
     d.family = NXR_FAMILY_GEMM;
     d.count = NXR_COUNT_PER_CALL_BOUND;
-    d.placement = NXR_RUNS_ON_ENGINE_WORKERS;
+    d.runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
     d.gemm = &gate_ops;
     d.self = g;
     cr_assert_eq(nxr_provider_create(&d, &g->provider), 0);

@@ -189,7 +189,7 @@ Test(service_stream, batch_sizes_in_range_mostly_small)
 
 Test(service_weights, replica_pages_on_the_domain_node, .init = setup, .fini = teardown)
 {
-    const nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
     const size_t bytes = 3 * 4096 + 100;
     float *master = malloc(bytes);
     for (size_t i = 0; i < bytes / sizeof(float); i++)

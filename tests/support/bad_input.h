@@ -50,7 +50,6 @@
  * (teardown, the suites' .fini), and the detail of the last failed call. */
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
-static char err[512];
 
 __attribute__((unused)) static void teardown(void)
 {
@@ -64,8 +63,6 @@ __attribute__((unused)) static void opts_of(struct nxr_runtime_opts *o)
 {
     nxr_runtime_opts_init(o);
     o->ignore_env = true;
-    o->errbuf = err;
-    o->errbuf_size = sizeof(err);
 }
 
 /* A runtime with domains 0 and 1 (the first allowed CPU, one of them
@@ -75,8 +72,8 @@ __attribute__((unused)) static void open_runtime(void)
     struct nxr_runtime_opts o;
     opts_of(&o);
     o.domains = nxr_test_expand("0:%0;1:%0 shared");
-    cr_assert_eq(nxr_runtime_create(&rt, &o), 0, "%s", err);
-    cr_assert_eq(nxr_ctx_create(&ctx, rt, 0), 0);
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
+    cr_assert_eq(nxr_ctx_create(rt, 0, &ctx), 0);
 }
 
 /* A no-op touches nothing: no call through the system seam (every point

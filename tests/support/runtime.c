@@ -19,10 +19,8 @@ void nxr_test_runtime_opts(struct nxr_test_runtime *t, const char *tmpl, unsigne
     nxr_runtime_opts_init(&t->opts);
     t->flags = flags;
     t->opts.ignore_env = true;
-    t->opts.errbuf = t->err;
-    t->opts.errbuf_size = sizeof t->err;
     if (flags & NXR_TEST_PARK)
-        t->opts.spin = 0;
+        t->opts.spin = NXR_SPIN_NONE;
     if (tmpl == NULL)
         return;
     const char *text = nxr_test_expand(tmpl);
@@ -43,11 +41,13 @@ int nxr_test_runtime_open(struct nxr_test_runtime *t)
     t->ctx = NULL;
     if (t->flags & TEMPLATE_UNMET)
         return -EINVAL; /* t->err says which template */
-    int rc = nxr_runtime_create(&t->rt, &t->opts);
-    if (rc != 0)
+    int rc = nxr_runtime_create(&t->opts, &t->rt);
+    if (rc != 0) {
+        snprintf(t->err, sizeof t->err, "%s", nxr_last_error());
         return rc;
+    }
     if (t->flags & NXR_TEST_CTX) {
-        rc = nxr_ctx_create(&t->ctx, t->rt, nxr_domain_id(nxr_runtime_domain_at(t->rt, 0)));
+        rc = nxr_ctx_create(t->rt, nxr_domain_id(nxr_runtime_domain_at(t->rt, 0)), &t->ctx);
         if (rc != 0) {
             snprintf(t->err, sizeof t->err, "nxr_ctx_create on the first domain: %s",
                      nxr_strerror(rc));

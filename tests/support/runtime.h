@@ -8,9 +8,9 @@
  *     template, so the CPUs are taken from the allowed set ("%0": the first
  *     allowed CPU); NULL for the default layout (one domain per node over
  *     the allowed CPUs);
- *   - errbuf wired to the fixture's own buffer, so a failed create names its
- *     detail in the test's failure message;
- *   - optionally spin 0 (workers park at once) and a context on the first
+ *   - a failed create's detail (nxr_last_error) kept in the fixture, so the
+ *     test's failure message names it;
+ *   - optionally NXR_SPIN_NONE (workers park at once) and a context on the first
  *     domain.
  * Two steps when a test needs one more option (a provider, a stall period):
  *     struct nxr_test_runtime fx;
@@ -18,11 +18,10 @@
  *     fx.opts.stall_report_ms = 50;
  *     NXR_TEST_RUNTIME_OPEN(&fx);
  * or one when it does not: NXR_TEST_RUNTIME(&fx, "0:%0", NXR_TEST_PARK).
- * Tests of the options themselves (the environment, bad values, errbuf)
- * build their options by hand.
+ * Tests of the options themselves (the environment, bad values, the error
+ * detail) build their options by hand.
  *
- * The fixture's opts.errbuf points into the fixture: it must not be copied
- * or moved between nxr_test_runtime_opts and the create. Not thread-safe
+ * Not thread-safe
  * (nxr_test_expand's ring); call it from the test's main thread.
  */
 #ifndef NXR_TESTS_RUNTIME_H

@@ -1,10 +1,10 @@
 /*
- * Placement by domain, internals (runtime/nxr_place.h has the rule): the
- * resolver the placing contexts and nxr_runtime_place share, and its
+ * Routing by the inputs' bytes, internals (runtime/nxr_route.h has the rule): the
+ * resolver the placing contexts and nxr_runtime_route share, and its
  * counters.
  */
-#ifndef NXR_INTERNAL_PLACE_H
-#define NXR_INTERNAL_PLACE_H
+#ifndef NXR_INTERNAL_ROUTE_H
+#define NXR_INTERNAL_ROUTE_H
 
 #include "runtime/nxr.h"
 
@@ -17,10 +17,10 @@ struct nxr_domain;
  * never in practice (the registry names only rt's domains).
  */
 int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
-               struct nxr_place *out, struct nxr_domain **domain);
+               struct nxr_route *out, struct nxr_domain **domain);
 
 /* Counts a placing context's call: placed on d for p->reason (rc 0), or
  * refused (rc NXR_EMIXED). Other statuses count nothing. */
-void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_place *p, int rc);
+void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_route *p, int rc);
 
-#endif /* NXR_INTERNAL_PLACE_H */
+#endif /* NXR_INTERNAL_ROUTE_H */

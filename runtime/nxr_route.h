@@ -1,21 +1,22 @@
 /*
- * nxr placement by domain: which domain a call runs on when the caller did
- * not name one. The resolver below is the one rule, shared by placing
- * contexts (nxr_ctx_create with NXR_DOMAIN_AUTO, runtime/nxr_ctx.h), whose
- * kernel calls place themselves, and by callers that want to know the
+ * nxr routing: which domain a call runs on when the caller did not name
+ * one, chosen by its inputs' bytes (a route; "placement" is only where a
+ * domain's threads run, runtime/nxr.h). The resolver below is the one rule,
+ * shared by placing contexts (nxr_ctx_create with NXR_DOMAIN_AUTO,
+ * runtime/nxr_ctx.h), whose kernel calls route themselves, and by callers that want to know the
  * answer first (to allocate a call's outputs where it will run).
  *
  * The rule. Each input is attributed to the domain whose memory holds its
  * first byte (nxr_mem_domain, runtime/nxr_memory.h); an input nxr did not
  * allocate (the host's heap, a stack, a mapped file) has no domain and does
- * not count. Under the default policy, NXR_AFFINITY_MOST_BYTES, the call
+ * not count. Under the default policy, NXR_ROUTE_MOST_BYTES, the call
  * runs on the domain holding the most input bytes; a tie goes to the lowest
  * domain id; when no input counts, the runtime's default domain (the lowest
  * id among the domains the runtime was created with) is used. The opt-in
- * policy NXR_AFFINITY_SINGLE_DOMAIN refuses a call whose counted inputs lie
+ * policy NXR_ROUTE_SINGLE_DOMAIN refuses a call whose counted inputs lie
  * on more than one domain (NXR_EMIXED) instead of reading remote memory.
  *
- * Inputs are never copied or moved: a call placed on one domain reads the
+ * Inputs are never copied or moved: a call routed to one domain reads the
  * others' memory where it lies (remote NUMA reads). Rehoming is explicit
  * (nxr_mem_rehome). The choice depends only on the inputs and the policy,
  * so memory allocated for a call's outputs with the same inputs
@@ -23,33 +24,29 @@
  * those outputs as inputs later (C of a GEMM with beta != 0) only adds to
  * that domain.
  *
- * Observability: every placed call is counted per domain and reason, and
- * every refusal per runtime, in nxr_runtime_describe ("placement") and
- * `nxr info`; a placing context remembers its last call's placement
- * (nxr_ctx_last_place).
+ * Observability: every routed call is counted per domain and reason, and
+ * every refusal per runtime, in nxr_runtime_describe (its "placement"
+ * section, a name kept from 0.x for the output's readers) and `nxr info`;
+ * a placing context remembers its last call's route (nxr_ctx_last_route).
  */
-#ifndef NXR_PLACE_H
-#define NXR_PLACE_H
+#ifndef NXR_ROUTE_H
+#define NXR_ROUTE_H
 
 #include <stddef.h>
 
+#include "base/nxr_fwd.h"
 #include "base/nxr_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The runtime's handles, declared once here (the lowest of the runtime's
- * headers, which every other one includes): C99 rejects a typedef declared
- * twice. */
-typedef struct nxr_runtime nxr_runtime_t;
-typedef struct nxr_domain nxr_domain_t;
-
-/* How calls without an explicit domain are placed (opts.affinity_policy,
- * NXR_AFFINITY=most-bytes|single-domain). */
-enum nxr_affinity_policy {
-    NXR_AFFINITY_MOST_BYTES = 0,    /* the domain with the most input bytes */
-    NXR_AFFINITY_SINGLE_DOMAIN = 1, /* the same, but inputs on two domains: NXR_EMIXED */
+/* How calls without an explicit domain are routed (opts.route_policy,
+ * NXR_ROUTE=most-bytes|single-domain). */
+enum nxr_route_policy {
+    NXR_ROUTE_DEFAULT = 0,       /* unset: NXR_ROUTE, else most-bytes */
+    NXR_ROUTE_MOST_BYTES = 1,    /* the domain with the most input bytes */
+    NXR_ROUTE_SINGLE_DOMAIN = 2, /* the same, but inputs on two domains: NXR_EMIXED */
 };
 
 /* One input of a call: its first byte and how many bytes it spans. */
@@ -58,27 +55,27 @@ struct nxr_mem_ref {
     size_t bytes;
 };
 
-enum nxr_place_reason {
+enum nxr_route_reason {
     /* The context names its domain (not a placing context). */
-    NXR_PLACE_EXPLICIT = 0,
+    NXR_ROUTE_REASON_EXPLICIT = 0,
     /* One domain held strictly the most counted input bytes. */
-    NXR_PLACE_MOST_BYTES = 1,
+    NXR_ROUTE_REASON_MOST_BYTES = 1,
     /* Several domains held the most; the lowest id won. */
-    NXR_PLACE_TIE = 2,
+    NXR_ROUTE_REASON_TIE = 2,
     /* No input had a domain: the runtime's default domain. */
-    NXR_PLACE_DEFAULT = 3,
+    NXR_ROUTE_REASON_DEFAULT = 3,
 };
 
 /* "explicit", "most-bytes", "tie", "default" ("unknown" otherwise). */
-NXR_API const char *nxr_place_reason_name(enum nxr_place_reason reason);
+NXR_API const char *nxr_route_reason_name(enum nxr_route_reason reason);
 
 /* "most-bytes", "single-domain" ("unknown" otherwise). */
-NXR_API const char *nxr_affinity_policy_name(enum nxr_affinity_policy policy);
+NXR_API const char *nxr_route_policy_name(enum nxr_route_policy policy);
 
 /* Where a call runs and why. */
-struct nxr_place {
+struct nxr_route {
     int domain_id;
-    enum nxr_place_reason reason;
+    enum nxr_route_reason reason;
     size_t domain_bytes;  /* input bytes on the chosen domain */
     size_t counted_bytes; /* input bytes on any domain (unknown ones excluded) */
     unsigned domains;     /* distinct domains among the counted inputs */
@@ -92,11 +89,11 @@ struct nxr_place {
  * with n > 0). Counts nothing (only calls that run are counted). Any thread;
  * one registry lookup per input.
  */
-NXR_API int nxr_runtime_place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
-                              struct nxr_place *out);
+NXR_API int nxr_runtime_route(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
+                              struct nxr_route *out);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* NXR_PLACE_H */
+#endif /* NXR_ROUTE_H */

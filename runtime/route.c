@@ -1,5 +1,5 @@
 /*
- * Placement by domain (runtime/nxr_place.h): the resolver that picks a
+ * Routing by the inputs' bytes (runtime/nxr_route.h): the resolver that picks a
  * call's domain from where its inputs live, its counters, and the
  * accessors around it.
  */
@@ -8,53 +8,55 @@
 
 #include "alloc/internal/registry.h"
 #include "base/internal/sys.h"
-#include "runtime/internal/place.h"
+#include "runtime/internal/route.h"
 #include "runtime/internal/runtime.h"
 
-const char *nxr_place_reason_name(enum nxr_place_reason reason)
+const char *nxr_route_reason_name(enum nxr_route_reason reason)
 {
     switch (reason) {
-    case NXR_PLACE_EXPLICIT:
+    case NXR_ROUTE_REASON_EXPLICIT:
         return "explicit";
-    case NXR_PLACE_MOST_BYTES:
+    case NXR_ROUTE_REASON_MOST_BYTES:
         return "most-bytes";
-    case NXR_PLACE_TIE:
+    case NXR_ROUTE_REASON_TIE:
         return "tie";
-    case NXR_PLACE_DEFAULT:
+    case NXR_ROUTE_REASON_DEFAULT:
         return "default";
     }
     return "unknown";
 }
 
-const char *nxr_affinity_policy_name(enum nxr_affinity_policy policy)
+const char *nxr_route_policy_name(enum nxr_route_policy policy)
 {
     switch (policy) {
-    case NXR_AFFINITY_MOST_BYTES:
+    case NXR_ROUTE_MOST_BYTES:
         return "most-bytes";
-    case NXR_AFFINITY_SINGLE_DOMAIN:
+    case NXR_ROUTE_SINGLE_DOMAIN:
         return "single-domain";
+    case NXR_ROUTE_DEFAULT:
+        break;
     }
     return "unknown";
 }
 
-const nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt)
+nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt)
 {
     NXR__HANDLE_CHECK(rt, "runtime");
     return rt->default_domain;
 }
 
-enum nxr_affinity_policy nxr_runtime_affinity_policy(const nxr_runtime_t *rt)
+enum nxr_route_policy nxr_runtime_route_policy(const nxr_runtime_t *rt)
 {
     NXR__HANDLE_CHECK(rt, "runtime");
-    return rt->settings.affinity;
+    return rt->settings.route;
 }
 
 /* Inputs of one call are few (a kernel has at most four); a caller of
- * nxr_runtime_place may pass more, which costs one heap array. */
+ * nxr_runtime_route may pass more, which costs one heap array. */
 #define STACK_INPUTS 16
 
 int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
-               struct nxr_place *out, struct nxr_domain **domain)
+               struct nxr_route *out, struct nxr_domain **domain)
 {
     int stack_ids[STACK_INPUTS];
     int *ids = n <= STACK_INPUTS ? stack_ids : nxr__malloc(n * sizeof(*ids));
@@ -66,7 +68,7 @@ int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t
             !nxr__registry_find(rt->registry, inputs[i].ptr, &ids[i]))
             ids[i] = -1;
     }
-    struct nxr_place p = {.domain_id = -1, .reason = NXR_PLACE_DEFAULT};
+    struct nxr_route p = {.domain_id = -1, .reason = NXR_ROUTE_REASON_DEFAULT};
     bool tie = false;
     /* Per distinct domain (first occurrence), its bytes: quadratic in n,
      * which is a handful. */
@@ -97,24 +99,24 @@ int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t
     }
     if (ids != stack_ids)
         free(ids);
-    const nxr_domain_t *d = rt->default_domain;
+    nxr_domain_t *d = rt->default_domain;
     if (p.domain_id < 0) {
         p.domain_id = d->spec.id;
     } else {
-        p.reason = tie ? NXR_PLACE_TIE : NXR_PLACE_MOST_BYTES;
+        p.reason = tie ? NXR_ROUTE_REASON_TIE : NXR_ROUTE_REASON_MOST_BYTES;
         /* The registry holds only this runtime's domains' ranges. */
         if (nxr_runtime_domain(rt, p.domain_id, &d) != 0)
             return NXR_ENODOMAIN;
     }
     *out = p;
     *domain = (struct nxr_domain *)d;
-    if (p.domains > 1 && rt->settings.affinity == NXR_AFFINITY_SINGLE_DOMAIN)
+    if (p.domains > 1 && rt->settings.route == NXR_ROUTE_SINGLE_DOMAIN)
         return NXR_EMIXED;
     return 0;
 }
 
-int nxr_runtime_place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
-                      struct nxr_place *out)
+int nxr_runtime_route(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
+                      struct nxr_route *out)
 {
     if (rt == NULL || out == NULL || (inputs == NULL && n > 0))
         return -EINVAL;
@@ -125,11 +127,11 @@ int nxr_runtime_place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs,
     return nxr__place(rt, inputs, n, out, &d);
 }
 
-void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_place *p, int rc)
+void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_route *p, int rc)
 {
     /* Relaxed: counters for diagnostics, ordered with nothing. */
     if (rc == NXR_EMIXED)
         atomic_fetch_add_explicit(&rt->refused_mixed, 1, memory_order_relaxed);
-    else if (rc == 0 && (unsigned)p->reason <= NXR_PLACE_DEFAULT)
+    else if (rc == 0 && (unsigned)p->reason <= NXR_ROUTE_REASON_DEFAULT)
         atomic_fetch_add_explicit(&d->placed[p->reason], 1, memory_order_relaxed);
 }
