@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/internal/sys.h"
 
@@ -41,6 +42,14 @@ void nxr__strbuf_printf(struct nxr__strbuf *sb, const char *fmt, ...)
     vsnprintf(sb->data + sb->len, sb->cap - sb->len, fmt, ap);
     va_end(ap);
     sb->len += (size_t)n;
+}
+
+void nxr__strbuf_append(struct nxr__strbuf *sb, const char *s, size_t n)
+{
+    if (n == 0 || grow(sb, n) != 0)
+        return;
+    memcpy(sb->data + sb->len, s, n);
+    sb->len += n;
 }
 
 void nxr__strbuf_json_string(struct nxr__strbuf *sb, const char *s)

@@ -198,7 +198,7 @@ static struct inside_cost inside_check_cost(void)
         return r;
     bind_inside(nxr_ctx_domain(ctx));
     const struct nxr__exec *exec = &ctx->domain->exec;
-    hwloc_const_bitmap_t cpus = exec->cpus;
+    hwloc_const_bitmap_t cpus = exec->spec->cpus;
     const unsigned calls = 20000, regions = 2000, budget = nxr_ctx_budget(ctx);
     double check[7], old[7], region[7];
     for (int b = 0; b < 7; b++) {

@@ -79,9 +79,9 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->batches = 0;
     exec->waiting = 0;
     exec->arbiter = NULL;
-    if (exec->admission == NXR_ADMISSION_CALLER_MANAGED)
+    if (exec->spec->admission == NXR_ADMISSION_CALLER_MANAGED)
         return 0;
-    rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->cpus);
+    rc = nxr__arbiter_request_init(&exec->request, arbiter, exec->spec->cpus);
     if (rc != 0) {
         pthread_cond_destroy(&exec->changed);
         pthread_mutex_destroy(&exec->lock);

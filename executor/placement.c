@@ -82,7 +82,7 @@ static bool mask_inside(const unsigned long *mask, int bytes, hwloc_const_bitmap
 
 bool nxr__exec_caller_inside(const struct nxr__exec *exec)
 {
-    if (exec->cpus == NULL)
+    if (exec->spec->cpus == NULL)
         return false; /* caller-managed: no set to be inside of */
     struct caller_cache *c = &caller_cache;
     if (c->bytes > 0 && c->exec == exec && c->serial == exec->serial && !c->inside) {
@@ -91,7 +91,7 @@ bool nxr__exec_caller_inside(const struct nxr__exec *exec)
          * A thread that narrowed its mask into the set is necessarily on an
          * inside CPU, so it never takes this shortcut. */
         int cpu = sched_getcpu();
-        if (cpu >= 0 && !hwloc_bitmap_isset(exec->cpus, (unsigned)cpu))
+        if (cpu >= 0 && !hwloc_bitmap_isset(exec->spec->cpus, (unsigned)cpu))
             return false;
     }
     unsigned long now[MASK_WORDS];
@@ -103,10 +103,10 @@ bool nxr__exec_caller_inside(const struct nxr__exec *exec)
     c->serial = exec->serial;
     if (bytes <= 0 || bytes % (int)sizeof(unsigned long) != 0) {
         c->bytes = 0; /* a mask past the buffer: the full read, every call */
-        c->inside = affinity_inside(exec->cpus);
+        c->inside = affinity_inside(exec->spec->cpus);
         return c->inside;
     }
-    c->inside = mask_inside(now, bytes, exec->cpus);
+    c->inside = mask_inside(now, bytes, exec->spec->cpus);
     memcpy(c->mask, now, (size_t)bytes);
     c->bytes = bytes;
     return c->inside;

@@ -28,9 +28,10 @@ void nxr__stall_report(struct nxr__stall *stall, const struct nxr__exec *exec, c
     char list[256];
     struct nxr__strbuf sb = {0};
     nxr__strbuf_printf(&sb, "nxr: stall: %s on domain %d (cpus %s) has waited %" PRIu64 " ms", what,
-                       exec->domain_id,
-                       exec->cpus != NULL ? nxr__cpuset_list(exec->cpus, list, sizeof(list))
-                                          : "none, caller-managed",
+                       exec->spec->id,
+                       exec->spec->cpus != NULL
+                           ? nxr__cpuset_list(exec->spec->cpus, list, sizeof(list))
+                           : "none, caller-managed",
                        waited_ns / 1000000u);
     if (stall->who != NULL)
         stall->who(stall->who_ctx, exec, &sb);
@@ -39,7 +40,7 @@ void nxr__stall_report(struct nxr__stall *stall, const struct nxr__exec *exec, c
     char *line = NULL;
     if (nxr__strbuf_take(&sb, &line) != 0 || line == NULL) {
         fprintf(stderr, "nxr: stall: %s on domain %d (out of memory for the details)\n", what,
-                exec->domain_id);
+                exec->spec->id);
         return;
     }
     if (stall->sink != NULL)

@@ -131,10 +131,7 @@ int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl)
     d->spec.node = coop ? nxr__topology_node_of(&rt->topo, decl->cpus) : NXR_NODE_NONE;
     d->placement = coop ? NXR_PLACEMENT_DECLARED : NXR_PLACEMENT_NONE;
     d->exec.executor = decl->executor;
-    d->exec.cpus = d->spec.cpus;
-    d->exec.budget = d->spec.budget;
-    d->exec.domain_id = d->spec.id;
-    d->exec.admission = decl->admission;
+    d->exec.spec = &d->spec;
     d->exec.stall = &rt->stall;
     if (coop && d->spec.cpus == NULL)
         goto out_free;

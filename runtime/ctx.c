@@ -187,7 +187,7 @@ unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span != NULL)
         return ctx->span->prefix[ctx->span->n];
-    return ctx->exec != NULL ? ctx->exec->budget : 0;
+    return ctx->exec != NULL ? ctx->exec->spec->budget : 0;
 }
 
 /* ---- the last error ------------------------------------------------------------ */
@@ -209,11 +209,11 @@ static void default_reason(const nxr_ctx_t *ctx, const struct nxr_domain *d, int
     int id = d != NULL ? d->spec.id : -1;
     switch (rc) {
     case NXR_EREENTRANT:
-        if (nxr__tls.depth > 0 && nxr__tls.exec != NULL && nxr__tls.exec->domain_id != id)
+        if (nxr__tls.depth > 0 && nxr__tls.exec != NULL && nxr__tls.exec->spec->id != id)
             snprintf(buf, size,
                      "called inside a body of domain %d on domain %d: another domain's work "
                      "cannot run here (nesting table, executor/nxr_executor.h)",
-                     nxr__tls.exec->domain_id, id);
+                     nxr__tls.exec->spec->id, id);
         else
             snprintf(buf, size,
                      "called inside a body of domain %d: this call would enter the executor "
@@ -345,7 +345,7 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
     fprintf(stderr,
             "nxr: context %p (domain %d) is driven by two threads at once: a context is "
             "driven by one thread at a time; open one context per thread (runtime/nxr_ctx.h)\n",
-            (const void *)ctx, ctx->exec->domain_id);
+            (const void *)ctx, ctx->exec->spec->id);
     abort();
 }
 

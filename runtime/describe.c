@@ -1,40 +1,39 @@
 /*
  * nxr_runtime_describe: the diagnostics docs/contracts.md promises ("Errors,
  * ownership, diagnostics"), as text for people and as one JSON object for
- * tools. Both are produced from the same walk so they
- * cannot disagree.
+ * tools, from one walk over the runtime's facts (base/internal/emit.h): each
+ * fact is named once, with its JSON key and how text shows it.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "domains/internal/cpuset.h"
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
+#include "base/internal/emit.h"
 #include "base/internal/strbuf.h"
 
-static const char *executor_owner(const struct nxr_domain *d)
+/* A CPU set: JSON's list of ids, text's CPU list ("0-3,8"); a
+ * caller-managed domain has none (null, "(none)"). */
+static void emit_cpus(struct nxr__emit *e, const char *key, hwloc_const_bitmap_t cpus)
 {
-    return d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller";
-}
-
-static void json_cpu_array(struct nxr__strbuf *sb, hwloc_const_bitmap_t cpus)
-{
-    int cpu, first = 1;
-    if (cpus == NULL) { /* caller-managed: no claim at all */
-        nxr__strbuf_printf(sb, "null");
+    char list[1024];
+    int cpu;
+    if (cpus == NULL) {
+        nxr__emit_null(e, key, "(none)");
         return;
     }
-    nxr__strbuf_printf(sb, "[");
+    /* Digits, commas and dashes: a template with nothing to fill. */
+    nxr__emit_list(e, key, nxr__cpuset_list(cpus, list, sizeof(list)));
+    hwloc_bitmap_foreach_begin(cpu, cpus)
     {
-        hwloc_bitmap_foreach_begin(cpu, cpus)
-        {
-            nxr__strbuf_printf(sb, first ? "%d" : ",%d", cpu);
-            first = 0;
-        }
-        hwloc_bitmap_foreach_end();
+        nxr__emit_int(e, NULL, cpu, NULL);
     }
-    nxr__strbuf_printf(sb, "]");
+    hwloc_bitmap_foreach_end();
+    nxr__emit_end(e);
 }
 
 static uint64_t placed(const struct nxr_domain *d, enum nxr_route_reason r)
@@ -51,22 +50,13 @@ static unsigned open_contexts(const nxr_runtime_t *rt, const struct nxr_domain *
     return n;
 }
 
-static void placement_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    nxr__strbuf_printf(sb,
-                       ",\"placement\":{\"policy\":\"%s\",\"default_domain\":%d,"
-                       "\"refused_mixed\":%" PRIu64 "}",
-                       nxr_route_policy_name(rt->settings.route),
-                       rt->default_domain->spec.id,
-                       (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
-}
-
 static const char *const family_keys[NXR_FAMILY_COUNT] = {"gemm", "elementwise", "reduction",
                                                           "norm"};
 
 /* The creation-time probe when the process had OpenBLAS then; else a probe
  * now, which loads it: a description was asked for. */
-static const struct nxr_openblas_info *openblas_of(const nxr_runtime_t *rt, struct nxr_openblas_info *tmp)
+static const struct nxr_openblas_info *openblas_of(const nxr_runtime_t *rt,
+                                                  struct nxr_openblas_info *tmp)
 {
     if (rt->openblas.present)
         return &rt->openblas;
@@ -95,189 +85,7 @@ static const char *rounding_name(enum nxr_rounding r)
     return (unsigned)r < 4 ? names[r] : "unknown";
 }
 
-/* Providers per family, the policy, OpenBLAS as linked, and the
- * floating-point environment recorded at creation. */
-static void providers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    nxr__strbuf_printf(sb, ",\"providers\":{\"policy\":\"%s\"",
-                       rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
-    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
-        const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
-        nxr__strbuf_printf(sb, ",\"%s\":{\"name\":", family_keys[f]);
-        nxr__strbuf_json_string(sb, nxr_provider_name(p));
-        nxr__strbuf_printf(sb, ",\"count\":\"%s\",\"placement\":\"%s\"}",
-                           nxr_count_control_name(nxr_provider_count_control(p)),
-                           nxr_provider_runs_on_name(nxr_provider_runs_on(p)));
-    }
-    struct nxr_openblas_info probed;
-    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
-    nxr__strbuf_printf(sb,
-                       ",\"openblas\":{\"present\":%s,\"threading\":\"%s\",\"threads\":%d,"
-                       "\"core\":",
-                       ob->present ? "true" : "false", openblas_threading_name(ob->threading),
-                       ob->threads);
-    nxr__strbuf_json_string(sb, ob->core);
-    nxr__strbuf_printf(sb,
-                       ",\"count\":\"%s\",\"placement\":\"%s\",\"core_fallback\":%s,"
-                       "\"diagnostic\":",
-                       nxr_count_control_name(ob->count),
-                       nxr_provider_runs_on_name(ob->runs_on),
-                       ob->core_fallback ? "true" : "false");
-    nxr__strbuf_json_string(sb, ob->diagnostic);
-    const struct nxr_fpenv *env = &rt->fpenv;
-    nxr__strbuf_printf(sb,
-                       "}},\"fpenv\":{\"supported\":%s,\"default\":%s,\"flush_to_zero\":%s,"
-                       "\"denormals_are_zero\":%s,\"rounding\":\"%s\"}",
-                       env->supported ? "true" : "false",
-                       nxr_fpenv_is_default(env) ? "true" : "false",
-                       nxr_fpenv_flush_to_zero(env) ? "true" : "false",
-                       nxr_fpenv_denormals_are_zero(env) ? "true" : "false",
-                       rounding_name(nxr_fpenv_rounding(env)));
-}
-
-static void providers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    nxr__strbuf_printf(sb, "providers (%s policy):",
-                       rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
-    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
-        const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
-        nxr__strbuf_printf(sb, " %s=%s", family_keys[f], nxr_provider_name(p));
-    }
-    struct nxr_openblas_info probed;
-    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
-    nxr__strbuf_printf(sb, "\nopenblas: %s, %d thread(s), core %s, %s x %s\n",
-                       openblas_threading_name(ob->threading), ob->threads, ob->core,
-                       nxr_count_control_name(ob->count),
-                       nxr_provider_runs_on_name(ob->runs_on));
-    if (ob->core_fallback)
-        nxr__strbuf_printf(sb, "  warning: %s\n", ob->diagnostic);
-    if (!nxr_fpenv_is_default(&rt->fpenv))
-        nxr__strbuf_printf(sb,
-                           "fpenv: not the default (flush-to-zero %s, denormals-are-zero %s, "
-                           "rounding %s)\n",
-                           nxr_fpenv_flush_to_zero(&rt->fpenv) ? "on" : "off",
-                           nxr_fpenv_denormals_are_zero(&rt->fpenv) ? "on" : "off",
-                           rounding_name(nxr_fpenv_rounding(&rt->fpenv)));
-}
-
-static unsigned long long stalls_reported(const nxr_runtime_t *rt)
-{
-    /* Relaxed: a counter. */
-    return atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
-}
-
-/* Other nxr processes seen at creation (runtime/peers.c). */
-static void peers_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    const struct nxr__peers *p = &rt->peers;
-    if (rt->settings.peers == NXR_PEERS_OFF) {
-        nxr__strbuf_printf(sb, ",\"peers\":null");
-        return;
-    }
-    nxr__strbuf_printf(sb, ",\"peers\":{\"registry\":");
-    if (p->dir[0] != '\0')
-        nxr__strbuf_json_string(sb, p->dir);
-    else
-        nxr__strbuf_printf(sb, "null");
-    nxr__strbuf_printf(sb, ",\"problem\":");
-    if (p->status != 0)
-        nxr__strbuf_json_string(sb, p->detail);
-    else
-        nxr__strbuf_printf(sb, "null");
-    nxr__strbuf_printf(sb, ",\"overlapping\":[");
-    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
-        const struct nxr__peer *q = &p->shown[i];
-        nxr__strbuf_printf(sb, "%s{\"pid\":%d,\"budget\":%u,\"cpus\":", i ? "," : "",
-                           (int)q->pid, q->budget);
-        nxr__strbuf_json_string(sb, q->cpus);
-        nxr__strbuf_printf(sb, ",\"shared\":");
-        nxr__strbuf_json_string(sb, q->overlap);
-        nxr__strbuf_printf(sb, "}");
-    }
-    nxr__strbuf_printf(sb,
-                       "],\"overlapping_count\":%zu,\"others\":%zu,\"refused\":%zu,"
-                       "\"stale\":%zu}",
-                       p->overlapping, p->others, p->refused, p->stale);
-}
-
-static void peers_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    const struct nxr__peers *p = &rt->peers;
-    if (rt->settings.peers == NXR_PEERS_OFF) {
-        nxr__strbuf_printf(sb, "peers: not looked for (NXR_PEERS=off)\n");
-        return;
-    }
-    if (p->dir[0] == '\0') {
-        nxr__strbuf_printf(sb, "peers: no registry (%s)\n", p->detail);
-        return;
-    }
-    nxr__strbuf_printf(sb,
-                       "peers: %zu runtime(s) of other processes share this runtime's CPUs, %zu "
-                       "do not (registry %s; %zu entries refused, %zu stale)%s%s\n",
-                       p->overlapping, p->others, p->dir, p->refused, p->stale,
-                       p->status != 0 ? "; " : "", p->status != 0 ? p->detail : "");
-    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++)
-        nxr__strbuf_printf(sb, "  pid %d: CPUs %s, budget %u, shared with this runtime: %s\n",
-                           (int)p->shown[i].pid, p->shown[i].cpus, p->shown[i].budget,
-                           p->shown[i].overlap);
-}
-
-static void describe_json(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
-{
-    nxr__strbuf_printf(sb,
-                       "{\"topology\":{\"source\":\"%s\",\"numa\":%s,\"nodes\":%d,\"cpus\":%d,"
-                       "\"allowed\":",
-                       nxr__topology_source_name(rt->topo.source),
-                       rt->topo.has_numa ? "true" : "false", rt->topo.node_count,
-                       rt->topo.cpu_count);
-    json_cpu_array(sb, rt->topo.allowed);
-    nxr__strbuf_printf(sb, "},\"cpu_quota\":");
-    if (rt->quota.cpus == 0) {
-        nxr__strbuf_printf(sb, "null");
-    } else {
-        nxr__strbuf_printf(sb, "{\"cpus\":%u,\"source\":", rt->quota.cpus);
-        nxr__strbuf_json_string(sb, rt->quota.source);
-        nxr__strbuf_printf(sb, "}");
-    }
-    nxr__strbuf_printf(sb, ",\"domains\":[");
-    for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = rt->domains[i];
-        nxr__strbuf_printf(sb, "%s{\"id\":%d,\"node\":", i ? "," : "", d->spec.id);
-        if (d->spec.node == NXR_NODE_NONE)
-            nxr__strbuf_printf(sb, "null");
-        else
-            nxr__strbuf_printf(sb, "%d", d->spec.node);
-        nxr__strbuf_printf(sb, ",\"cpus\":");
-        json_cpu_array(sb, nxr_domain_cpuset(d));
-        nxr__strbuf_printf(sb,
-                           ",\"admission\":\"%s\",\"placement\":\"%s\",\"workers\":%u,"
-                           "\"budget\":%u,\"executor_owner\":\"%s\"",
-                           nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
-                           nxr_domain_workers(d), d->spec.budget, executor_owner(d));
-        const char *limit = nxr__budget_limit_name(d->spec.limited_by);
-        nxr__strbuf_printf(sb, ",\"budget_limited_by\":");
-        if (limit != NULL)
-            nxr__strbuf_json_string(sb, limit);
-        else
-            nxr__strbuf_printf(sb, "null");
-        nxr__strbuf_printf(sb, ",\"contexts\":%u", open_contexts(rt, d));
-        nxr__pool_describe(d->pool, sb, true);
-        nxr__strbuf_printf(sb,
-                           ",\"placed\":{\"most_bytes\":%" PRIu64 ",\"tie\":%" PRIu64
-                           ",\"default\":%" PRIu64 "}}",
-                           placed(d, NXR_ROUTE_REASON_MOST_BYTES), placed(d, NXR_ROUTE_REASON_TIE),
-                           placed(d, NXR_ROUTE_REASON_DEFAULT));
-    }
-    nxr__strbuf_printf(sb, "]");
-    placement_json(rt, sb);
-    peers_json(rt, sb);
-    providers_json(rt, sb);
-    nxr__strbuf_printf(sb, ",\"stalls\":{\"threshold_ms\":%u,\"reported\":%llu}",
-                       rt->settings.stall_ms, stalls_reported(rt));
-    nxr__strbuf_printf(sb, "}\n");
-}
-
-/* Why a budget is below the domain's CPU count, for the text report. */
+/* Why a budget is below the domain's CPU count, as text shows it. */
 static const char *budget_why(const struct nxr_domain *d)
 {
     switch (d->spec.limited_by) {
@@ -293,46 +101,204 @@ static const char *budget_why(const struct nxr_domain *d)
     return "";
 }
 
-static void describe_text(const nxr_runtime_t *rt, struct nxr__strbuf *sb)
+static void emit_topology(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
-    char list[1024];
-    nxr__strbuf_printf(sb, "topology: %s, %d NUMA node(s)%s, %d CPU(s), allowed %s\n",
-                       nxr__topology_source_name(rt->topo.source), rt->topo.node_count,
-                       rt->topo.has_numa ? "" : " (no NUMA information: one domain, no node)",
-                       rt->topo.cpu_count, nxr__cpuset_list(rt->topo.allowed, list, sizeof(list)));
-    nxr__strbuf_printf(sb, "cpu quota: %s\n", rt->quota.source);
-    nxr__strbuf_printf(sb, "domains: %zu\n", rt->domain_count);
-    for (size_t i = 0; i < rt->domain_count; i++) {
-        const struct nxr_domain *d = rt->domains[i];
-        hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
-        nxr__strbuf_printf(sb, "  domain %d: node ", d->spec.id);
-        if (d->spec.node == NXR_NODE_NONE)
-            nxr__strbuf_printf(sb, "none");
-        else
-            nxr__strbuf_printf(sb, "%d", d->spec.node);
-        nxr__strbuf_printf(sb,
-                           ", cpus %s, %s, placement %s, %u worker(s), budget %u%s, executor %s\n",
-                           cpus != NULL ? nxr__cpuset_list(cpus, list, sizeof(list)) : "(none)",
-                           nxr_admission_name(d->spec.admission), nxr_placement_name(d->placement),
-                           nxr_domain_workers(d), d->spec.budget, budget_why(d), executor_owner(d));
-        nxr__pool_describe(d->pool, sb, false);
-        nxr__strbuf_printf(sb,
-                           "    placed calls: most-bytes %" PRIu64 ", tie %" PRIu64
-                           ", default %" PRIu64 "; open contexts %u\n",
-                           placed(d, NXR_ROUTE_REASON_MOST_BYTES), placed(d, NXR_ROUTE_REASON_TIE),
-                           placed(d, NXR_ROUTE_REASON_DEFAULT), open_contexts(rt, d));
+    nxr__emit_object(e, "topology",
+                     "topology: {source}, {nodes} NUMA node(s){numa}, {cpus} CPU(s), "
+                     "allowed {allowed}\n");
+    nxr__emit_str(e, "source", nxr__topology_source_name(rt->topo.source), NULL);
+    nxr__emit_bool(e, "numa", rt->topo.has_numa,
+                   rt->topo.has_numa ? "" : " (no NUMA information: one domain, no node)");
+    nxr__emit_int(e, "nodes", rt->topo.node_count, NULL);
+    nxr__emit_int(e, "cpus", rt->topo.cpu_count, NULL);
+    emit_cpus(e, "allowed", rt->topo.allowed);
+    nxr__emit_end(e);
+}
+
+/* The quota that applies; its source is said in text even when none does. */
+static void emit_quota(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    if (rt->quota.cpus == 0) {
+        nxr__emit_null(e, "cpu_quota", rt->quota.source);
+        return;
     }
-    nxr__strbuf_printf(sb,
-                       "placement: policy %s, default domain %d, refused as mixed %" PRIu64 "\n",
-                       nxr_route_policy_name(rt->settings.route), rt->default_domain->spec.id,
-                       (uint64_t)atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed));
-    peers_text(rt, sb);
-    providers_text(rt, sb);
-    if (rt->settings.stall_ms == 0)
-        nxr__strbuf_printf(sb, "stalls: reporting off, %llu reported\n", stalls_reported(rt));
+    nxr__emit_object(e, "cpu_quota", "{source}");
+    nxr__emit_uint(e, "cpus", rt->quota.cpus, NULL);
+    nxr__emit_str(e, "source", rt->quota.source, NULL);
+    nxr__emit_end(e);
+}
+
+static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, struct nxr__emit *e)
+{
+    nxr__emit_object(e, NULL,
+                     "  domain {id}: node {node}, cpus {cpus}, {admission}, placement {placement}, "
+                     "{workers} worker(s), budget {budget}{budget_limited_by}, executor "
+                     "{executor_owner}\n{pool}    placed calls: {placed}; open contexts {contexts}\n");
+    nxr__emit_int(e, "id", d->spec.id, NULL);
+    if (d->spec.node == NXR_NODE_NONE)
+        nxr__emit_null(e, "node", "none");
     else
-        nxr__strbuf_printf(sb, "stalls: waits past %u ms reported, %llu so far\n",
-                           rt->settings.stall_ms, stalls_reported(rt));
+        nxr__emit_int(e, "node", d->spec.node, NULL);
+    emit_cpus(e, "cpus", nxr_domain_cpuset(d));
+    nxr__emit_str(e, "admission", nxr_admission_name(d->spec.admission), NULL);
+    nxr__emit_str(e, "placement", nxr_placement_name(d->placement), NULL);
+    nxr__emit_uint(e, "workers", nxr_domain_workers(d), NULL);
+    nxr__emit_uint(e, "budget", d->spec.budget, NULL);
+    nxr__emit_str(e, "executor_owner",
+                  d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller", NULL);
+    nxr__emit_str(e, "budget_limited_by", nxr__budget_limit_name(d->spec.limited_by),
+                  budget_why(d));
+    nxr__emit_uint(e, "contexts", open_contexts(rt, d), NULL);
+    nxr__pool_describe(d->pool, e);
+    nxr__emit_object(e, "placed", "most-bytes {most_bytes}, tie {tie}, default {default}");
+    nxr__emit_uint(e, "most_bytes", placed(d, NXR_ROUTE_REASON_MOST_BYTES), NULL);
+    nxr__emit_uint(e, "tie", placed(d, NXR_ROUTE_REASON_TIE), NULL);
+    nxr__emit_uint(e, "default", placed(d, NXR_ROUTE_REASON_DEFAULT), NULL);
+    nxr__emit_end(e);
+    nxr__emit_end(e);
+}
+
+static void emit_placement(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    nxr__emit_object(e, "placement",
+                     "placement: policy {policy}, default domain {default_domain}, refused as "
+                     "mixed {refused_mixed}\n");
+    nxr__emit_str(e, "policy", nxr_route_policy_name(rt->settings.route), NULL);
+    nxr__emit_int(e, "default_domain", rt->default_domain->spec.id, NULL);
+    nxr__emit_uint(e, "refused_mixed",
+                   atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed), NULL);
+    nxr__emit_end(e);
+}
+
+/* Other nxr processes seen at creation (runtime/peers.c). Without a
+ * registry (then p->status says why) text names only the problem. */
+static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers == NXR_PEERS_OFF) {
+        nxr__emit_null(e, "peers", "peers: not looked for (NXR_PEERS=off)\n");
+        return;
+    }
+    bool registry = p->dir[0] != '\0';
+    nxr__emit_object(e, "peers",
+                     registry ? "peers: {overlapping_count} runtime(s) of other processes share "
+                                "this runtime's CPUs, {others} do not (registry {registry}; "
+                                "{refused} entries refused, {stale} stale){problem}\n{overlapping}"
+                              : "peers: no registry ({problem})\n");
+    nxr__emit_str(e, "registry", registry ? p->dir : NULL, NULL);
+    nxr__emit_str(e, "problem", p->status != 0 ? p->detail : NULL,
+                  p->status != 0 && registry ? "; {}" : NULL);
+    nxr__emit_list(e, "overlapping", NULL);
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
+        const struct nxr__peer *q = &p->shown[i];
+        nxr__emit_object(e, NULL,
+                         "  pid {pid}: CPUs {cpus}, budget {budget}, shared with this runtime: "
+                         "{shared}\n");
+        nxr__emit_int(e, "pid", q->pid, NULL);
+        nxr__emit_uint(e, "budget", q->budget, NULL);
+        nxr__emit_str(e, "cpus", q->cpus, NULL);
+        nxr__emit_str(e, "shared", q->overlap, NULL);
+        nxr__emit_end(e);
+    }
+    nxr__emit_end(e);
+    nxr__emit_uint(e, "overlapping_count", p->overlapping, NULL);
+    nxr__emit_uint(e, "others", p->others, NULL);
+    nxr__emit_uint(e, "refused", p->refused, NULL);
+    nxr__emit_uint(e, "stale", p->stale, NULL);
+    nxr__emit_end(e);
+}
+
+/* Providers per family, the policy, OpenBLAS as linked. */
+static void emit_providers(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    /* Text: "providers (strict policy): gemm=... norm=...", one line. */
+    char tmpl[256] = "providers ({policy} policy):", family[NXR_FAMILY_COUNT][32];
+    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
+        snprintf(family[f], sizeof(family[f]), " %s={name}", family_keys[f]);
+        snprintf(tmpl + strlen(tmpl), sizeof(tmpl) - strlen(tmpl), "{%s}", family_keys[f]);
+    }
+    snprintf(tmpl + strlen(tmpl), sizeof(tmpl) - strlen(tmpl), "\n{openblas}");
+    nxr__emit_object(e, "providers", tmpl);
+    nxr__emit_str(e, "policy", rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive",
+                  NULL);
+    for (int f = 0; f < NXR_FAMILY_COUNT; f++) {
+        const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, f);
+        nxr__emit_object(e, family_keys[f], family[f]);
+        nxr__emit_str(e, "name", nxr_provider_name(p), NULL);
+        nxr__emit_str(e, "count", nxr_count_control_name(nxr_provider_count_control(p)), NULL);
+        nxr__emit_str(e, "placement", nxr_provider_runs_on_name(nxr_provider_runs_on(p)),
+                      NULL);
+        nxr__emit_end(e);
+    }
+    struct nxr_openblas_info probed;
+    const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
+    nxr__emit_object(e, "openblas",
+                     "openblas: {threading}, {threads} thread(s), core {core}, {count} x "
+                     "{placement}\n{diagnostic}");
+    nxr__emit_bool(e, "present", ob->present, NULL);
+    nxr__emit_str(e, "threading", openblas_threading_name(ob->threading), NULL);
+    nxr__emit_int(e, "threads", ob->threads, NULL);
+    nxr__emit_str(e, "core", ob->core, NULL);
+    nxr__emit_str(e, "count", nxr_count_control_name(ob->count), NULL);
+    nxr__emit_str(e, "placement", nxr_provider_runs_on_name(ob->runs_on), NULL);
+    nxr__emit_bool(e, "core_fallback", ob->core_fallback, NULL);
+    nxr__emit_str(e, "diagnostic", ob->diagnostic, ob->core_fallback ? "  warning: {}\n" : "");
+    nxr__emit_end(e);
+    nxr__emit_end(e);
+}
+
+/* The floating-point environment recorded at creation; text only says it
+ * when it is not the default. */
+static void emit_fpenv(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    const struct nxr_fpenv *env = &rt->fpenv;
+    bool ftz = nxr_fpenv_flush_to_zero(env), daz = nxr_fpenv_denormals_are_zero(env);
+    nxr__emit_object(e, "fpenv",
+                     nxr_fpenv_is_default(env)
+                         ? ""
+                         : "fpenv: not the default (flush-to-zero {flush_to_zero}, "
+                           "denormals-are-zero {denormals_are_zero}, rounding {rounding})\n");
+    nxr__emit_bool(e, "supported", env->supported, NULL);
+    nxr__emit_bool(e, "default", nxr_fpenv_is_default(env), NULL);
+    nxr__emit_bool(e, "flush_to_zero", ftz, ftz ? "on" : "off");
+    nxr__emit_bool(e, "denormals_are_zero", daz, daz ? "on" : "off");
+    nxr__emit_str(e, "rounding", rounding_name(nxr_fpenv_rounding(env)), NULL);
+    nxr__emit_end(e);
+}
+
+static void emit_stalls(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    /* Relaxed: a counter. */
+    uint64_t reported =
+        atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
+    nxr__emit_object(e, "stalls",
+                     rt->settings.stall_ms == 0
+                         ? "stalls: reporting off, {reported} reported\n"
+                         : "stalls: waits past {threshold_ms} ms reported, {reported} so far\n");
+    nxr__emit_uint(e, "threshold_ms", rt->settings.stall_ms, NULL);
+    nxr__emit_uint(e, "reported", reported, NULL);
+    nxr__emit_end(e);
+}
+
+/* The one walk: every fact once, in JSON's order; text's layout is in the
+ * templates. */
+static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    nxr__emit_object(e, NULL,
+                     "{topology}cpu quota: {cpu_quota}\n{domains}{placement}{peers}{providers}"
+                     "{fpenv}{stalls}");
+    emit_topology(rt, e);
+    emit_quota(rt, e);
+    nxr__emit_list(e, "domains", "domains: {count}\n{items}");
+    for (size_t i = 0; i < rt->domain_count; i++)
+        emit_domain(rt, rt->domains[i], e);
+    nxr__emit_end(e);
+    emit_placement(rt, e);
+    emit_peers(rt, e);
+    emit_providers(rt, e);
+    emit_fpenv(rt, e);
+    emit_stalls(rt, e);
+    nxr__emit_end(e);
 }
 
 void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__strbuf *sb)
@@ -347,19 +313,19 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
         for (size_t i = 0; i < rt->domain_count; i++) {
             struct nxr__exec *e = &rt->domains[i]->exec;
             /* The domain itself, and those whose CPUs overlap it. */
-            if (e != exec && (e->cpus == NULL || exec->cpus == NULL ||
-                              !hwloc_bitmap_intersects(e->cpus, exec->cpus)))
+            if (e != exec && (e->spec->cpus == NULL || exec->spec->cpus == NULL ||
+                              !hwloc_bitmap_intersects(e->spec->cpus, exec->spec->cpus)))
                 continue;
             struct nxr__admission_stats st;
             nxr__exec_admission_stats(e, &st);
             if (pass == 0 && st.active > 0) {
                 nxr__strbuf_printf(sb, "%s domain %d (%u batch(es), %u region(s) in flight)",
-                                   named++ ? "," : ":", e->domain_id, st.batches,
+                                   named++ ? "," : ":", e->spec->id, st.batches,
                                    st.active - st.batches);
             } else if (pass == 1 && (st.waiting > 0 || st.deferred > 0 || st.acquiring)) {
                 nxr__strbuf_printf(sb, "%s domain %d (%u caller(s) in admission, %u deferred "
                                        "batch(es)%s)",
-                                   named++ ? "," : ":", e->domain_id, st.waiting, st.deferred,
+                                   named++ ? "," : ":", e->spec->id, st.waiting, st.deferred,
                                    st.acquiring ? ", acquiring the permit" : "");
             }
         }
@@ -384,12 +350,11 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
     if (nxr__runtime_forked(rt))
         return NXR_EFORKED; /* its pools' and teams' locks may be a parent thread's */
     struct nxr__strbuf sb = {0};
+    struct nxr__emit e;
+    nxr__emit_init(&e, format == NXR_DESCRIBE_JSON ? NXR__EMIT_JSON : NXR__EMIT_TEXT, &sb);
     /* The table may grow under an attach. */
     pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
-    if (format == NXR_DESCRIBE_JSON)
-        describe_json(rt, &sb);
-    else
-        describe_text(rt, &sb);
+    describe(rt, &e);
     pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
     return nxr__strbuf_take(&sb, out);
 }

@@ -82,10 +82,7 @@ static int adopt_plan(nxr_runtime_t *rt, struct nxr__plan *plan)
         plan->domains[i].cpus = NULL; /* the domain owns it now */
         d->rt = rt;
         d->placement = NXR_PLACEMENT_VERIFIED;
-        d->exec.cpus = d->spec.cpus;
-        d->exec.budget = d->spec.budget;
-        d->exec.domain_id = d->spec.id;
-        d->exec.admission = NXR_ADMISSION_MANAGED;
+        d->exec.spec = &d->spec; /* the plan's admission: MANAGED */
         d->exec.stall = &rt->stall;
         rc = nxr__exec_admission_init(&d->exec, rt->arbiter);
         d->admission_ready = rc == 0;
@@ -361,7 +358,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
                 "nxr: nxr_runtime_destroy(%p) called inside a body of domain %d: refused "
                 "(NXR_EREENTRANT: it would wait for the operation running it); the runtime is "
                 "left as it was, destroy it from outside every body (runtime/nxr.h)\n",
-                (void *)rt, nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1);
+                (void *)rt, nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
         if (NXR__CHECKED_BUILD)
             abort();
         return;

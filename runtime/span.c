@@ -331,7 +331,7 @@ static int span_for(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_f
             snprintf(why, whysz,
                      "called inside a body of domain %d, which the span does not cover: its work "
                      "cannot run there (nesting table, executor/nxr_executor.h)",
-                     nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1);
+                     nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
             return NXR_EREENTRANT;
         }
         /* One fan-out level: in place, as the participant we already are. */

@@ -149,7 +149,7 @@ static int run_units(struct linear *l, const size_t *bounds, size_t units, nxr_f
         if (m < 0) {
             snprintf(why, whysz, "called inside a body of domain %d, which the span does not "
                                  "cover (nesting table, executor/nxr_executor.h)",
-                     nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1);
+                     nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
             return NXR_EREENTRANT;
         }
         fn(l, 0, units, ctx->span->prefix[m] + nxr__tls.participant);

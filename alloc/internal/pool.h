@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "alloc/nxr_alloc.h"
-#include "base/internal/strbuf.h"
+#include "base/internal/emit.h"
 
 struct nxr__pool;
 struct nxr__arena;
@@ -61,9 +61,10 @@ int nxr__pool_domain_id(const struct nxr__pool *p);
 int nxr__scope_create(struct nxr__pool *p, const struct nxr_scope_opts *opts, nxr_scope_t **out);
 
 /*
- * Appends the pool's part of nxr_runtime_describe: for JSON, `,"pool":{...}`
- * (to be placed inside the domain's object); for text, one indented line.
+ * The pool's part of nxr_runtime_describe: member "pool" of the domain's
+ * object open in e (JSON: binding, arena and statistics; text: one indented
+ * line). Takes the pool's lock for the statistics.
  */
-void nxr__pool_describe(struct nxr__pool *p, struct nxr__strbuf *sb, bool json);
+void nxr__pool_describe(struct nxr__pool *p, struct nxr__emit *e);
 
 #endif /* NXR_INTERNAL_POOL_H */

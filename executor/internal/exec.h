@@ -2,8 +2,10 @@
  * Per-domain execution state and the per-thread execution marker.
  *
  * struct nxr__exec is what a context reaches: the executor contract in use
- * for the domain (the built-in team's, or a caller's), the domain's CPU set
- * and budget. It is embedded in the runtime's domain and lives as long as it.
+ * for the domain (the built-in team's, or a caller's) and the domain's facts
+ * (struct nxr__domain_spec, domains/internal/plan.h: its id, CPU set, budget
+ * and admission), which it points to. It is embedded in the runtime's domain
+ * and lives as long as it.
  *
  * The marker (nxr__tls) says whether the calling thread is already inside a
  * task or loop body, and as which participant; it is how one fan-out level
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "domains/internal/arbiter.h"
+#include "domains/internal/plan.h"
 #include "domains/nxr_domains.h"
 #include "executor/internal/stall.h"
 #include "executor/internal/team.h"
@@ -27,10 +30,12 @@
 struct nxr__exec {
     struct nxr_executor executor; /* the contract work goes through */
     struct nxr__team *team;       /* the built-in team, or NULL */
-    hwloc_const_bitmap_t cpus;    /* the domain's set; NULL for caller-managed */
-    unsigned budget;              /* most participants one operation may use */
-    int domain_id;
-    enum nxr_admission admission;
+    /* The domain's facts (id, node, CPU set, budget, admission), owned by
+     * the domain that embeds this exec and read here, never copied: set
+     * before admission init, immutable while the exec is in use. Its cpus
+     * is NULL for a caller-managed domain; its budget is the most
+     * participants one operation may use. */
+    const struct nxr__domain_spec *spec;
     /* Unique per exec over the process's life (set at admission init): the
      * per-thread caller-placement cache keys on it, since a new domain may
      * reuse a freed one's address. */
@@ -136,7 +141,7 @@ void nxr__exec_caller_forget(void);
 void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team);
 
 /*
- * Prepares exec's admission state: a permit request for exec->cpus on
+ * Prepares exec's admission state: a permit request for exec->spec->cpus on
  * `arbiter` (MANAGED, COOPERATIVE), or the guard (CALLER_MANAGED, arbiter
  * ignored). 0, -EINVAL or -ENOMEM.
  */

@@ -308,8 +308,9 @@ static float reduce_on(struct nxr__team *team, bool joins, unsigned budget, stru
                                           .workers = nxr__team_size(team),
                                           .flags = NXR_EXECUTOR_FANOUT,
                                           .owner = NXR_EXECUTOR_OWNED_BY_CALLER};
-    exec.budget = budget;
-    exec.admission = NXR_ADMISSION_CALLER_MANAGED; /* no CPU set: never "inside" */
+    /* No CPU set: never "inside". */
+    struct nxr__domain_spec spec = {.budget = budget, .admission = NXR_ADMISSION_CALLER_MANAGED};
+    exec.spec = &spec;
     cr_assert_eq(nxr__exec_admission_init(&exec, NULL), 0);
     memset(a, 0, sizeof(*a));
     a->caller = tid();

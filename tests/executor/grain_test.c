@@ -64,15 +64,15 @@ static const struct nxr_executor_ops team_ops = {.install = team_install, .submi
 /* A caller-managed domain of `budget` over the team: no CPU set, so the
  * test thread is never "inside" and every loop is a region (a loop of one
  * participant is a region of one). */
-static void exec_init(struct nxr__exec *exec, unsigned budget)
+static void exec_init(struct nxr__exec *exec, struct nxr__domain_spec *spec, unsigned budget)
 {
     memset(exec, 0, sizeof(*exec));
+    *spec = (struct nxr__domain_spec){.budget = budget, .admission = NXR_ADMISSION_CALLER_MANAGED};
+    exec->spec = spec;
     exec->executor = (struct nxr_executor){.ops = &team_ops,
                                            .workers = TEAM,
                                            .flags = NXR_EXECUTOR_FANOUT,
                                            .owner = NXR_EXECUTOR_OWNED_BY_CALLER};
-    exec->budget = budget;
-    exec->admission = NXR_ADMISSION_CALLER_MANAGED;
     cr_assert_eq(nxr__exec_admission_init(exec, NULL), 0);
 }
 
@@ -109,7 +109,8 @@ static unsigned popcount(unsigned x)
 static void run(unsigned budget, const struct nxr_for_opts *o, size_t len, struct seen *s)
 {
     struct nxr__exec exec;
-    exec_init(&exec, budget);
+    struct nxr__domain_spec spec;
+    exec_init(&exec, &spec, budget);
     memset(s, 0, sizeof(*s));
     cr_assert_eq(nxr__exec_parallel_for(&exec, 0, len, o, note, s), 0);
     nxr__exec_admission_fini(&exec);
@@ -213,7 +214,8 @@ Test(executor_grain, the_cost_hint_caps_participants_by_work)
 Test(executor_grain, a_negative_or_nan_cost_is_einval_and_runs_nothing)
 {
     struct nxr__exec exec;
-    exec_init(&exec, 2);
+    struct nxr__domain_spec spec;
+    exec_init(&exec, &spec, 2);
     struct nxr_for_opts o;
     nxr_for_opts_init(&o);
     struct seen s;
@@ -254,7 +256,8 @@ Test(executor_grain, reduce_grain_0_is_not_one_block)
     for (unsigned budget = 1; budget <= TEAM; budget++) {
         for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
             struct nxr__exec exec;
-            exec_init(&exec, budget);
+            struct nxr__domain_spec spec;
+            exec_init(&exec, &spec, budget);
             struct blocks k;
             memset(&k, 0, sizeof k);
             unsigned long long r = 0;

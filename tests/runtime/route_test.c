@@ -51,7 +51,7 @@ static int record_sgemm(void *self, const struct nxr_kernel_call *call, const st
     r->a = g->a;
     r->b = g->b;
     r->c = g->c;
-    r->domain = nxr__tls.depth > 0 && nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1;
+    r->domain = nxr__tls.depth > 0 && nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1;
     for (size_t i = 0; i < g->m; i++) /* an output the test can see */
         for (size_t j = 0; j < g->n; j++)
             g->c[i * g->ldc + j] = 1.0f;

@@ -53,7 +53,7 @@ static int spy_sgemm(void *self, const struct nxr_kernel_call *call, const struc
         atomic_fetch_add(&spy.unmarked, 1);
         return -EIO;
     }
-    int d = nxr__tls.exec->domain_id & 3;
+    int d = nxr__tls.exec->spec->id & 3;
     atomic_fetch_add(&spy.calls[d], 1);
     if (atomic_load(&spy.hold) == d) /* forced order: the others first */
         nxr_test_wait_at_least(&spy.done_other[3], atomic_load(&spy.expect_other), 20000);
@@ -376,7 +376,7 @@ static void fan_rows(void *p, size_t b, size_t e, unsigned worker)
     if (worker >= j->call->threads || nxr__tls.exec == NULL)
         atomic_fetch_add(&fan.bad_worker, 1);
     else
-        atomic_fetch_add(&fan.rows_by_domain[nxr__tls.exec->domain_id & 3], (int)(e - b));
+        atomic_fetch_add(&fan.rows_by_domain[nxr__tls.exec->spec->id & 3], (int)(e - b));
     for (size_t i = b; i < e; i++)
         for (size_t n = 0; n < g->n; n++) {
             float acc = 0.0f;

@@ -70,7 +70,7 @@ static void count_body(void *p, size_t b, size_t e, unsigned worker)
 {
     struct count *c = p;
     (void)worker;
-    int d = nxr__tls.depth > 0 && nxr__tls.exec != NULL ? nxr__tls.exec->domain_id : -1;
+    int d = nxr__tls.depth > 0 && nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1;
     if (d < 0 || d >= 8) {
         atomic_fetch_add(&c->outside, 1);
         return;
@@ -242,13 +242,13 @@ static void touch_rows(void *p, size_t b, size_t e, unsigned worker)
         atomic_fetch_add(&l->off_shard, 1);
         return;
     }
-    atomic_fetch_add(&l->chunks[x->domain_id & 7], 1);
-    if (!hwloc_bitmap_isset(x->cpus, (unsigned)sched_getcpu()))
+    atomic_fetch_add(&l->chunks[x->spec->id & 7], 1);
+    if (!hwloc_bitmap_isset(x->spec->cpus, (unsigned)sched_getcpu()))
         atomic_fetch_add(&l->off_cpus, 1);
     for (size_t r = b; r < e; r++) {
         nxr_domain_t *owner = NULL;
         float *row = nxr_shards_row(l->rows, r);
-        if (nxr_mem_domain(rt, row, &owner) != 0 || nxr_domain_id(owner) != x->domain_id)
+        if (nxr_mem_domain(rt, row, &owner) != 0 || nxr_domain_id(owner) != x->spec->id)
             atomic_fetch_add(&l->off_shard, 1);
         row[0] += 1.0f; /* touched */
     }
@@ -413,7 +413,7 @@ static bool domain1_held_back(void *p)
         return true;
     for (size_t i = 0; i < rt->domain_count; i++) {
         struct nxr__exec *e = &rt->domains[i]->exec;
-        if (e->domain_id != 1)
+        if (e->spec->id != 1)
             continue;
         struct nxr__admission_stats st;
         nxr__exec_admission_stats(e, &st);
@@ -520,7 +520,7 @@ static void outer_body(void *p, size_t b, size_t e, unsigned w)
 {
     struct nest *n = p;
     (void)b, (void)e, (void)w;
-    if (nxr__tls.exec->domain_id != asker || atomic_fetch_add(&n->bodies, 1) != 0)
+    if (nxr__tls.exec->spec->id != asker || atomic_fetch_add(&n->bodies, 1) != 0)
         return;
     my_tag = 1;
     atomic_store(&n->rc[NEST_SPAN_FOR], nxr_parallel_for(span, 0, 64, 1, nested_body, n));

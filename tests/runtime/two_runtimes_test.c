@@ -870,6 +870,17 @@ static bool describes_ftz(const nxr_runtime_t *rt)
     bool on = strstr(json, "\"flush_to_zero\":true") != NULL;
     cr_assert(on || strstr(json, "\"flush_to_zero\":false") != NULL, "%s", json);
     free(json);
+    /* Text names the environment only when it is not the default. */
+    char *text;
+    cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), 0);
+    static const char label[] = "fpenv: not the default (flush-to-zero ";
+    const char *line = strstr(text, label);
+    if (on)
+        cr_expect(line != NULL && strncmp(line + strlen(label), "on, denormals-are-zero ", 23) == 0,
+                  "%s", text);
+    else /* the default, or not for another reason (denormals-are-zero) */
+        cr_expect(line == NULL || strncmp(line + strlen(label), "off, ", 5) == 0, "%s", text);
+    free(text);
     return on;
 }
 
