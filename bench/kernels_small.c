@@ -304,15 +304,23 @@ void small_print_text(const struct small_report *rep, double native_2048)
                g->shape, g->packed ? "yes" : "no", g->nxr, g->openblas, g->omp_loop, g->read,
                g->nxr / g->read, g->nxr / g->openblas, g->nxr / g->omp_loop);
     }
-    printf("\nsmall-batch GEMM C = X W (W k x n), GFLOP/s (medians); native 2048 peak %.1f\n",
-           native_2048);
+    /* --only-small measures no peak: the column then says so instead of inf. */
+    if (native_2048 > 0)
+        printf("\nsmall-batch GEMM C = X W (W k x n), GFLOP/s (medians); native 2048 peak %.1f\n",
+               native_2048);
+    else
+        printf("\nsmall-batch GEMM C = X W (W k x n), GFLOP/s (medians); no native 2048 peak "
+               "measured (--only-small)\n");
     printf("%3s  %5s  %5s  %-6s  %8s  %8s  %7s  %9s\n", "m", "k", "n", "packed", "nxr",
            "OpenBLAS", "/OB", "/peak2048");
     for (size_t i = 0; i < rep->ngemm; i++) {
         const struct small_gemm_row *g = &rep->gemm[i];
-        printf("%3zu  %5zu  %5zu  %-6s  %8.1f  %8.1f  %7.3f  %9.3f\n", g->m, g->k, g->n,
-               g->packed ? "yes" : "no", g->nxr, g->openblas, g->nxr / g->openblas,
-               g->nxr / native_2048);
+        printf("%3zu  %5zu  %5zu  %-6s  %8.1f  %8.1f  %7.3f  ", g->m, g->k, g->n,
+               g->packed ? "yes" : "no", g->nxr, g->openblas, g->nxr / g->openblas);
+        if (native_2048 > 0)
+            printf("%9.3f\n", g->nxr / native_2048);
+        else
+            printf("%9s\n", "-");
     }
 }
 

@@ -34,6 +34,8 @@ const char nxr_tool_demo_usage[] =
     "                              or plain (packed by the GEMM on every call)\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 25;\n"
     "                              0: none, every path serves every request)\n"
+    "             --machine S      seconds measuring the GEMM peak and the read bandwidth\n"
+    "                              before serving (default 1; 0: not measured, no limit lines)\n"
     "             --compete N      N busy processes pinned to the domains' CPUs (highest first)\n"
     "                              for the run, killed after: a noisy neighbour (default 0)\n"
     "             --no-compare     serve with nxr only\n"
@@ -150,7 +152,8 @@ int nxr_tool_demo(int argc, char **argv)
         static const char *const with_value[] = {"--requests", "--clients", "--batch",
                                                  "--hidden",   "--layers",  "--domains",
                                                  "--executor", "--seed",    "--time-budget",
-                                                 "--max-batch", "--weights", "--compete"};
+                                                 "--max-batch", "--weights", "--compete",
+                                                 "--machine"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -190,6 +193,9 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--time-budget") == 0) {
             if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
                 c.time_budget_s = (double)x;
+        } else if (strcmp(flag, "--machine") == 0) {
+            if ((rc = parse_size(flag, value, 0, 600, &x)) == 0)
+                c.machine_s = (double)x;
         } else if (strcmp(flag, "--compete") == 0) {
             if ((rc = parse_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
                 c.compete = (unsigned)x;

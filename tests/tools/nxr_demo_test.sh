@@ -108,6 +108,14 @@ assert d["flat"] is None and d["omp"] is None and d["outputs_match"] is None, d
 assert d["baseline"] is None and d["machine"]["gemm_peak_gflops"] > 0, d
 assert d["requests"] == 48 and d["config"]["compare"] is False, d'
 
+# --machine 0: nothing measured, so no machine line and no limit (the VM check uses it: under
+# TCG the 2048 SGEMM took minutes per domain).
+"$nxr" demo "${tiny[@]}" --no-compare --machine 0 --json > unmeasured.json
+python3 -c '
+import json; d = json.load(open("unmeasured.json"))
+assert d["machine"] is None and d["fraction_of_limit"] is None, d
+assert d["requests"] == 48, d'
+
 # Beside a noisy neighbour: one busy process pinned to the highest allowed
 # CPU for the run (reported; service/compete.h is tested on its own); the header says the
 # quota (none here unless NXR_CPU_QUOTA says so).
@@ -215,6 +223,8 @@ bad --hidden --hidden 8192 --layers 256
 bad --layers --layers 0
 bad --seed --seed x
 bad --time-budget --time-budget -1
+bad --machine --machine 601
+bad --machine --machine x
 bad --executor --executor tbb
 bad --max-batch --max-batch 0
 bad --max-batch --max-batch x
