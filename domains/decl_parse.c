@@ -179,20 +179,17 @@ out_free:
 
 int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
 {
-    nxr__last_error_clear();
+    nxr__call_begin();
     if (out != NULL)
         *out = NULL;
-    if (list == NULL || out == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: %s is NULL", list == NULL ? "list" : "out");
-        return -EINVAL;
-    }
-    struct cursor c = {.what = "CPU list", .start = list, .p = list,
-                       .err = nxr__last_error_slot(), .errsz = NXR__LAST_ERROR_BYTES};
+    if (list == NULL || out == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", list == NULL ? "list" : "out");
+    char why[NXR__LAST_ERROR_BYTES] = "";
+    struct cursor c = {
+        .what = "CPU list", .start = list, .p = list, .err = why, .errsz = sizeof(why)};
     hwloc_bitmap_t cpus = nxr__cpuset_alloc();
-    if (cpus == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: out of memory");
-        return -ENOMEM;
-    }
+    if (cpus == NULL)
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
     int rc = 0;
     skip_space(&c);
     /* "" (or only blanks) is the empty set, as the kernel writes it. */
@@ -204,7 +201,7 @@ int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
         rc = syntax(&c, "expected ',' or the end");
     if (rc != 0) {
         hwloc_bitmap_free(cpus);
-        return rc;
+        return nxr__fail(rc, __func__, "%s", why);
     }
     *out = cpus;
     return 0;

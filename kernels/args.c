@@ -277,3 +277,20 @@ int nxr__check_binary_rows(size_t rows, size_t cols, const float *x, size_t ldx,
         return bad(why, whysz, "row overlaps out");
     return 0;
 }
+
+int nxr__check_binary_op(enum nxr_binary_op op, char *why, size_t whysz)
+{
+    if (op != NXR_BINARY_ADD && op != NXR_BINARY_MUL)
+        return bad(why, whysz,
+                   "op %d is not an enum nxr_binary_op (NXR_BINARY_ADD, NXR_BINARY_MUL)", (int)op);
+    return 0;
+}
+
+int nxr__check_unary_op(enum nxr_unary_op op, char *why, size_t whysz)
+{
+    if (op != NXR_UNARY_SILU && op != NXR_UNARY_GELU_TANH)
+        return bad(why, whysz,
+                   "op %d is not an enum nxr_unary_op (NXR_UNARY_SILU, NXR_UNARY_GELU_TANH)",
+                   (int)op);
+    return 0;
+}

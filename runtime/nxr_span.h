@@ -82,10 +82,11 @@ NXR_API void nxr_span_opts_init(struct nxr_span_opts *opts);
  */
 NXR_API int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx_t **out);
 
-/* Members of ctx (1 for a context on one domain). */
+/* Members of ctx (1 for a context on one domain, 0 for NULL). */
 NXR_API size_t nxr_span_domain_count(const nxr_ctx_t *ctx);
 
-/* The i-th member (the context's domain for i == 0 on one domain), or NULL. */
+/* The i-th member (the context's domain for i == 0 on one domain), or NULL
+ * (i out of range, or ctx NULL). */
 NXR_API nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i);
 
 /*

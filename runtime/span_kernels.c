@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/internal/last_error.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/shards.h"
 #include "runtime/internal/span.h"
@@ -265,8 +266,9 @@ out_release:
 
 int nxr_span_linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *args)
 {
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)

@@ -691,3 +691,4 @@ Test(runtime_span, bad_input_is_a_typed_error_and_changes_nothing)
     nxr_ctx_destroy(swapped);
     nxr_shards_destroy(s);
 }
+
