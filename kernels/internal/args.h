@@ -41,6 +41,10 @@ size_t nxr__sgemm_c_bytes(const struct nxr_sgemm_args *g);
 size_t nxr__batch_bytes(size_t item_bytes, size_t batch, size_t stride);
 
 int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz);
+/* The same rules, the operands A, B and C named as the caller knows them
+ * (a span kernel's member GEMM: "x", "w (part 1)", "y"). */
+int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const names[3], char *why,
+                           size_t whysz);
 int nxr__check_sgemm_batch(const struct nxr_sgemm_batch_args *b, char *why, size_t whysz);
 int nxr__check_epilogue(const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep, char *why,
                         size_t whysz);
