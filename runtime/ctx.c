@@ -21,6 +21,12 @@
 
 /* ---- the runtime's list of open contexts ------------------------------------ */
 
+/* What the caller opened, per domain: a span's member contexts are the
+ * span's (one context to its caller), a placing context is counted apart. */
+static bool counted(const nxr_ctx_t *ctx)
+{
+    return !ctx->placing && !ctx->member;
+}
 
 static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
 {
@@ -30,7 +36,7 @@ static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
     if (rt->contexts != NULL)
         rt->contexts->prev = ctx;
     rt->contexts = ctx;
-    if (!ctx->placing)
+    if (counted(ctx))
         ctx->domain->open_contexts++;
     pthread_mutex_unlock(&rt->ctx_lock);
 }
@@ -45,7 +51,7 @@ static void unlink_locked(nxr_runtime_t *rt, nxr_ctx_t *ctx)
     if (ctx->next != NULL)
         ctx->next->prev = ctx->prev;
     ctx->prev = ctx->next = NULL;
-    if (!ctx->placing)
+    if (counted(ctx))
         ctx->domain->open_contexts--;
 }
 
@@ -79,12 +85,12 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
                                 placing);
     while (rt->contexts != NULL) {
         nxr_ctx_t *c = rt->contexts;
+        open += !c->member;
         unlink_locked(rt, c);
         free_scopes(c); /* their chunks go back before the pools do */
         c->rt = NULL;
         c->domain = NULL;
         c->exec = NULL;
-        open++;
     }
     pthread_mutex_unlock(&rt->ctx_lock);
     return open;
@@ -92,7 +98,8 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
 
 /* ---- creation ---------------------------------------------------------------- */
 
-int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+/* nxr_ctx_create; a member context is a span's (runtime/span.c). */
+static int create(nxr_runtime_t *rt, int domain_id, bool member, nxr_ctx_t **out)
 {
     static const char call[] = "nxr_ctx_create";
     nxr__call_begin();
@@ -120,10 +127,21 @@ int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
     ctx->domain = (struct nxr_domain *)d; /* the runtime's; immutable once published */
     ctx->exec = &ctx->domain->exec;
     ctx->placing = placing;
+    ctx->member = member;
     atomic_init(&ctx->driver, 0);
     link_ctx(rt, ctx);
     *out = ctx;
     return 0;
+}
+
+int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+{
+    return create(rt, domain_id, false, out);
+}
+
+int nxr__ctx_create_member(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+{
+    return create(rt, domain_id, true, out);
 }
 
 int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out)

@@ -108,10 +108,12 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
     return 0;
 }
 
-/* A context on d, a failure told as the span's. */
-static int member_create(nxr_runtime_t *rt, const struct nxr_domain *d, nxr_ctx_t **out)
+/* A context on d (a member: the span's own), a failure told as the span's. */
+static int member_create(nxr_runtime_t *rt, const struct nxr_domain *d, bool member,
+                         nxr_ctx_t **out)
 {
-    int rc = nxr_ctx_create(rt, d->spec.id, out);
+    int rc =
+        member ? nxr__ctx_create_member(rt, d->spec.id, out) : nxr_ctx_create(rt, d->spec.id, out);
     return rc == 0 ? 0 : refuse(rc, "%s", nxr_last_error());
 }
 
@@ -133,7 +135,7 @@ int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx
     if (rc != 0)
         return rc;
     if (n == 1) /* exactly a context on that domain */
-        return member_create(rt, doms[0], out);
+        return member_create(rt, doms[0], false, out);
     struct nxr__span *s = nxr__calloc(1, sizeof(*s));
     if (s == NULL)
         return refuse(-ENOMEM, "out of memory");
@@ -149,10 +151,10 @@ int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx
         return refuse(rc, "the permit for the members' union: %s", nxr_strerror(rc));
     }
     for (; s->n < n; s->n++) {
-        if ((rc = member_create(rt, doms[s->n], &s->member[s->n])) != 0)
+        if ((rc = member_create(rt, doms[s->n], true, &s->member[s->n])) != 0)
             goto out_free;
     }
-    rc = member_create(rt, doms[0], out);
+    rc = member_create(rt, doms[0], false, out);
     if (rc != 0)
         goto out_free;
     (*out)->span = s;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal/ctx.h"
@@ -692,3 +693,28 @@ Test(runtime_span, bad_input_is_a_typed_error_and_changes_nothing)
     nxr_shards_destroy(s);
 }
 
+/* ---- what a span counts as ----------------------------------------------------------- */
+
+/* A span is one context to its caller: describe and the destroy report
+ * count it once, on its first member's domain, and not its member contexts
+ * (issue 30, defect 18: a 2-domain span was "3 context(s) still open"). */
+Test(runtime_span, a_span_is_one_open_context)
+{
+    open_runtime("0:%0;1:%0 shared");
+    const int ids[] = {0, 1};
+    open_span(ids, 2);
+    char *text = NULL;
+    cr_assert_eq(nxr_runtime_describe(rt, NXR_DESCRIBE_TEXT, &text), 0);
+    size_t ones = 0, zeros = 0;
+    for (const char *p = text; (p = strstr(p, "open contexts ")) != NULL; p++) {
+        ones += p[14] == '1';
+        zeros += p[14] == '0';
+    }
+    cr_expect(ones == 1 && zeros == 1, "domain 0: 1 open context, domain 1: 0:\n%s", text);
+    free(text);
+    /* What runtime destroy reports, counted as it counts. */
+    char where[256];
+    size_t open = nxr__ctx_orphan_all(rt, where, sizeof(where));
+    cr_expect_eq(open, 1, "%zu context(s) still open (%s) for one span", open, where);
+    cr_expect_str_eq(where, "domain 0: 1");
+}
