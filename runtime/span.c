@@ -14,6 +14,7 @@
  * NXR_EREENTRANT, as is everything that would take another permit.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,13 @@ int nxr__span_member_of_body(const struct nxr__span *s)
 }
 
 /* ---- creation ------------------------------------------------------------------- */
+
+/* The 1.0 layout of the options (additions only): the deprecated errbuf
+ * fields, which nothing uses, stay where they were, last. */
+_Static_assert(offsetof(struct nxr_span_opts, errbuf) == 3 * sizeof(void *) &&
+                   offsetof(struct nxr_span_opts, errbuf_size) == 4 * sizeof(void *) &&
+                   sizeof(struct nxr_span_opts) == 5 * sizeof(void *),
+               "struct nxr_span_opts changed its 1.0 layout");
 
 void nxr_span_opts_init(struct nxr_span_opts *opts)
 {

@@ -718,3 +718,23 @@ Test(runtime_span, a_span_is_one_open_context)
     cr_expect_eq(open, 1, "%zu context(s) still open (%s) for one span", open, where);
     cr_expect_str_eq(where, "domain 0: 1");
 }
+
+/* errbuf stays in struct nxr_span_opts for the 1.0 layout only (runtime/span.c
+ * checks the layout at build time): deprecated and ignored, the detail is
+ * nxr_last_error()'s (issue 30, defect 17). */
+Test(runtime_span, the_deprecated_errbuf_is_ignored)
+{
+    open_runtime("0:%0;1:%0 shared");
+    char buf[32];
+    memset(buf, 'x', sizeof(buf));
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    so.errbuf = buf;
+    so.errbuf_size = sizeof(buf);
+    nxr_ctx_t *out;
+    cr_assert_eq(nxr_span_create(rt, &so, &out), -EINVAL, "an empty domain list");
+    for (size_t i = 0; i < sizeof(buf); i++)
+        cr_assert_eq(buf[i], 'x', "errbuf[%zu] was written", i);
+    cr_expect_not_null(strstr(nxr_last_error(), "nxr_span_create: the domain list is empty"), "%s",
+                       nxr_last_error());
+}
