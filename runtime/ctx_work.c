@@ -96,9 +96,13 @@ int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, vo
         rc = nxr__ctx_failf(ctx, ctx->domain, call, -EINVAL, "mode %d is not a mode", (int)mode);
     } else {
         rc = nxr__exec_run(ctx->exec, mode, count, fn, arg);
-        /* A task's own error is not nxr's to explain; anything else is. */
+        /* nxr's own refusals explain themselves; a task's own error is
+         * named as such (every failure leaves a detail). */
         if (rc == NXR_EREENTRANT || rc == NXR_EADMISSION || rc == -EBUSY)
             nxr__ctx_fail(ctx, ctx->domain, call, rc, NULL);
+        else if (rc != 0)
+            nxr__ctx_failf(ctx, ctx->domain, call, rc, "a task returned %d (%s)", rc,
+                           nxr_strerror(rc));
     }
     nxr__ctx_leave(ctx, entered);
     return rc;
