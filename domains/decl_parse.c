@@ -110,8 +110,10 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
          * mistake (0 in a struct nxr_domain_decl means NXR_BUDGET_ALL). */
         if (budget == 0) {
             if (c->err != NULL && c->errsz > 0)
-                snprintf(c->err, c->errsz, "%s '%s': domain %ld: budget 0 (leave the budget out "
-                         "for all its CPUs)", c->what, c->start, id);
+                snprintf(c->err, c->errsz,
+                         "%s '%s': domain %ld: budget 0 (leave the budget out "
+                         "for all its CPUs)",
+                         c->what, c->start, id);
             return NXR_EBUDGET;
         }
         d->budget = (int)budget;
@@ -177,22 +179,11 @@ out_free:
     return rc;
 }
 
-int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
+int nxr__cpuset_parse_into(const char *list, hwloc_bitmap_t cpus, const char *what, char *err,
+                           size_t errsz)
 {
-    nxr__last_error_clear();
-    if (out != NULL)
-        *out = NULL;
-    if (list == NULL || out == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: %s is NULL", list == NULL ? "list" : "out");
-        return -EINVAL;
-    }
-    struct cursor c = {.what = "CPU list", .start = list, .p = list,
-                       .err = nxr__last_error_slot(), .errsz = NXR__LAST_ERROR_BYTES};
-    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
-    if (cpus == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: out of memory");
-        return -ENOMEM;
-    }
+    struct cursor c = {.what = what, .start = list, .p = list, .err = err, .errsz = errsz};
+    hwloc_bitmap_zero(cpus);
     int rc = 0;
     skip_space(&c);
     /* "" (or only blanks) is the empty set, as the kernel writes it. */
@@ -202,6 +193,25 @@ int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
         c.p++; /* one trailing newline, as read from /sys or a cgroup file */
     if (rc == 0 && *c.p != '\0')
         rc = syntax(&c, "expected ',' or the end");
+    return rc;
+}
+
+int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
+{
+    nxr__last_error_clear();
+    if (out != NULL)
+        *out = NULL;
+    if (list == NULL || out == NULL) {
+        nxr__last_error_set("nxr_cpuset_parse: %s is NULL", list == NULL ? "list" : "out");
+        return -EINVAL;
+    }
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
+    if (cpus == NULL) {
+        nxr__last_error_set("nxr_cpuset_parse: out of memory");
+        return -ENOMEM;
+    }
+    int rc = nxr__cpuset_parse_into(list, cpus, "CPU list", nxr__last_error_slot(),
+                                    NXR__LAST_ERROR_BYTES);
     if (rc != 0) {
         hwloc_bitmap_free(cpus);
         return rc;

@@ -114,7 +114,8 @@ struct nxr_runtime_opts {
      * changes a budget. */
     enum nxr_peers_mode peers;
     /* Tests: the registry directory (NULL: $XDG_RUNTIME_DIR/nxr-peers,
-     * else /dev/shm/nxr-peers-<uid>). */
+     * else /dev/shm/nxr-peers-<uid>). At most 255 bytes: a longer path is
+     * -ENAMETOOLONG from nxr_runtime_create, never cut. */
     const char *peers_dir;
     /* Iterations a worker spins before parking. 0: NXR_SPIN, else the
      * default; NXR_SPIN_NONE: park at once; n > 0: n. */

@@ -116,6 +116,11 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     }
     s->cgroup_root = opts->cgroup_root;
     s->peers_dir = opts->peers_dir;
+    if (s->peers_dir != NULL && strlen(s->peers_dir) > NXR__PEERS_DIR_MAX) {
+        snprintf(err, errsz, "opts.peers_dir is %zu bytes long: at most %d", strlen(s->peers_dir),
+                 NXR__PEERS_DIR_MAX);
+        return -ENAMETOOLONG;
+    }
     if ((int)opts->peers < NXR_PEERS_DEFAULT || (int)opts->peers > NXR_PEERS_OFF) {
         snprintf(err, errsz, "opts.peers %d: expected NXR_PEERS_DEFAULT (0), NXR_PEERS_WARN, _QUIET "
                  "or _OFF", (int)opts->peers);
