@@ -146,6 +146,8 @@ int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *cou
     size_t cap = 1;
     for (const char *p = spec; *p != '\0'; p++)
         cap += *p == ';';
+    if (cap > NXR__DOMAINS_MAX)
+        cap = NXR__DOMAINS_MAX; /* one more domain is refused below */
     struct nxr_domain_decl *decls = nxr__calloc(cap, sizeof(*decls));
     if (decls == NULL)
         return -ENOMEM;
@@ -157,6 +159,12 @@ int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *cou
         goto out_free;
     }
     while (*c.p != '\0') {
+        if (n == NXR__DOMAINS_MAX) {
+            snprintf(err, errsz, "NXR_DOMAINS: more than %d domains; nxr takes at most %d domains",
+                     NXR__DOMAINS_MAX, NXR__DOMAINS_MAX);
+            rc = NXR_ESYNTAX;
+            goto out_free;
+        }
         rc = one_domain(&c, &decls[n]);
         if (decls[n].cpus != NULL)
             n++; /* owned from here on, freed on error too */

@@ -89,7 +89,8 @@ struct nxr_runtime_opts {
      * synthetic description>" or "xml:<path>". */
     const char *topology;
     /* Declared domains; when both are unset, NXR_DOMAINS, else one domain
-     * per NUMA node. Setting both is -EINVAL. */
+     * per NUMA node. Setting both is -EINVAL. At most 256 domains
+     * (domains/nxr_domains.h). */
     const char *domains; /* NXR_DOMAINS grammar */
     const struct nxr_domain_decl *domain_decls;
     size_t domain_decl_count;
