@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -244,16 +245,12 @@ static int read_value(struct reader *r, const char *dir, const char *name, struc
 /* A decimal number in 1..VALUE_MAX, the whole string. */
 static bool parse_value(const char *s, uint64_t *out)
 {
-    uint64_t v = 0;
-    if (*s == '\0')
+    unsigned long long v;
+    long n = nxr__parse_digits(s, 10, VALUE_MAX, &v);
+    if (n <= 0 || s[n] != '\0' || v < 1)
         return false;
-    for (; *s != '\0'; s++) {
-        if (!isdigit((unsigned char)*s) || v > VALUE_MAX / 10)
-            return false;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
     *out = v;
-    return v >= 1 && v <= VALUE_MAX;
+    return true;
 }
 
 /* Keeps the level's limit when it is the tightest so far (the caller then

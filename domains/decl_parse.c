@@ -14,6 +14,7 @@
 #include "domains/internal/cpuset.h"
 #include "domains/internal/plan.h"
 #include "base/internal/last_error.h"
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -39,21 +40,19 @@ static int syntax(struct cursor *c, const char *what)
     return NXR_ESYNTAX;
 }
 
-/* A decimal number in [0, max]. */
+/* A decimal number in [0, max] (base/internal/number.h), blanks around. */
 static int number(struct cursor *c, long max, long *out, const char *what)
 {
     skip_space(c);
-    if (!isdigit((unsigned char)*c->p))
+    unsigned long long v;
+    long n = nxr__parse_digits(c->p, 10, (unsigned long long)max, &v);
+    if (n == 0)
         return syntax(c, what);
-    long v = 0;
-    while (isdigit((unsigned char)*c->p)) {
-        v = v * 10 + (*c->p - '0');
-        if (v > max)
-            return syntax(c, "number out of range");
-        c->p++;
-    }
+    if (n < 0)
+        return syntax(c, "number out of range");
+    c->p += n;
     skip_space(c);
-    *out = v;
+    *out = (long)v;
     return 0;
 }
 

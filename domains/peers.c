@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "domains/internal/cpuset.h"
 
@@ -273,29 +274,15 @@ static bool entry_name(const char *name, pid_t *pid)
 }
 
 /* One field of an entry: digits in base (10 or 16, lower case) whose value
- * is at most max, then exactly one space. Checked digit by digit: no sign,
- * no blanks, no overflow. */
+ * is at most max (base/internal/number.h: no sign, no blanks, no
+ * overflow), then exactly one space. */
 static bool take_field(const char **p, unsigned base, unsigned long long max,
                        unsigned long long *out)
 {
-    const char *s = *p;
-    unsigned long long v = 0;
-    for (; *s != ' '; s++) {
-        unsigned d;
-        if (*s >= '0' && *s <= '9')
-            d = (unsigned)(*s - '0');
-        else if (base == 16 && *s >= 'a' && *s <= 'f')
-            d = (unsigned)(*s - 'a' + 10);
-        else
-            return false;
-        if (d > max || v > (max - d) / base)
-            return false;
-        v = v * base + d;
-    }
-    if (s == *p)
+    long n = nxr__parse_digits(*p, base, max, out);
+    if (n <= 0 || (*p)[n] != ' ')
         return false;
-    *p = s + 1;
-    *out = v;
+    *p += n + 1;
     return true;
 }
 

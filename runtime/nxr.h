@@ -24,8 +24,9 @@
  * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS (see
- * README "Knobs").
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS,
+ * NXR_STALL_REPORT_MS (see README "Knobs"). Numbers are digits only; any
+ * other NXR_* variable is warned of once per process on stderr (a typo).
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
