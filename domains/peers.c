@@ -139,14 +139,23 @@ static int open_dir(struct nxr__peers *p, const char *path)
     int fd = rc == 0 ? openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (rc == 0 && fd < 0)
         rc = -errno;
+    struct stat st;
+    /* Another user's directory of mode 0700 cannot even be opened: say
+     * whose it is, as for one that can. */
+    bool foreign = rc == -EACCES && fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                   st.st_uid != geteuid();
     close(pfd);
+    if (foreign) {
+        char why[64];
+        snprintf(why, sizeof(why), "belongs to uid %u", (unsigned)st.st_uid);
+        return refuse_dir(p, path, why);
+    }
     if (rc == -ELOOP || rc == -ENOTDIR)
         return refuse_dir(p, path, "is a symlink or not a directory");
     if (rc != 0)
         return rc;
     if (nxr__peers_dir_checked != NULL)
         nxr__peers_dir_checked(path);
-    struct stat st;
     if (fstat(fd, &st) != 0) {
         rc = -errno;
         close(fd);

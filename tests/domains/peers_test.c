@@ -481,3 +481,36 @@ Test(domains_peers, another_copy_in_this_process_is_a_peer)
     cr_expect_eq(again.refused + again.stale, 0);
     nxr__peers_close(&p);
 }
+
+/* Seen from the user whose registry it is: another user's directory of
+ * mode 0700 at the registry's path cannot even be opened, and is still
+ * refused as someone else's (as root: the child runs as nobody). */
+Test(domains_peers, another_users_closed_directory_is_refused_as_theirs)
+{
+    if (geteuid() != 0)
+        cr_skip_test("running as another user needs root");
+    char base[] = "/tmp/nxr-peers-test-XXXXXX", reg[64];
+    cr_assert_not_null(mkdtemp(base));
+    cr_assert_eq(chmod(base, 0755), 0);
+    snprintf(reg, sizeof(reg), "%s/registry", base);
+    cr_assert_eq(mkdir(reg, 0700), 0); /* root's */
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        struct nxr__peers p;
+        nxr__peers_open(&p, reg, mine, 1, true);
+        bool ok = p.status == -EPERM && p.dir_refused && strstr(p.detail, "uid 0") != NULL;
+        if (!ok)
+            fprintf(stderr, "status %d refused %d: %s\n", p.status, p.dir_refused, p.detail);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    rmdir(reg);
+    rmdir(base);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+        cr_skip_test("setuid to nobody (65534) is not possible here");
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "refused as uid 0's (status %d)", st);
+}
