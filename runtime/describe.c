@@ -183,7 +183,8 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_object(e, "peers",
                      registry ? "peers: {overlapping_count} runtime(s) of other processes share "
                                 "this runtime's CPUs, {others} do not (registry {registry}; "
-                                "{refused} entries refused, {stale} stale){problem}\n{overlapping}"
+                                "{refused} entries refused, {stale} stale, {other_pidns} of other PID "
+                                "namespaces unchecked){problem}\n{overlapping}"
                               : "peers: no registry ({problem})\n");
     nxr__emit_str(e, "registry", registry ? p->dir : NULL, NULL);
     nxr__emit_str(e, "problem", p->status != 0 ? p->detail : NULL,
@@ -192,9 +193,11 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
         const struct nxr__peer *q = &p->shown[i];
         nxr__emit_object(e, NULL,
-                         "  pid {pid}: CPUs {cpus}, budget {budget}, shared with this runtime: "
-                         "{shared}\n");
+                         "  pid {pid}{same_process}: CPUs {cpus}, budget {budget}, shared with "
+                         "this runtime: {shared}\n");
         nxr__emit_int(e, "pid", q->pid, NULL);
+        nxr__emit_bool(e, "same_process", q->same_process,
+                       q->same_process ? " (another copy of libnxr in this process)" : "");
         nxr__emit_uint(e, "budget", q->budget, NULL);
         nxr__emit_str(e, "cpus", q->cpus, NULL);
         nxr__emit_str(e, "shared", q->overlap, NULL);
@@ -205,6 +208,7 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_uint(e, "others", p->others, NULL);
     nxr__emit_uint(e, "refused", p->refused, NULL);
     nxr__emit_uint(e, "stale", p->stale, NULL);
+    nxr__emit_uint(e, "other_pidns", p->other_pidns, NULL);
     nxr__emit_end(e);
 }
 
