@@ -202,6 +202,17 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
             return NXR_ESYNTAX;
         }
     }
+    /* Huge pages for packed weights: on unless NXR_HUGEPAGES=off (the
+     * system's THP mode still decides whether the advice gives any). */
+    s->huge_pages = true;
+    if ((v = env(opts, "NXR_HUGEPAGES")) != NULL) {
+        if (strcmp(v, "off") == 0)
+            s->huge_pages = false;
+        else if (strcmp(v, "on") != 0) {
+            snprintf(err, errsz, "NXR_HUGEPAGES='%s': expected 'on' or 'off'", v);
+            return NXR_ESYNTAX;
+        }
+    }
     v = env(opts, "NXR_DISPLAY_ENV");
     s->display_env = v != NULL && strcmp(v, "0") != 0;
     return 0;
