@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "domains/internal/cpuset.h"
+#include "alloc/internal/huge_pages.h"
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/emit.h"
@@ -284,13 +285,27 @@ static void emit_stalls(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_end(e);
 }
 
+/* Huge pages for packed weights (runtime/nxr_weights.h): the setting and
+ * the system's THP mode, which decides whether the advice gives any. */
+static void emit_huge_pages(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    enum nxr__thp_mode mode = nxr__thp_mode();
+    const char *weights = !rt->settings.huge_pages                              ? "off"
+                          : mode == NXR__THP_MADVISE || mode == NXR__THP_ALWAYS ? "advised"
+                                                                                : "unavailable";
+    nxr__emit_object(e, "huge_pages", "huge pages: packed weights {weights} (THP mode {thp})\n");
+    nxr__emit_str(e, "weights", weights, NULL);
+    nxr__emit_str(e, "thp", nxr__thp_mode_name(mode), NULL);
+    nxr__emit_end(e);
+}
+
 /* The one walk: every fact once, in JSON's order; text's layout is in the
  * templates. */
 static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
     nxr__emit_object(e, NULL,
                      "{topology}cpu quota: {cpu_quota}\n{domains}{placement}{peers}{providers}"
-                     "{fpenv}{stalls}");
+                     "{fpenv}{stalls}{huge_pages}");
     emit_topology(rt, e);
     emit_quota(rt, e);
     nxr__emit_list(e, "domains", "domains: {count}\n{items}");
@@ -302,6 +317,7 @@ static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
     emit_providers(rt, e);
     emit_fpenv(rt, e);
     emit_stalls(rt, e);
+    emit_huge_pages(rt, e);
     nxr__emit_end(e);
 }
 

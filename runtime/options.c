@@ -30,7 +30,7 @@ void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
 static const char *const known_names[] = {
     "NXR_TOPOLOGY", "NXR_DOMAINS",         "NXR_NUM_THREADS",     "NXR_CPU_QUOTA", "NXR_PEERS",
     "NXR_SPIN",     "NXR_STALL_REPORT_MS", "NXR_PROVIDER_POLICY", "NXR_GEMM",      "NXR_POOL_CAP",
-    "NXR_ROUTE",    "NXR_AFFINITY",        "NXR_DISPLAY_ENV",     "NXR_LIBRARY",
+    "NXR_ROUTE",    "NXR_AFFINITY",        "NXR_DISPLAY_ENV",     "NXR_LIBRARY",   "NXR_HUGEPAGES",
 };
 static const char *const harness_prefixes[] = {"NXR_TEST_", "NXR_CI_", "NXR_SOAK_"};
 
@@ -313,6 +313,12 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
             return NXR_ESYNTAX;
         }
     }
+    /* Huge pages for packed weights: on unless NXR_HUGEPAGES says off (the
+     * system's THP mode still decides whether the advice gives any). */
+    s->huge_pages = true;
+    if ((v = env(opts, "NXR_HUGEPAGES")) != NULL &&
+        (rc = env_bool("NXR_HUGEPAGES", v, &s->huge_pages, err, errsz)) != 0)
+        return rc;
     s->display_env = false;
     if ((v = env(opts, "NXR_DISPLAY_ENV")) != NULL &&
         (rc = env_bool("NXR_DISPLAY_ENV", v, &s->display_env, err, errsz)) != 0)
