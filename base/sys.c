@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -290,6 +291,61 @@ int nxr__move_pages_query(const void *addr, int *status)
     if (move_pages(0, 1, &page, NULL, status, 0) != 0)
         return -errno;
     return 0;
+}
+
+/* PAGEMAP_SCAN's interface (include/uapi/linux/fs.h since Linux 6.7),
+ * spelled out here because the build machines' headers may predate it. The
+ * kernel checks arg.size, so a kernel without the ioctl answers ENOTTY and
+ * one with a different layout EINVAL: either is -ENOSYS to the caller. */
+struct pagemap_region {
+    uint64_t start, end, categories;
+};
+struct pagemap_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+        category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN_IOCTL _IOWR('f', 16, struct pagemap_scan_arg)
+#define PAGEMAP_IS_HUGE    (1u << 6)
+
+int nxr__pagemap_huge_bytes(const void *addr, size_t size, size_t *huge)
+{
+    *huge = 0;
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct pagemap_region regions[32];
+    uint64_t at = (uintptr_t)addr;
+    const uint64_t end = at + size;
+    int rc = 0;
+    /* Each call fills at most 32 runs of huge pages and says where its walk
+     * stopped: the loop ends at `end`, one call per 32 runs. */
+    while (at < end) {
+        struct pagemap_scan_arg arg = {
+            .size = sizeof(arg),
+            .start = at & ~(uint64_t)4095,
+            .end = (end + 4095) & ~(uint64_t)4095,
+            .vec = (uintptr_t)regions,
+            .vec_len = sizeof(regions) / sizeof(regions[0]),
+            .category_mask = PAGEMAP_IS_HUGE,
+            .return_mask = PAGEMAP_IS_HUGE,
+        };
+        long n = ioctl(fd, PAGEMAP_SCAN_IOCTL, &arg);
+        if (n < 0) {
+            rc = errno == ENOTTY || errno == EINVAL ? -ENOSYS : -errno;
+            break;
+        }
+        for (long i = 0; i < n; i++) {
+            uint64_t lo = regions[i].start > (uintptr_t)addr ? regions[i].start : (uintptr_t)addr;
+            uint64_t hi = regions[i].end < end ? regions[i].end : end;
+            if (hi > lo)
+                *huge += (size_t)(hi - lo);
+        }
+        if (arg.walk_end <= at)
+            break; /* no progress: never loop on a kernel that stops early */
+        at = arg.walk_end;
+    }
+    close(fd);
+    return rc;
 }
 
 int nxr__read_lines(const char *path, int (*fn)(void *arg, char *line), void *arg)

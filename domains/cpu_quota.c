@@ -5,7 +5,10 @@
  * (/proc/self/mountinfo), then the limit files of every level from that
  * cgroup up to the mount's root. Kernel files are trusted for nothing:
  * every value is checked, and a file that does not parse is NXR_ESYNTAX
- * with the file named, never a guess.
+ * with the file named, never a guess. A level that cannot be used does not
+ * stop the walk: every level of every hierarchy is read, the tightest valid
+ * limit wins, and the first file that could not be used is reported beside
+ * it.
  */
 #include "domains/internal/cpu_quota.h"
 
@@ -17,20 +20,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
-#define PATH_LEN 1024 /* a cgroup directory with the root prefix */
-#define MAX_LEVELS 64 /* cgroup nesting nxr walks at most (the kernel's default is unlimited) */
+#define PATH_LEN  1024                /* a cgroup directory with the root prefix */
 #define VALUE_MAX ((uint64_t)1 << 62) /* larger quota or period values are garbage */
 
 enum hierarchy { V2, V1, HIERARCHIES };
 
 /* One hierarchy as the process sees it. */
 struct where {
-    bool in;                /* /proc/self/cgroup names it */
-    char cgroup[PATH_LEN];  /* the process's cgroup path in it */
-    bool mounted;           /* mountinfo has a mount of it */
+    bool in;                   /* /proc/self/cgroup names it */
+    char cgroup[PATH_LEN];     /* the process's cgroup path in it */
+    bool mounted;              /* mountinfo has a mount of it */
     char mount_root[PATH_LEN]; /* the cgroup that the mount shows at its top */
     char mount_point[PATH_LEN];
 };
@@ -41,6 +44,8 @@ struct reader {
     struct nxr__cpu_quota *out;
     unsigned line_no;
     char file[PATH_LEN];
+    char limit[sizeof(((struct nxr__cpu_quota *)0)->source)];   /* what set out->cpus */
+    char problem[sizeof(((struct nxr__cpu_quota *)0)->source)]; /* the first file not used */
 };
 
 /* The report, cut short when a path is long (vsnprintf: a cut message is
@@ -54,11 +59,28 @@ __attribute__((format(printf, 2, 3))) static void say(struct nxr__cpu_quota *q, 
     va_end(ap);
 }
 
-static int fail(struct reader *r, int status, const char *fmt, const char *a, const char *b)
+/* Text into a buffer, cut short when paths are long (vsnprintf: a cut
+ * message is still a message). */
+__attribute__((format(printf, 3, 4))) static void text(char *buf, size_t size, const char *fmt, ...)
 {
-    say(r->out, fmt, a, b);
-    r->out->status = status;
-    r->out->cpus = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+/* Records a file that could not be used (the first one: it is the one
+ * reported) and returns its status. A limit already read stands. */
+__attribute__((format(printf, 3, 4))) static int fail(struct reader *r, int status, const char *fmt,
+                                                      ...)
+{
+    if (r->out->status == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->problem, sizeof(r->problem), fmt, ap);
+        va_end(ap);
+        r->out->status = status;
+    }
     return status;
 }
 
@@ -223,16 +245,12 @@ static int read_value(struct reader *r, const char *dir, const char *name, struc
 /* A decimal number in 1..VALUE_MAX, the whole string. */
 static bool parse_value(const char *s, uint64_t *out)
 {
-    uint64_t v = 0;
-    if (*s == '\0')
+    unsigned long long v;
+    long n = nxr__parse_digits(s, 10, VALUE_MAX, &v);
+    if (n <= 0 || s[n] != '\0' || v < 1)
         return false;
-    for (; *s != '\0'; s++) {
-        if (!isdigit((unsigned char)*s) || v > VALUE_MAX / 10)
-            return false;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
     *out = v;
-    return v >= 1 && v <= VALUE_MAX;
+    return true;
 }
 
 /* Keeps the level's limit when it is the tightest so far (the caller then
@@ -270,8 +288,8 @@ static int level_v2(struct reader *r, const char *dir)
     if (quota == 0)
         return 0; /* "max": no limit at this level */
     if (tightest(r, quota, period))
-        say(r->out, "cgroup v2 %s: %s -> %u CPU%s", r->file, f.text, r->out->cpus,
-            plural(r->out->cpus));
+        text(r->limit, sizeof(r->limit), "cgroup v2 %s: %s -> %u CPU%s", r->file, f.text,
+             r->out->cpus, plural(r->out->cpus));
     return 0;
 }
 
@@ -300,12 +318,15 @@ static int level_v1(struct reader *r, const char *dir)
         return fail(r, NXR_ESYNTAX, "%s: '%s' is not a positive number", r->file,
                     shown(fp.text, shown_buf, sizeof(shown_buf)));
     if (tightest(r, quota, period))
-        say(r->out, "cgroup v1 %s: %s, cpu.cfs_period_us: %s -> %u CPU%s", quota_file, fq.text,
-            fp.text, r->out->cpus, plural(r->out->cpus));
+        text(r->limit, sizeof(r->limit), "cgroup v1 %s: %s, cpu.cfs_period_us: %s -> %u CPU%s",
+             quota_file, fq.text, fp.text, r->out->cpus, plural(r->out->cpus));
     return 0;
 }
 
-/* Every level from the process's cgroup up to the mount's top. */
+/* Every level from the process's cgroup up to the mount's top, however
+ * deep (sane_path bounds the path, so the levels too): a level that cannot
+ * be used is recorded and the walk goes on, since a level above may set a
+ * tighter limit. */
 static int walk(struct reader *r, enum hierarchy which)
 {
     const struct where *w = &r->h[which];
@@ -323,11 +344,11 @@ static int walk(struct reader *r, enum hierarchy which)
     int len = snprintf(dir + base, sizeof(dir) - (size_t)base, "%s", rel);
     if (base < 0 || len < 0 || (size_t)(base + len) >= sizeof(dir))
         return fail(r, -ENAMETOOLONG, "%s%s: path too long", w->mount_point, rel);
-    for (int level = 0; level < MAX_LEVELS; level++) {
-        int rc = which == V2 ? level_v2(r, base + len == 0 ? "/" : dir)
-                             : level_v1(r, base + len == 0 ? "/" : dir);
-        if (rc != 0)
-            return rc;
+    for (;;) {
+        if (which == V2)
+            (void)level_v2(r, base + len == 0 ? "/" : dir);
+        else
+            (void)level_v1(r, base + len == 0 ? "/" : dir);
         char *slash = strrchr(dir + base, '/');
         if (slash == NULL)
             break; /* the mount's top was just read */
@@ -337,6 +358,51 @@ static int walk(struct reader *r, enum hierarchy which)
     return 0;
 }
 
+/* The process's cgroups, where they are mounted, then every level. */
+static int read_all(struct reader *r, struct nxr__cpu_quota *out)
+{
+    if (strlen(r->root) >= PATH_LEN / 4)
+        return fail(r, -ENAMETOOLONG, "cgroup root '%.64s%s' is too long", r->root, "...");
+
+    snprintf(r->file, sizeof(r->file), "%s/proc/self/cgroup", r->root);
+    int rc = nxr__read_lines(r->file, cgroup_line, r);
+    if (rc == -ENOENT) {
+        say(out, "none: %s does not exist", r->file);
+        return 0;
+    }
+    if (rc < 0 && out->status == 0)
+        return fail(r, rc, "%s: cannot be read (%s)", r->file, nxr_strerror(rc));
+    if (rc != 0)
+        return out->status;
+    if (!r->h[V1].in && !r->h[V2].in) {
+        say(out, "none: %s names no cpu hierarchy", r->file);
+        return 0;
+    }
+
+    snprintf(r->file, sizeof(r->file), "%s/proc/self/mountinfo", r->root);
+    r->line_no = 0;
+    rc = nxr__read_lines(r->file, mount_line, r);
+    if (rc < 0 && out->status == 0)
+        return fail(r, rc, "%s: cannot be read (%s)", r->file, nxr_strerror(rc));
+    if (rc != 0)
+        return out->status;
+
+    for (int h = 0; h < HIERARCHIES; h++) {
+        if (r->h[h].in && r->h[h].mounted)
+            (void)walk(r, (enum hierarchy)h);
+    }
+    if (out->cpus == 0 && out->status == 0) {
+        bool any = r->h[V2].mounted || r->h[V1].mounted;
+        say(out, "none: %s%s%s%s", any ? "no limit in " : "",
+            r->h[V1].mounted ? "cgroup v1 cpu" : "",
+            r->h[V1].mounted && r->h[V2].mounted ? ", " : "",
+            r->h[V2].mounted ? "cgroup v2"
+            : any            ? ""
+                             : "no cgroup cpu hierarchy mounted");
+    }
+    return out->status;
+}
+
 int nxr__cpu_quota_read(const char *root, struct nxr__cpu_quota *out)
 {
     struct reader r;
@@ -344,41 +410,13 @@ int nxr__cpu_quota_read(const char *root, struct nxr__cpu_quota *out)
     memset(out, 0, sizeof(*out));
     r.root = root != NULL ? root : "";
     r.out = out;
-    if (strlen(r.root) >= PATH_LEN / 4)
-        return fail(&r, -ENAMETOOLONG, "cgroup root '%.64s%s' is too long", r.root, "...");
-
-    snprintf(r.file, sizeof(r.file), "%s/proc/self/cgroup", r.root);
-    int rc = nxr__read_lines(r.file, cgroup_line, &r);
-    if (rc == -ENOENT) {
-        say(out, "none: %s does not exist", r.file);
-        return 0;
-    }
-    if (rc < 0 && out->status == 0)
-        return fail(&r, rc, "%s: cannot be read (%s)", r.file, nxr_strerror(rc));
-    if (rc != 0)
-        return out->status;
-    if (!r.h[V1].in && !r.h[V2].in) {
-        say(out, "none: %s names no cpu hierarchy", r.file);
-        return 0;
-    }
-
-    snprintf(r.file, sizeof(r.file), "%s/proc/self/mountinfo", r.root);
-    r.line_no = 0;
-    rc = nxr__read_lines(r.file, mount_line, &r);
-    if (rc < 0 && out->status == 0)
-        return fail(&r, rc, "%s: cannot be read (%s)", r.file, nxr_strerror(rc));
-    if (rc != 0)
-        return out->status;
-
-    for (int h = 0; h < HIERARCHIES; h++) {
-        if (r.h[h].in && r.h[h].mounted && (rc = walk(&r, (enum hierarchy)h)) != 0)
-            return rc;
-    }
-    if (out->cpus == 0) {
-        bool any = r.h[V2].mounted || r.h[V1].mounted;
-        say(out, "none: %s%s%s%s", any ? "no limit in " : "",
-                 r.h[V1].mounted ? "cgroup v1 cpu" : "", r.h[V1].mounted && r.h[V2].mounted ? ", " : "",
-                 r.h[V2].mounted ? "cgroup v2" : any ? "" : "no cgroup cpu hierarchy mounted");
-    }
-    return 0;
+    (void)read_all(&r, out);
+    /* The limit, the file that could not be used beside it, or only that. */
+    if (out->cpus != 0 && out->status != 0)
+        say(out, "%s; and a file that could not be used: %s", r.limit, r.problem);
+    else if (out->cpus != 0)
+        say(out, "%s", r.limit);
+    else if (out->status != 0)
+        say(out, "%s", r.problem);
+    return out->status;
 }

@@ -14,6 +14,7 @@
 #include "domains/internal/cpuset.h"
 #include "domains/internal/plan.h"
 #include "base/internal/last_error.h"
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
@@ -39,21 +40,19 @@ static int syntax(struct cursor *c, const char *what)
     return NXR_ESYNTAX;
 }
 
-/* A decimal number in [0, max]. */
+/* A decimal number in [0, max] (base/internal/number.h), blanks around. */
 static int number(struct cursor *c, long max, long *out, const char *what)
 {
     skip_space(c);
-    if (!isdigit((unsigned char)*c->p))
+    unsigned long long v;
+    long n = nxr__parse_digits(c->p, 10, (unsigned long long)max, &v);
+    if (n == 0)
         return syntax(c, what);
-    long v = 0;
-    while (isdigit((unsigned char)*c->p)) {
-        v = v * 10 + (*c->p - '0');
-        if (v > max)
-            return syntax(c, "number out of range");
-        c->p++;
-    }
+    if (n < 0)
+        return syntax(c, "number out of range");
+    c->p += n;
     skip_space(c);
-    *out = v;
+    *out = (long)v;
     return 0;
 }
 
@@ -110,8 +109,10 @@ static int one_domain(struct cursor *c, struct nxr_domain_decl *d)
          * mistake (0 in a struct nxr_domain_decl means NXR_BUDGET_ALL). */
         if (budget == 0) {
             if (c->err != NULL && c->errsz > 0)
-                snprintf(c->err, c->errsz, "%s '%s': domain %ld: budget 0 (leave the budget out "
-                         "for all its CPUs)", c->what, c->start, id);
+                snprintf(c->err, c->errsz,
+                         "%s '%s': domain %ld: budget 0 (leave the budget out "
+                         "for all its CPUs)",
+                         c->what, c->start, id);
             return NXR_EBUDGET;
         }
         d->budget = (int)budget;
@@ -144,6 +145,8 @@ int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *cou
     size_t cap = 1;
     for (const char *p = spec; *p != '\0'; p++)
         cap += *p == ';';
+    if (cap > NXR__DOMAINS_MAX)
+        cap = NXR__DOMAINS_MAX; /* one more domain is refused below */
     struct nxr_domain_decl *decls = nxr__calloc(cap, sizeof(*decls));
     if (decls == NULL)
         return -ENOMEM;
@@ -155,6 +158,12 @@ int nxr__decls_parse(const char *spec, struct nxr_domain_decl **out, size_t *cou
         goto out_free;
     }
     while (*c.p != '\0') {
+        if (n == NXR__DOMAINS_MAX) {
+            snprintf(err, errsz, "NXR_DOMAINS: more than %d domains; nxr takes at most %d domains",
+                     NXR__DOMAINS_MAX, NXR__DOMAINS_MAX);
+            rc = NXR_ESYNTAX;
+            goto out_free;
+        }
         rc = one_domain(&c, &decls[n]);
         if (decls[n].cpus != NULL)
             n++; /* owned from here on, freed on error too */
@@ -177,19 +186,11 @@ out_free:
     return rc;
 }
 
-int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
+int nxr__cpuset_parse_into(const char *list, hwloc_bitmap_t cpus, const char *what, char *err,
+                           size_t errsz)
 {
-    nxr__call_begin();
-    if (out != NULL)
-        *out = NULL;
-    if (list == NULL || out == NULL)
-        return nxr__fail(-EINVAL, __func__, "%s is NULL", list == NULL ? "list" : "out");
-    char why[NXR__LAST_ERROR_BYTES] = "";
-    struct cursor c = {
-        .what = "CPU list", .start = list, .p = list, .err = why, .errsz = sizeof(why)};
-    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
-    if (cpus == NULL)
-        return nxr__fail(-ENOMEM, __func__, "out of memory");
+    struct cursor c = {.what = what, .start = list, .p = list, .err = err, .errsz = errsz};
+    hwloc_bitmap_zero(cpus);
     int rc = 0;
     skip_space(&c);
     /* "" (or only blanks) is the empty set, as the kernel writes it. */
@@ -199,6 +200,21 @@ int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
         c.p++; /* one trailing newline, as read from /sys or a cgroup file */
     if (rc == 0 && *c.p != '\0')
         rc = syntax(&c, "expected ',' or the end");
+    return rc;
+}
+
+int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
+{
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (list == NULL || out == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", list == NULL ? "list" : "out");
+    hwloc_bitmap_t cpus = nxr__cpuset_alloc();
+    if (cpus == NULL)
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
+    char why[NXR__LAST_ERROR_BYTES] = "";
+    int rc = nxr__cpuset_parse_into(list, cpus, "CPU list", why, sizeof(why));
     if (rc != 0) {
         hwloc_bitmap_free(cpus);
         return nxr__fail(rc, __func__, "%s", why);

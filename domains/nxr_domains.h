@@ -18,6 +18,8 @@
  * "shared" declares an overlap by intent: "0:0-3;1:4-7;9:0-7 shared" adds a
  * domain 9 over both nodes. Overlapping domains are legal only when one of
  * them says so; the arbiter then keeps them from running at the same time.
+ * At most 256 domains (in NXR_DOMAINS: NXR_ESYNTAX naming the bound; in
+ * opts.domain_decls: -EINVAL): each has a team and an arena of its own.
  */
 #ifndef NXR_DOMAINS_H
 #define NXR_DOMAINS_H

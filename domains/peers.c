@@ -15,10 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/internal/number.h"
 #include "base/internal/sys.h"
+#include "domains/internal/cpuset.h"
+
+void (*nxr__peers_dir_checked)(const char *dir);
 
 static atomic_uint entry_seq; /* names this process's entries apart */
 
@@ -65,25 +73,12 @@ unsigned long long nxr__peers_start_time(pid_t pid)
 {
     char path[64];
     struct stat_line s = {0};
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (pid == 0)
+        snprintf(path, sizeof(path), "/proc/self/stat");
+    else
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     (void)nxr__read_lines(path, take_start, &s);
     return s.start;
-}
-
-/* The directory exists (or is made) as a real directory of ours, mode 0700. */
-static int use_dir(struct nxr__peers *p, const char *dir)
-{
-    struct stat st;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return -errno;
-    if (lstat(dir, &st) != 0)
-        return -errno;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-        say(p, "%s is not a directory of this user with mode 0700: not used", dir);
-        return -EPERM;
-    }
-    snprintf(p->dir, sizeof(p->dir), "%s", dir);
-    return 0;
 }
 
 static void default_dir(char *buf, size_t size)
@@ -95,32 +90,177 @@ static void default_dir(char *buf, size_t size)
         snprintf(buf, size, "/dev/shm/nxr-peers-%u", (unsigned)geteuid());
 }
 
-/* Writes this runtime's entry: a temporary file, then a rename. */
+/* Why a directory is not used; sets dir_refused (it exists, and is not
+ * safe: someone else's, a symlink, or open to others). */
+static int refuse_dir(struct nxr__peers *p, const char *path, const char *why)
+{
+    say(p, "not used: it %s (the registry must be a directory of this user with mode 0700): %s",
+        why, path);
+    p->dir_refused = true;
+    return -EPERM;
+}
+
+/*
+ * Opens the registry directory, creating it (mode 0700) when missing, and
+ * keeps it as a descriptor: everything after this check works relative to
+ * that descriptor, so a directory renamed or swapped for a symlink after
+ * the check is never followed (a process of root with another user's
+ * XDG_RUNTIME_DIR would otherwise write where that user points it). The
+ * last component is opened O_NOFOLLOW (a symlink is refused, not
+ * followed) and checked with fstat: a directory of the effective uid, no
+ * group or other access. The components above it are the caller's choice.
+ */
+static int open_dir(struct nxr__peers *p, const char *path)
+{
+    char parent[NXR__PEERS_DIR_MAX + 1];
+    size_t len = strlen(path);
+    if (len > NXR__PEERS_DIR_MAX) {
+        say(p, "registry path of %zu bytes: at most %d", len, NXR__PEERS_DIR_MAX);
+        return -ENAMETOOLONG;
+    }
+    memcpy(parent, path, len + 1);
+    while (len > 1 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    char *slash = strrchr(parent, '/');
+    const char *leaf = slash != NULL ? slash + 1 : parent;
+    if (leaf[0] == '\0' || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0) {
+        say(p, "%s: not a directory name nxr can create", path);
+        return -EINVAL;
+    }
+    if (slash != NULL)
+        *slash = '\0';
+    const char *above = slash == NULL ? "." : parent[0] == '\0' ? "/" : parent;
+    int pfd = open(above, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return -errno;
+    int rc = 0;
+    if (mkdirat(pfd, leaf, 0700) != 0 && errno != EEXIST)
+        rc = -errno;
+    int fd = rc == 0 ? openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && fd < 0)
+        rc = -errno;
+    struct stat st;
+    /* Another user's directory of mode 0700 cannot even be opened: say
+     * whose it is, as for one that can. */
+    bool foreign = rc == -EACCES && fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                   st.st_uid != geteuid();
+    close(pfd);
+    if (foreign) {
+        char why[64];
+        snprintf(why, sizeof(why), "belongs to uid %u", (unsigned)st.st_uid);
+        return refuse_dir(p, path, why);
+    }
+    if (rc == -ELOOP || rc == -ENOTDIR)
+        return refuse_dir(p, path, "is a symlink or not a directory");
+    if (rc != 0)
+        return rc;
+    if (nxr__peers_dir_checked != NULL)
+        nxr__peers_dir_checked(path);
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        close(fd);
+        char why[64];
+        if (st.st_uid != geteuid())
+            snprintf(why, sizeof(why), "belongs to uid %u", (unsigned)st.st_uid);
+        else
+            snprintf(why, sizeof(why), "has mode %04o", (unsigned)(st.st_mode & 07777));
+        return refuse_dir(p, path, why);
+    }
+    p->dirfd = fd;
+    snprintf(p->dir, sizeof(p->dir), "%s", path);
+    return 0;
+}
+
+/*
+ * This copy of the library, told apart from other copies loaded in the same
+ * process (another file name, RTLD_LOCAL: each has its own globals and so
+ * its own arbiter): the address of copy_mark and the random value it holds.
+ * Another copy's entry carries this pid with another address; it is alive
+ * while that address still holds its value (read back with
+ * process_vm_readv, which fails cleanly on an unmapped address), so an
+ * entry left by a copy since unloaded, or by this process before an exec,
+ * is stale.
+ */
+static _Atomic uint64_t copy_mark;
+
+static uint64_t this_copy_mark(void)
+{
+    uint64_t mark = atomic_load_explicit(&copy_mark, memory_order_acquire);
+    if (mark != 0)
+        return mark;
+    uint64_t fresh = 0;
+    if (getrandom(&fresh, sizeof(fresh), GRND_NONBLOCK) != (ssize_t)sizeof(fresh)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        fresh = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^
+                ((uint64_t)(uintptr_t)&copy_mark << 7) ^ (uint64_t)getpid();
+    }
+    if (fresh == 0)
+        fresh = 1;
+    if (!atomic_compare_exchange_strong_explicit(&copy_mark, &mark, fresh, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return mark; /* another thread's value won */
+    return fresh;
+}
+
+/* Whether the copy whose mark lives at addr is still loaded here. */
+static bool copy_alive(uint64_t addr, uint64_t mark)
+{
+    uint64_t got = 0;
+    struct iovec local = {.iov_base = &got, .iov_len = sizeof(got)};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(got)};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)sizeof(got))
+        return got == mark;
+    /* EFAULT: nothing mapped there any more. Anything else (a sandbox
+     * without the call): no way to tell, so the entry is believed. */
+    return errno != EFAULT;
+}
+
+/* The inode of this process's PID namespace, 0 when unknown: entries of
+ * another namespace name pids that mean nothing here. */
+static unsigned long long pid_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/* Writes this runtime's entry: a temporary file, then a rename, both
+ * relative to the checked directory. */
 static int publish_entry(struct nxr__peers *p, hwloc_const_bitmap_t cpus, unsigned budget)
 {
-    char list[NXR__PEER_ENTRY_MAX - 64], tmp[320], line[NXR__PEER_ENTRY_MAX];
+    char list[NXR__PEER_ENTRY_MAX - 128], tmp[64], line[NXR__PEER_ENTRY_MAX];
     const pid_t self = getpid();
-    unsigned long long start = nxr__peers_start_time(self);
+    /* /proc/self, not /proc/<pid>: right even when /proc is another PID
+     * namespace's mount. */
+    unsigned long long start = nxr__peers_start_time(0);
     if (start == 0)
         return -ENOENT; /* no /proc: nobody could check the entry */
     if (hwloc_bitmap_list_snprintf(list, sizeof(list), cpus) >= (int)sizeof(list))
         return -E2BIG;
     unsigned n = atomic_fetch_add_explicit(&entry_seq, 1, memory_order_relaxed);
-    int len = snprintf(line, sizeof(line), "nxr-peer 1 %d %llu %u %s\n", (int)self, start, budget,
-                       list);
-    snprintf(p->entry, sizeof(p->entry), "%s/%d.%u", p->dir, (int)self, n);
-    snprintf(tmp, sizeof(tmp), "%s/.%d.%u.tmp", p->dir, (int)self, n);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int len = snprintf(line, sizeof(line), "nxr-peer 2 %d %llu %u %llu %lx %llx %s\n", (int)self,
+                       start, budget, pid_namespace(), (unsigned long)(uintptr_t)&copy_mark,
+                       (unsigned long long)this_copy_mark(), list);
+    snprintf(p->entry_name, sizeof(p->entry_name), "%d.%u", (int)self, n);
+    snprintf(p->entry, sizeof(p->entry), "%s/%s", p->dir, p->entry_name);
+    snprintf(tmp, sizeof(tmp), ".%d.%u.tmp", (int)self, n);
+    int fd = openat(p->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     int rc = fd < 0 ? -errno : 0;
     if (rc == 0 && write(fd, line, (size_t)len) != len)
         rc = -EIO;
     if (fd >= 0)
         close(fd);
-    if (rc == 0 && rename(tmp, p->entry) != 0)
+    if (rc == 0 && renameat(p->dirfd, tmp, p->dirfd, p->entry_name) != 0)
         rc = -errno;
     if (rc != 0) {
-        unlink(tmp);
+        (void)unlinkat(p->dirfd, tmp, 0);
         p->entry[0] = '\0';
+        p->entry_name[0] = '\0';
     }
     p->owner = self;
     return rc;
@@ -142,11 +282,56 @@ static bool entry_name(const char *name, pid_t *pid)
     return true;
 }
 
-enum verdict { LIVE, REFUSED, STALE };
+/* One field of an entry: digits in base (10 or 16, lower case) whose value
+ * is at most max (base/internal/number.h: no sign, no blanks, no
+ * overflow), then exactly one space. */
+static bool take_field(const char **p, unsigned base, unsigned long long max,
+                       unsigned long long *out)
+{
+    long n = nxr__parse_digits(*p, base, max, out);
+    if (n <= 0 || (*p)[n] != ' ')
+        return false;
+    *p += n + 1;
+    return true;
+}
+
+/* An entry's fields. Version 1 entries (before nxr recorded namespaces and
+ * copies) have no pidns, copy or mark: they are judged as they always were. */
+struct entry {
+    unsigned version;
+    unsigned long long pid, start, budget, pidns, copy, mark;
+    const char *cpus;
+};
+
+/* Splits a whole entry line (NUL-terminated, its newline removed). */
+static bool parse_entry(char *line, struct entry *e)
+{
+    const char *p = line;
+    memset(e, 0, sizeof(*e));
+    if (strncmp(p, "nxr-peer 1 ", 11) == 0)
+        e->version = 1;
+    else if (strncmp(p, "nxr-peer 2 ", 11) == 0)
+        e->version = 2;
+    else
+        return false;
+    p += 11;
+    if (!take_field(&p, 10, 0x3fffffff, &e->pid) || !take_field(&p, 10, ~0ull, &e->start) ||
+        !take_field(&p, 10, 1u << 20, &e->budget))
+        return false;
+    if (e->version == 2 &&
+        (!take_field(&p, 10, ~0ull, &e->pidns) || !take_field(&p, 16, UINTPTR_MAX, &e->copy) ||
+         !take_field(&p, 16, ~0ull, &e->mark)))
+        return false;
+    e->cpus = p;
+    return true;
+}
+
+enum verdict { LIVE, REFUSED, STALE, OTHER_NAMESPACE, THIS_COPY };
 
 /* Reads and checks one entry; LIVE fills peer and its cpus. */
 static enum verdict check_entry(int dirfd, const char *name, pid_t name_pid,
-                                struct nxr__peer *peer, hwloc_bitmap_t cpus)
+                                unsigned long long my_pidns, struct nxr__peer *peer,
+                                hwloc_bitmap_t cpus)
 {
     struct stat st;
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -154,59 +339,74 @@ static enum verdict check_entry(int dirfd, const char *name, pid_t name_pid,
         return REFUSED;
     char buf[NXR__PEER_ENTRY_MAX + 1];
     ssize_t got = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-        st.st_size > 0 && st.st_size <= NXR__PEER_ENTRY_MAX)
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
+        st.st_size <= NXR__PEER_ENTRY_MAX)
         got = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (got <= 0 || got != st.st_size)
         return REFUSED;
     buf[got] = '\0';
-    int pid, used = 0;
-    unsigned long long start;
-    unsigned budget;
-    char list[NXR__PEER_ENTRY_MAX];
     if (buf[got - 1] != '\n' || memchr(buf, '\n', (size_t)got - 1) != NULL ||
-        sscanf(buf, "nxr-peer 1 %d %llu %u %511[0-9,-]\n%n", &pid, &start, &budget, list,
-               &used) != 4 ||
-        used != got || pid != (int)name_pid || budget == 0 ||
-        hwloc_bitmap_list_sscanf(cpus, list) != 0 || hwloc_bitmap_iszero(cpus) ||
-        hwloc_bitmap_weight(cpus) < 0 || hwloc_bitmap_weight(cpus) > 65536)
+        memchr(buf, '\0', (size_t)got) != NULL)
         return REFUSED;
-    unsigned long long now = nxr__peers_start_time((pid_t)pid);
-    if (now == 0 || now != start)
+    buf[got - 1] = '\0';
+    struct entry e;
+    /* The CPU list is parsed (ids bounded) before any bitmap is built. */
+    if (!parse_entry(buf, &e) || e.pid != (unsigned long long)name_pid || e.budget == 0 ||
+        nxr__cpuset_parse_into(e.cpus, cpus, "peer entry", NULL, 0) != 0 ||
+        hwloc_bitmap_iszero(cpus))
+        return REFUSED;
+    if (e.version >= 2 && e.pidns != 0 && my_pidns != 0 && e.pidns != my_pidns)
+        return OTHER_NAMESPACE; /* its pid names another process here, or none */
+    const bool same_pid = name_pid == getpid();
+    if (same_pid && (e.version < 2 || e.copy == (uintptr_t)&copy_mark))
+        return THIS_COPY; /* this copy's runtimes share its arbiter already */
+    unsigned long long now = nxr__peers_start_time(same_pid ? 0 : name_pid);
+    if (now == 0 || now != e.start)
         return STALE; /* gone, or its pid now names another process */
-    peer->pid = (pid_t)pid;
-    peer->budget = budget;
-    snprintf(peer->cpus, sizeof(peer->cpus), "%.127s", list);
+    if (same_pid && !copy_alive(e.copy, e.mark))
+        return STALE; /* a copy since unloaded, or this process before an exec */
+    peer->pid = name_pid;
+    peer->budget = (unsigned)e.budget;
+    peer->same_process = same_pid;
+    snprintf(peer->cpus, sizeof(peer->cpus), "%.127s", e.cpus);
     return LIVE;
 }
 
 static void read_entries(struct nxr__peers *p, hwloc_const_bitmap_t mine)
 {
-    DIR *d = opendir(p->dir);
+    int fd = dup(p->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d == NULL) {
         p->status = -errno;
+        if (fd >= 0)
+            close(fd);
         return;
     }
+    rewinddir(d);
     hwloc_bitmap_t cpus = hwloc_bitmap_alloc(), shared = hwloc_bitmap_alloc();
-    const pid_t self = getpid();
+    const unsigned long long my_pidns = pid_namespace();
     struct dirent *e;
     while (cpus != NULL && shared != NULL && (e = readdir(d)) != NULL) {
         pid_t pid;
         if (!entry_name(e->d_name, &pid))
             continue; /* ".", "..", temporaries, strangers' files */
-        if (pid == self)
-            continue; /* this process's runtimes share its arbiter already */
         struct nxr__peer peer = {0};
-        enum verdict v = check_entry(dirfd(d), e->d_name, pid, &peer, cpus);
+        enum verdict v = check_entry(p->dirfd, e->d_name, pid, my_pidns, &peer, cpus);
+        if (v == THIS_COPY)
+            continue;
         if (v == REFUSED) {
             p->refused++;
+            continue;
+        }
+        if (v == OTHER_NAMESPACE) {
+            p->other_pidns++;
             continue;
         }
         if (v == STALE) {
             p->stale++;
             /* Ours to tidy only when we own it (check_entry refused others). */
-            (void)unlinkat(dirfd(d), e->d_name, 0);
+            (void)unlinkat(p->dirfd, e->d_name, 0);
             continue;
         }
         hwloc_bitmap_and(shared, cpus, mine);
@@ -228,13 +428,18 @@ static void read_entries(struct nxr__peers *p, hwloc_const_bitmap_t mine)
 void nxr__peers_open(struct nxr__peers *p, const char *dir, hwloc_const_bitmap_t cpus,
                      unsigned budget, bool publish)
 {
-    char path[256];
+    char path[NXR__PEERS_DIR_MAX + 1];
     memset(p, 0, sizeof(*p));
+    p->dirfd = -1;
     if (dir == NULL)
         default_dir(path, sizeof(path));
-    else
+    else if (strlen(dir) > NXR__PEERS_DIR_MAX) {
+        p->status = -ENAMETOOLONG;
+        say(p, "registry path of %zu bytes: at most %d", strlen(dir), NXR__PEERS_DIR_MAX);
+        return;
+    } else
         snprintf(path, sizeof(path), "%s", dir);
-    int rc = use_dir(p, path);
+    int rc = open_dir(p, path);
     if (rc != 0) {
         p->status = rc;
         if (p->detail[0] == '\0')
@@ -250,7 +455,12 @@ void nxr__peers_open(struct nxr__peers *p, const char *dir, hwloc_const_bitmap_t
 
 void nxr__peers_close(struct nxr__peers *p)
 {
-    if (p->entry[0] != '\0' && p->owner == getpid())
-        (void)unlink(p->entry);
+    if (p->dir[0] == '\0' || p->dirfd < 0)
+        return;
+    if (p->entry_name[0] != '\0' && p->owner == getpid())
+        (void)unlinkat(p->dirfd, p->entry_name, 0);
     p->entry[0] = '\0';
+    p->entry_name[0] = '\0';
+    close(p->dirfd);
+    p->dirfd = -1;
 }

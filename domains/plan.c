@@ -278,6 +278,11 @@ int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,
         snprintf(err, errsz, "no domain declared");
         return NXR_ENODOMAIN;
     }
+    if (n > NXR__DOMAINS_MAX) {
+        snprintf(err, errsz, "%zu domains declared; nxr takes at most %d domains", n,
+                 NXR__DOMAINS_MAX);
+        return -EINVAL;
+    }
     for (size_t i = 0; i < n; i++) {
         int rc = validate_one(topo, &decls[i], err, errsz);
         if (rc != 0)

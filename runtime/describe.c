@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "domains/internal/cpuset.h"
+#include "alloc/internal/huge_pages.h"
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/emit.h"
@@ -184,7 +185,8 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_object(e, "peers",
                      registry ? "peers: {overlapping_count} runtime(s) of other processes share "
                                 "this runtime's CPUs, {others} do not (registry {registry}; "
-                                "{refused} entries refused, {stale} stale){problem}\n{overlapping}"
+                                "{refused} entries refused, {stale} stale, {other_pidns} of other PID "
+                                "namespaces unchecked){problem}\n{overlapping}"
                               : "peers: no registry ({problem})\n");
     nxr__emit_str(e, "registry", registry ? p->dir : NULL, NULL);
     nxr__emit_str(e, "problem", p->status != 0 ? p->detail : NULL,
@@ -193,9 +195,11 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
         const struct nxr__peer *q = &p->shown[i];
         nxr__emit_object(e, NULL,
-                         "  pid {pid}: CPUs {cpus}, budget {budget}, shared with this runtime: "
-                         "{shared}\n");
+                         "  pid {pid}{same_process}: CPUs {cpus}, budget {budget}, shared with "
+                         "this runtime: {shared}\n");
         nxr__emit_int(e, "pid", q->pid, NULL);
+        nxr__emit_bool(e, "same_process", q->same_process,
+                       q->same_process ? " (another copy of libnxr in this process)" : "");
         nxr__emit_uint(e, "budget", q->budget, NULL);
         nxr__emit_str(e, "cpus", q->cpus, NULL);
         nxr__emit_str(e, "shared", q->overlap, NULL);
@@ -206,6 +210,7 @@ static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_uint(e, "others", p->others, NULL);
     nxr__emit_uint(e, "refused", p->refused, NULL);
     nxr__emit_uint(e, "stale", p->stale, NULL);
+    nxr__emit_uint(e, "other_pidns", p->other_pidns, NULL);
     nxr__emit_end(e);
 }
 
@@ -281,13 +286,27 @@ static void emit_stalls(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_end(e);
 }
 
+/* Huge pages for packed weights (runtime/nxr_weights.h): the setting and
+ * the system's THP mode, which decides whether the advice gives any. */
+static void emit_huge_pages(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    enum nxr__thp_mode mode = nxr__thp_mode();
+    const char *weights = !rt->settings.huge_pages                              ? "off"
+                          : mode == NXR__THP_MADVISE || mode == NXR__THP_ALWAYS ? "advised"
+                                                                                : "unavailable";
+    nxr__emit_object(e, "huge_pages", "huge pages: packed weights {weights} (THP mode {thp})\n");
+    nxr__emit_str(e, "weights", weights, NULL);
+    nxr__emit_str(e, "thp", nxr__thp_mode_name(mode), NULL);
+    nxr__emit_end(e);
+}
+
 /* The one walk: every fact once, in JSON's order; text's layout is in the
  * templates. */
 static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
     nxr__emit_object(e, NULL,
                      "{topology}cpu quota: {cpu_quota}\n{domains}{placement}{peers}{providers}"
-                     "{fpenv}{stalls}");
+                     "{fpenv}{stalls}{huge_pages}");
     emit_topology(rt, e);
     emit_quota(rt, e);
     nxr__emit_list(e, "domains", "domains: {count}\n{items}");
@@ -299,6 +318,7 @@ static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
     emit_providers(rt, e);
     emit_fpenv(rt, e);
     emit_stalls(rt, e);
+    emit_huge_pages(rt, e);
     nxr__emit_end(e);
 }
 

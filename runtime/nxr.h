@@ -24,8 +24,9 @@
  * Signal handlers: no nxr call is async-signal-safe; call none from one.
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
- * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS (see
- * README "Knobs").
+ * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS,
+ * NXR_STALL_REPORT_MS (see README "Knobs"). Numbers are digits only; any
+ * other NXR_* variable is warned of once per process on stderr (a typo).
  *
  * The rest of the public API is in the headers included below: contexts
  * and running work (runtime/nxr_ctx.h), kernels through a context
@@ -89,7 +90,8 @@ struct nxr_runtime_opts {
      * synthetic description>" or "xml:<path>". */
     const char *topology;
     /* Declared domains; when both are unset, NXR_DOMAINS, else one domain
-     * per NUMA node. Setting both is -EINVAL. */
+     * per NUMA node. Setting both is -EINVAL. At most 256 domains
+     * (domains/nxr_domains.h). */
     const char *domains; /* NXR_DOMAINS grammar */
     const struct nxr_domain_decl *domain_decls;
     size_t domain_decl_count;
@@ -114,7 +116,8 @@ struct nxr_runtime_opts {
      * changes a budget. */
     enum nxr_peers_mode peers;
     /* Tests: the registry directory (NULL: $XDG_RUNTIME_DIR/nxr-peers,
-     * else /dev/shm/nxr-peers-<uid>). */
+     * else /dev/shm/nxr-peers-<uid>). At most 255 bytes: a longer path is
+     * -ENAMETOOLONG from nxr_runtime_create, never cut. */
     const char *peers_dir;
     /* Iterations a worker spins before parking. 0: NXR_SPIN, else the
      * default; NXR_SPIN_NONE: park at once; n > 0: n. */

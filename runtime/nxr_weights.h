@@ -91,6 +91,28 @@ NXR_API int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, cons
                              size_t *bytes);
 
 /*
+ * Huge pages. A copy of at least one huge page (2 MiB) is allocated in whole
+ * huge pages, aligned, and advised for transparent huge pages
+ * (MADV_HUGEPAGE) before it is first touched, unless NXR_HUGEPAGES=off: a
+ * decode step streams every weight once per token, and on 4 KiB pages that is
+ * a TLB miss per 4 KiB. The system decides the rest: in THP mode `madvise`
+ * (the common one) or `always` the kernel backs the advised range with huge
+ * pages when it has them free; in mode `never` nothing is advised. The node
+ * binding and the page check (nxr_mem_node) hold either way.
+ *
+ * Reports, for d's copy: *advised, whether the kernel took the advice (false
+ * for a copy under 2 MiB, NXR_HUGEPAGES=off, THP mode never, or a refused
+ * advice), and *huge_bytes, how many of the copy's bytes (nxr_weights_copy's
+ * length) the kernel backs with huge pages now (it may split or collapse
+ * them later). Returns 0, -EINVAL (a NULL argument), NXR_ENODOMAIN (no copy
+ * on d) or -ENOSYS (the kernel cannot say: the page-table query,
+ * PAGEMAP_SCAN, needs Linux 6.7; *advised is still set). Any thread;
+ * reads page tables only.
+ */
+NXR_API int nxr_weights_huge_pages(const nxr_weights_t *w, const nxr_domain_t *d, bool *advised,
+                                   size_t *huge_bytes);
+
+/*
  * C = alpha * op(A) * op(W) + beta * C, then the epilogue (NULL: none):
  * C[i][j] = act(C[i][j] + bias[j]), as nxr_sgemm_fused. op(A) is m x k
  * (lda >= (trans_a ? m : k)), C is m x n (ldc >= n), with k and n those of

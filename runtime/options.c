@@ -2,20 +2,37 @@
  * Runtime options and the environment: the one place where NXR_* variables
  * are read. Options set in the struct win over the environment.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/internal/number.h"
 #include "runtime/internal/runtime.h"
 
 void nxr_runtime_opts_init(struct nxr_runtime_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
 }
+
+/*
+ * Every NXR_* variable nxr knows: the settings read below, and the names
+ * others in this project read (the Python binding's NXR_LIBRARY). The
+ * project's own test and CI harness uses the prefixes in harness_prefixes.
+ * Anything else that starts with NXR_ is most likely a typo, which would
+ * otherwise be ignored without a word: warned of once per process.
+ */
+static const char *const known_names[] = {
+    "NXR_TOPOLOGY", "NXR_DOMAINS",         "NXR_NUM_THREADS",     "NXR_CPU_QUOTA", "NXR_PEERS",
+    "NXR_SPIN",     "NXR_STALL_REPORT_MS", "NXR_PROVIDER_POLICY", "NXR_GEMM",      "NXR_POOL_CAP",
+    "NXR_ROUTE",    "NXR_AFFINITY",        "NXR_DISPLAY_ENV",     "NXR_LIBRARY",   "NXR_HUGEPAGES",
+};
+static const char *const harness_prefixes[] = {"NXR_TEST_", "NXR_CI_", "NXR_SOAK_"};
 
 static const char *env(const struct nxr_runtime_opts *opts, const char *name)
 {
@@ -25,15 +42,76 @@ static const char *env(const struct nxr_runtime_opts *opts, const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
+/* Edit distance between two short names (insert, delete, replace). */
+static size_t distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b), row[64];
+    if (la >= 63 || lb >= 63)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static bool known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(known_names) / sizeof(known_names[0]); i++)
+        if (strlen(known_names[i]) == len && strncmp(name, known_names[i], len) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof(harness_prefixes) / sizeof(harness_prefixes[0]); i++)
+        if (strncmp(name, harness_prefixes[i], strlen(harness_prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Says, once per process, which NXR_* variables nxr does not know. */
+static void warn_unknown_names(void)
+{
+    static atomic_bool warned;
+    if (atomic_exchange_explicit(&warned, true, memory_order_relaxed))
+        return;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq != NULL ? (size_t)(eq - *e) : strlen(*e);
+        if (strncmp(*e, "NXR_", 4) != 0 || known(*e, len))
+            continue;
+        const char *closest = NULL;
+        size_t best = 4; /* suggest only a name at most 3 edits away */
+        for (size_t i = 0; i < sizeof(known_names) / sizeof(known_names[0]); i++) {
+            size_t d = distance(*e, len, known_names[i]);
+            if (d < best) {
+                best = d;
+                closest = known_names[i];
+            }
+        }
+        fprintf(stderr, "nxr: warning: %.*s is not an nxr setting and is ignored%s%s%s\n",
+                (int)(len > 64 ? 64 : len), *e, closest != NULL ? " (did you mean " : "",
+                closest != NULL ? closest : "", closest != NULL ? "?)" : "");
+    }
+}
+
 /* A whole decimal number in [0, max], digits only (no sign, no spaces);
  * anything else is NXR_ESYNTAX. */
 static int env_uint(const char *name, const char *value, unsigned max, unsigned *out, char *err,
                     size_t errsz)
 {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(value, &end, 10);
-    if (errno != 0 || !isdigit((unsigned char)value[0]) || *end != '\0' || v > max) {
+    unsigned long long v;
+    long n = nxr__parse_digits(value, 10, max, &v);
+    if (n <= 0 || value[n] != '\0') {
         snprintf(err, errsz, "%s='%s': expected a whole number from 0 to %u", name, value, max);
         return NXR_ESYNTAX;
     }
@@ -41,24 +119,45 @@ static int env_uint(const char *name, const char *value, unsigned max, unsigned 
     return 0;
 }
 
-/* A byte count with an optional K, M or G suffix (powers of 1024). */
+/* A byte count, digits only, with an optional K, M or G suffix (powers of
+ * 1024), below SIZE_MAX. */
 static int env_bytes(const char *name, const char *value, size_t *out, char *err, size_t errsz)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(value, &end, 10);
+    unsigned long long v = 0;
+    long n = nxr__parse_digits(value, 10, SIZE_MAX - 1, &v);
+    const char *end = value + (n > 0 ? n : 0);
     unsigned shift = 0;
-    if (end != value && (*end == 'K' || *end == 'M' || *end == 'G')) {
+    if (n > 0 && (*end == 'K' || *end == 'M' || *end == 'G')) {
         shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
         end++;
     }
-    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' ||
-        v > (SIZE_MAX >> shift) - 1) {
-        snprintf(err, errsz, "%s='%s': expected bytes, optionally with K, M or G", name, value);
+    if (n <= 0 || *end != '\0' || v > (SIZE_MAX >> shift) - 1) {
+        snprintf(err, errsz, "%s='%s': expected bytes (digits), optionally with K, M or G", name,
+                 value);
         return NXR_ESYNTAX;
     }
     *out = (size_t)v << shift;
     return 0;
+}
+
+/* The documented spellings of a switch: 1/true/yes/on and 0/false/no/off. */
+static int env_bool(const char *name, const char *value, bool *out, char *err, size_t errsz)
+{
+    static const char *const on[] = {"1", "true", "yes", "on"};
+    static const char *const off[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        if (strcmp(value, on[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(value, off[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    snprintf(err, errsz, "%s='%s': expected 1, true, yes or on, or 0, false, no or off", name,
+             value);
+    return NXR_ESYNTAX;
 }
 
 int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts *opts, char *err,
@@ -74,7 +173,8 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         return -EINVAL;
     }
     if (opts->stall_report_ms < NXR_STALL_REPORT_OFF) {
-        snprintf(err, errsz, "opts.stall_report_ms must be >= NXR_STALL_REPORT_OFF (-1; 0: "
+        snprintf(err, errsz,
+                 "opts.stall_report_ms must be >= NXR_STALL_REPORT_OFF (-1; 0: "
                  "NXR_STALL_REPORT_MS)");
         return -EINVAL;
     }
@@ -90,8 +190,10 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         (rc = env_uint("NXR_NUM_THREADS", v, INT_MAX, &s->num_threads, err, errsz)) != 0)
         return rc;
     if (opts->cpu_quota < NXR_CPU_QUOTA_IGNORE) {
-        snprintf(err, errsz, "opts.cpu_quota %d: expected 0 (unset), NXR_CPU_QUOTA_AUTO (-1), "
-                 "NXR_CPU_QUOTA_IGNORE (-2) or a CPU count", opts->cpu_quota);
+        snprintf(err, errsz,
+                 "opts.cpu_quota %d: expected 0 (unset), NXR_CPU_QUOTA_AUTO (-1), "
+                 "NXR_CPU_QUOTA_IGNORE (-2) or a CPU count",
+                 opts->cpu_quota);
         return -EINVAL;
     }
     s->cpu_quota = opts->cpu_quota;
@@ -106,7 +208,8 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
                 if (env_uint("NXR_CPU_QUOTA", v, 1u << 20, &n, err, errsz) != 0 || n == 0) {
                     snprintf(err, errsz,
                              "NXR_CPU_QUOTA='%s': expected 'auto', 'ignore' or a CPU count "
-                             "from 1 to %u", v, 1u << 20);
+                             "from 1 to %u",
+                             v, 1u << 20);
                     return NXR_ESYNTAX;
                 }
                 s->cpu_quota = (int)n;
@@ -116,9 +219,16 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
     }
     s->cgroup_root = opts->cgroup_root;
     s->peers_dir = opts->peers_dir;
+    if (s->peers_dir != NULL && strlen(s->peers_dir) > NXR__PEERS_DIR_MAX) {
+        snprintf(err, errsz, "opts.peers_dir is %zu bytes long: at most %d", strlen(s->peers_dir),
+                 NXR__PEERS_DIR_MAX);
+        return -ENAMETOOLONG;
+    }
     if ((int)opts->peers < NXR_PEERS_DEFAULT || (int)opts->peers > NXR_PEERS_OFF) {
-        snprintf(err, errsz, "opts.peers %d: expected NXR_PEERS_DEFAULT (0), NXR_PEERS_WARN, _QUIET "
-                 "or _OFF", (int)opts->peers);
+        snprintf(err, errsz,
+                 "opts.peers %d: expected NXR_PEERS_DEFAULT (0), NXR_PEERS_WARN, _QUIET "
+                 "or _OFF",
+                 (int)opts->peers);
         return -EINVAL;
     }
     s->peers = opts->peers;
@@ -153,7 +263,8 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
              (rc = env_uint("NXR_STALL_REPORT_MS", v, INT_MAX, &s->stall_ms, err, errsz)) != 0)
         return rc;
     s->policy = NXR_PROVIDER_STRICT;
-    if ((int)opts->provider_policy < 0 || (int)opts->provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE) {
+    if ((int)opts->provider_policy < 0 ||
+        (int)opts->provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE) {
         snprintf(err, errsz, "opts.provider_policy %d is not a policy", (int)opts->provider_policy);
         return -EINVAL;
     }
@@ -202,7 +313,17 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
             return NXR_ESYNTAX;
         }
     }
-    v = env(opts, "NXR_DISPLAY_ENV");
-    s->display_env = v != NULL && strcmp(v, "0") != 0;
+    /* Huge pages for packed weights: on unless NXR_HUGEPAGES says off (the
+     * system's THP mode still decides whether the advice gives any). */
+    s->huge_pages = true;
+    if ((v = env(opts, "NXR_HUGEPAGES")) != NULL &&
+        (rc = env_bool("NXR_HUGEPAGES", v, &s->huge_pages, err, errsz)) != 0)
+        return rc;
+    s->display_env = false;
+    if ((v = env(opts, "NXR_DISPLAY_ENV")) != NULL &&
+        (rc = env_bool("NXR_DISPLAY_ENV", v, &s->display_env, err, errsz)) != 0)
+        return rc;
+    if (!opts->ignore_env)
+        warn_unknown_names();
     return 0;
 }

@@ -23,8 +23,10 @@ void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan)
         snprintf(q->source, sizeof(q->source), "%s -> %u CPU%s", s->cpu_quota_from, q->cpus,
                  q->cpus == 1 ? "" : "s");
     } else {
-        /* A quota that cannot be read is none: nxr then runs as it did
-         * before quotas were read, and says why in nxr_runtime_describe. */
+        /* The tightest limit the readable files set (none when no file
+         * could be read: nxr then runs as it did before quotas were read);
+         * a file that could not be used is said beside it in
+         * nxr_runtime_describe. */
         (void)nxr__cpu_quota_read(s->cgroup_root, q);
     }
     nxr__plan_fit_cpus(plan, q->cpus);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "alloc/internal/huge_pages.h"
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
@@ -40,8 +41,7 @@ size_t nxr_weights_n(const nxr_weights_t *w)
     return w != NULL ? w->n : 0;
 }
 
-const struct nxr__weights_copy *nxr__weights_on(const nxr_weights_t *w,
-                                                const struct nxr_domain *d)
+const struct nxr__weights_copy *nxr__weights_on(const nxr_weights_t *w, const struct nxr_domain *d)
 {
     for (size_t i = 0; i < w->count; i++)
         if (w->copy[i].domain == d)
@@ -66,6 +66,32 @@ int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, const void *
     *data = c->data;
     *bytes = c->bytes;
     return 0;
+}
+
+int nxr_weights_huge_pages(const nxr_weights_t *w, const nxr_domain_t *d, bool *advised,
+                           size_t *huge_bytes)
+{
+    nxr__call_begin();
+    if (advised != NULL)
+        *advised = false;
+    if (huge_bytes != NULL)
+        *huge_bytes = 0;
+    if (w == NULL || d == NULL || advised == NULL || huge_bytes == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         w == NULL         ? "w"
+                         : d == NULL       ? "d"
+                         : advised == NULL ? "advised"
+                                           : "huge_bytes");
+    const struct nxr__weights_copy *c = nxr__weights_on(w, d);
+    if (c == NULL)
+        return nxr__fail(NXR_ENODOMAIN, __func__, "the weights have no copy on domain %d",
+                         nxr_domain_id(d));
+    *advised = c->huge_advised;
+    int rc = nxr__pagemap_huge_bytes(c->data, c->bytes, huge_bytes);
+    return rc == 0 ? 0
+                   : nxr__fail(rc, __func__, "the page tables of domain %d's copy: %s%s",
+                               nxr_domain_id(d), nxr_strerror(rc),
+                               rc == -ENOSYS ? " (PAGEMAP_SCAN needs Linux 6.7)" : "");
 }
 
 /* The domains desc lists (NULL: all), checked: -EINVAL for a duplicate,
@@ -133,17 +159,23 @@ int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc, n
     for (size_t i = 0; rc == 0 && i < count; i++) {
         void *data;
         /* Page-aligned: each copy's pages are its own, so a page check
-         * (nxr_mem_node) sees only this copy. */
-        rc = nxr_domain_malloc(doms[i], bytes, 4096, &data);
+         * (nxr_mem_node) sees only this copy. A copy of a huge page or more
+         * owns whole huge pages, advised before the packing below touches
+         * them (internal/huge_pages.h says why). */
+        const bool huge = rt->settings.huge_pages && nxr__huge_worth(bytes);
+        const size_t mapped = huge ? nxr__huge_round(bytes) : bytes;
+        rc = nxr_domain_malloc(doms[i], mapped, huge ? NXR__HUGE_PAGE_SIZE : 4096, &data);
         if (rc != 0) {
             nxr__fail(rc, __func__, "the copy on domain %d (%zu bytes): %s", doms[i]->spec.id,
-                      bytes, nxr_strerror(rc));
+                      mapped, nxr_strerror(rc));
             break;
         }
         struct nxr__weights_copy *c = &w->copy[w->count++];
         c->domain = doms[i];
         c->data = data;
         c->bytes = bytes;
+        c->mapped = mapped;
+        c->huge_advised = huge && nxr__huge_advise(data, mapped);
         nxr__sgemm_pack_b(isa, desc->trans, desc->k, desc->n, desc->w, desc->ldw, c->data,
                           &c->view);
     }

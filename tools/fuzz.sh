@@ -32,7 +32,7 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -I. -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Wall -Wextra -Werror -Wno-unused-command-line-argument)
 DOMAINS_SRCS=(domains/decl_parse.c domains/plan.c domains/cpuset.c domains/topology.c
-              base/sys.c base/status.c base/strbuf.c base/last_error.c)
+              base/sys.c base/status.c base/strbuf.c base/last_error.c base/number.c)
 declare -A SRCS=(
     [domains]="${DOMAINS_SRCS[*]}"
     [topology]="${DOMAINS_SRCS[*]}"

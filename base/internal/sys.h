@@ -122,6 +122,13 @@ int nxr__mprotect(void *addr, size_t size, int prot);
  * query itself failed. */
 int nxr__move_pages_query(const void *addr, int *status);
 
+/* How many bytes of [addr, addr + size) the kernel backs with huge pages
+ * now (transparent huge pages mapped by a PMD): the PAGEMAP_SCAN ioctl of
+ * /proc/self/pagemap, which needs no privilege (Linux 6.7 and later). 0 with
+ * *huge set, -ENOSYS where the kernel cannot say (an older kernel), or
+ * another negative errno. Reads page tables only: nothing faults in. */
+int nxr__pagemap_huge_bytes(const void *addr, size_t size, size_t *huge);
+
 /* The longest line nxr__read_lines hands over, and the most it reads of one
  * file: /proc and cgroup files are small; a file past the cap is a file nxr
  * did not expect (garbage, or not a procfs file), not one to read through. */

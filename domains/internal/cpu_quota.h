@@ -19,23 +19,27 @@
 #include <stddef.h>
 
 struct nxr__cpu_quota {
-    /* Usable CPUs: floor(quota / period), at least 1; 0 when no level sets
-     * a limit (or the limit could not be read: then status says why).
+    /* Usable CPUs: floor(quota / period), at least 1, of the tightest valid
+     * limit over every level of every hierarchy; 0 when no file that could
+     * be read sets one. A file that cannot be used (status) never discards
+     * a limit read from another: the tightest valid limit stands.
      * Floor, not round: a team of one thread more than the quota pays for
      * is throttled as a whole whenever the group runs out (every period,
      * under load), which costs far more than the idle fraction of a CPU
      * that rounding down leaves unused. At least 1: a quota under one CPU
      * still runs one thread, only slower. */
     unsigned cpus;
-    /* 0, or why no quota could be read (negative errno of a file that
-     * exists but could not be read, NXR_ESYNTAX for a malformed one); cpus
-     * is then 0 and source names the file and the problem. */
+    /* 0, or why a file could not be used (the first such file: negative
+     * errno of a file that exists but could not be read, NXR_ESYNTAX for a
+     * malformed one); cpus may still hold the limit the other files set,
+     * and source names both. */
     int status;
     /* For people: the file and its values that set the limit
-     * ("cgroup v2 /sys/fs/cgroup/a/cpu.max: 100000 100000 -> 1 CPU"), why
-     * there is none ("no cpu controller in /proc/self/cgroup") or what went
-     * wrong. Always NUL-terminated. */
-    char source[384];
+     * ("cgroup v2 /sys/fs/cgroup/a/cpu.max: 100000 100000 -> 1 CPU"), then,
+     * when one could not be used, "; and a file that could not be used:
+     * <file>: <problem>"; or why there is none ("none: ..."), or only the
+     * problem. Always NUL-terminated. */
+    char source[1024];
 };
 
 /*
@@ -47,7 +51,9 @@ struct nxr__cpu_quota {
  * small files per cgroup level.
  *
  * Returns out->status: 0 (a quota in out->cpus, or none), a negative errno
- * or NXR_ESYNTAX (no quota taken; out->source says which file and why).
+ * or NXR_ESYNTAX (a file that could not be used; out->cpus is still the
+ * tightest limit the others set, and out->source says which file and why).
+ * Every level is read, however deep the cgroup.
  * Missing files are not errors (no /proc, a level without a limit file).
  * Never fails for the caller's lack of memory beyond the seam's line buffer
  * (-ENOMEM). Any thread; blocks only on the reads.

@@ -40,4 +40,16 @@ int nxr__affinity_self(hwloc_bitmap_t out);
 /* Writes "0-3,8" (or "" for an empty set) into buf; returns buf. */
 char *nxr__cpuset_list(hwloc_const_bitmap_t cpus, char *buf, size_t size);
 
+/*
+ * Parses a CPU list ("0-3,8", nxr_cpuset_parse's grammar) into cpus, which
+ * it empties first. Every id is checked against NXR_CPU_ID_MAX digit by
+ * digit, before any bit is set, so text from anywhere (an environment
+ * variable, another process's registry entry) never sizes a bitmap past
+ * 65536 bits. 0, NXR_ESYNTAX (err: what, the text, the offset and the
+ * problem) or -ENOMEM. The one CPU-list parser: nxr_cpuset_parse,
+ * NXR_DOMAINS and the peer registry all use it.
+ */
+int nxr__cpuset_parse_into(const char *list, hwloc_bitmap_t cpus, const char *what, char *err,
+                           size_t errsz);
+
 #endif /* NXR_INTERNAL_CPUSET_H */

@@ -41,6 +41,12 @@ struct nxr__plan {
     bool declared; /* from caller declarations rather than the node layout */
 };
 
+/* Most domains one runtime declares (NXR_DOMAINS or opts.domain_decls):
+ * each has a team of threads and an arena, and creation cost grows with the
+ * square of the count (the overlap checks); larger is refused, naming this
+ * bound (NXR_ESYNTAX for the string, -EINVAL for declarations). */
+#define NXR__DOMAINS_MAX 256
+
 /*
  * The default plan: one MANAGED domain per NUMA node with at least one
  * allowed CPU (id = node OS id, CPUs = node set ∩ allowed, budget = their
@@ -52,11 +58,10 @@ int nxr__plan_default(struct nxr__plan *plan, const struct nxr__topology *topo, 
 
 /*
  * A plan from caller declarations, validated in this order, first failure
- * wins: per declaration (in order) -EINVAL (negative id), NXR_EEMPTYSET,
- * NXR_EDISALLOWED, NXR_EBUDGET; then across declarations NXR_EDUPID and
- * NXR_EOVERLAP (two overlapping domains, neither declared shared). The
- * message in err names the domain(s) and CPUs.
- * n == 0 is NXR_ENODOMAIN.
+ * wins: more than NXR__DOMAINS_MAX declarations -EINVAL; per declaration (in order) -EINVAL
+ * (negative id), NXR_EEMPTYSET, NXR_EDISALLOWED, NXR_EBUDGET; then across declarations NXR_EDUPID
+ * and NXR_EOVERLAP (two overlapping domains, neither declared shared). The message in err names the
+ * domain(s) and CPUs. n == 0 is NXR_ENODOMAIN.
  */
 int nxr__plan_declared(struct nxr__plan *plan, const struct nxr__topology *topo,
                        const struct nxr_domain_decl *decls, size_t n, char *err, size_t errsz);

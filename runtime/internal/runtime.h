@@ -57,6 +57,7 @@ struct nxr__settings {
     size_t pool_cap;    /* each pool's cap on cached bytes */
     enum nxr_route_policy route; /* placing contexts (runtime/nxr_route.h) */
     unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
+    bool huge_pages; /* packed weights advised for huge pages (NXR_HUGEPAGES, default on) */
 };
 
 struct nxr_runtime {

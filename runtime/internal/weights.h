@@ -14,7 +14,9 @@
 struct nxr__weights_copy {
     const struct nxr_domain *domain;
     float *data; /* nxr_domain_malloc of domain (owned) */
-    size_t bytes;
+    size_t bytes;  /* the packed layout's */
+    size_t mapped; /* what was allocated: bytes, or whole huge pages when advised */
+    bool huge_advised; /* the kernel took MADV_HUGEPAGE for [data, data + mapped) */
     struct nxr__packed_b view; /* view.data == data */
 };
 

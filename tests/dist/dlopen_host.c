@@ -16,6 +16,11 @@
  *   - the runtimes start threads, and destroying both leaves exactly the
  *     threads there were once the library was loaded (its dependencies'
  *     own, OpenBLAS's pool), counted in /proc/self/task, not taken from nxr;
+ *   - the peer registry (NXR_PEERS=warn, a private XDG_RUNTIME_DIR) tells
+ *     two instances apart: the second instance's runtime warns on stderr
+ *     that another copy of libnxr in this process has a runtime over its
+ *     CPUs (the copies' arbiters do not see each other); one object opened
+ *     twice is one instance and says nothing of the kind;
  *   - after the first dlclose the library stays loaded (the other handle),
  *     after the last one it is gone (RTLD_NOLOAD finds nothing), and the
  *     process has the threads it had before the first dlopen.
@@ -23,10 +28,14 @@
  * cc -ldl (tests/dist/exports_test.sh), so it counts threads itself rather
  * than through tests/support.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT, mkdtemp, setenv */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -111,9 +120,33 @@ int main(int argc, char **argv)
         check(a.handle != b.handle && a.create != b.create,
               "the copy under another name is not a second instance", NULL);
 
+    /* A private registry, warnings on: what the second create says. */
+    char registry[] = "/tmp/nxr-dlopen-host-XXXXXX", peers[64], said[96];
+    check(mkdtemp(registry) != NULL, "mkdtemp", registry);
+    setenv("XDG_RUNTIME_DIR", registry, 1);
+    setenv("NXR_PEERS", "warn", 1);
+    snprintf(peers, sizeof(peers), "%s/nxr-peers", registry);
+    snprintf(said, sizeof(said), "%s/stderr", registry);
+
     void *rt_a = NULL, *rt_b = NULL;
     int rc_a = a.create(NULL, &rt_a);
+    fflush(stderr);
+    int saved = dup(2), out = open(said, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 2);
     int rc_b = b.create(NULL, &rt_b);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = "";
+    ssize_t got = pread(out, text, sizeof(text) - 1, 0);
+    text[got > 0 ? got : 0] = '\0';
+    close(out);
+    unlink(said);
+    const int copy_warned = strstr(text, "another copy of libnxr loaded in this process") != NULL;
+    if (argc == 3)
+        check(copy_warned, "the second instance's runtime did not warn of the first", text);
+    else
+        check(!copy_warned, "one object opened twice warned of another copy", text);
     char detail[64];
     snprintf(detail, sizeof(detail), "returned %d and %d", rc_a, rc_b);
     check(rc_a == 0 && rc_b == 0, "nxr_runtime_create through each handle", detail);
@@ -123,6 +156,8 @@ int main(int argc, char **argv)
     if (rc_b == 0)
         b.destroy(rt_b);
     int destroyed = thread_count();
+    check(rmdir(peers) == 0 && rmdir(registry) == 0,
+          "the registry is not empty after both runtimes were destroyed", peers);
     snprintf(detail, sizeof(detail), "%d loaded, %d with two runtimes, %d destroyed", opened,
              running, destroyed);
     check(running > opened, "the runtimes started no thread", detail);
@@ -142,9 +177,10 @@ int main(int argc, char **argv)
     check(after == before, "dlclose left threads behind", detail);
     if (failures != 0)
         return 1;
-    printf("dlopen_host: ok, nxr %s dlopen()ed twice (%s), two runtimes created and destroyed, "
+    printf("dlopen_host: ok, nxr %s dlopen()ed twice (%s%s), two runtimes created and destroyed, "
            "threads %d before, %d loaded, %d running, %d destroyed, %d after dlclose\n",
-           version_copy, argc == 3 ? "two instances" : "one object, two references", before,
-           opened, running, destroyed, after);
+           version_copy, argc == 3 ? "two instances" : "one object, two references",
+           argc == 3 ? ", the second warned of the first" : "", before, opened, running, destroyed,
+           after);
     return 0;
 }

@@ -139,8 +139,7 @@ Test(domains_cpu_quota, v2_tightest_level_wins)
     put("sys/fs/cgroup/cpu.max", "150000 100000\n");  /* 1 CPU at the top */
     struct nxr__cpu_quota q = read_quota();
     cr_expect_eq(q.cpus, 1, "%s", q.source);
-    cr_expect_neq(strstr(q.source, "/sys/fs/cgroup/cpu.max: 150000 100000"), NULL, "%s",
-                  q.source);
+    cr_expect_neq(strstr(q.source, "/sys/fs/cgroup/cpu.max: 150000 100000"), NULL, "%s", q.source);
 }
 
 /* docker without a cgroup namespace: the mount shows the container's
@@ -202,7 +201,8 @@ Test(domains_cpu_quota, v1_parent_limit_counts)
 Test(domains_cpu_quota, v1_cpuacct_is_not_cpu)
 {
     put("proc/self/cgroup", "2:cpuacct:/x\n");
-    put("proc/self/mountinfo", "31 30 0:28 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n");
+    put("proc/self/mountinfo",
+        "31 30 0:28 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n");
     put("sys/fs/cgroup/cpuacct/x/cpu.cfs_quota_us", "100000\n");
     put("sys/fs/cgroup/cpuacct/x/cpu.cfs_period_us", "100000\n");
     struct nxr__cpu_quota q = read_quota();
@@ -214,9 +214,8 @@ Test(domains_cpu_quota, v1_cpuacct_is_not_cpu)
 Test(domains_cpu_quota, hybrid_tightest_of_both)
 {
     put("proc/self/cgroup", "4:cpu:/j\n0::/j\n");
-    put("proc/self/mountinfo",
-        "31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
-        "40 30 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
+    put("proc/self/mountinfo", "31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                               "40 30 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
     put("sys/fs/cgroup/cpu/j/cpu.cfs_quota_us", "300000\n");
     put("sys/fs/cgroup/cpu/j/cpu.cfs_period_us", "100000\n");
     put("sys/fs/cgroup/unified/j/cpu.max", "200000 100000\n");
@@ -261,8 +260,17 @@ Test(domains_cpu_quota, unreadable_file_is_an_error)
 Test(domains_cpu_quota, garbage_cpu_max_is_esyntax)
 {
     static const char *const bad[] = {
-        "banana\n", "100000\n", "-5 100000\n", "100000 0\n", "1 2 3\n", "max\n", "\n",
-        "", "0 100000\n", "99999999999999999999999 100000\n", "100000 100000x\n",
+        "banana\n",
+        "100000\n",
+        "-5 100000\n",
+        "100000 0\n",
+        "1 2 3\n",
+        "max\n",
+        "\n",
+        "",
+        "0 100000\n",
+        "99999999999999999999999 100000\n",
+        "100000 100000x\n",
     };
     v2_layout("/svc", "/");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -321,4 +329,56 @@ Test(domains_cpu_quota, endless_line_is_efbig)
     put("proc/self/cgroup", blob);
     struct nxr__cpu_quota q = read_quota();
     expect_error(&q, -EFBIG, "proc/self/cgroup");
+}
+
+/* A malformed file never throws away a valid tighter limit: the tightest
+ * valid limit wins and the malformed file is reported beside it. */
+Test(domains_cpu_quota, a_malformed_v2_file_keeps_the_v1_limit)
+{
+    put("proc/self/cgroup", "4:cpu:/j\n0::/j\n");
+    put("proc/self/mountinfo", "31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                               "40 30 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
+    put("sys/fs/cgroup/cpu/j/cpu.cfs_quota_us", "100000\n");
+    put("sys/fs/cgroup/cpu/j/cpu.cfs_period_us", "100000\n");
+    put("sys/fs/cgroup/unified/j/cpu.max", "banana\n");
+    struct nxr__cpu_quota q = read_quota();
+    cr_expect_eq(q.cpus, 1, "the v1 limit stands (%s)", q.source);
+    cr_expect_eq(q.status, NXR_ESYNTAX, "the malformed file is reported (%s)", q.source);
+    cr_expect_neq(strstr(q.source, "cpu.cfs_quota_us"), NULL, "'%s' names the limit", q.source);
+    cr_expect_neq(strstr(q.source, "unified/j/cpu.max"), NULL, "'%s' names the malformed file",
+                  q.source);
+}
+
+Test(domains_cpu_quota, a_malformed_parent_keeps_the_childs_limit)
+{
+    v2_layout("/a/b", "/");
+    put("sys/fs/cgroup/a/b/cpu.max", "100000 100000\n");
+    put("sys/fs/cgroup/a/cpu.max", "1 2 3\n");
+    put("sys/fs/cgroup/cpu.max", "300000 100000\n");
+    struct nxr__cpu_quota q = read_quota();
+    cr_expect_eq(q.cpus, 1, "the child's limit stands (%s)", q.source);
+    cr_expect_eq(q.status, NXR_ESYNTAX, "%s", q.source);
+    cr_expect_neq(strstr(q.source, "a/b/cpu.max"), NULL, "%s", q.source);
+    cr_expect_neq(strstr(q.source, "cgroup/a/cpu.max"), NULL, "%s", q.source);
+    /* And a tighter level above a malformed one still counts. */
+    put("sys/fs/cgroup/a/b/cpu.max", "banana\n");
+    put("sys/fs/cgroup/a/cpu.max", "100000 100000\n");
+    q = read_quota();
+    cr_expect_eq(q.cpus, 1, "%s", q.source);
+    cr_expect_eq(q.status, NXR_ESYNTAX, "%s", q.source);
+}
+
+/* Every level counts, however deep: no silent cut. */
+Test(domains_cpu_quota, a_limit_above_a_deep_cgroup_counts)
+{
+    char cgroup[400] = "", rel[512];
+    for (int i = 0; i < 100; i++)
+        strcat(cgroup, "/d");
+    v2_layout(cgroup, "/");
+    put("sys/fs/cgroup/cpu.max", "100000 100000\n");
+    snprintf(rel, sizeof(rel), "sys/fs/cgroup%s/cpu.max", cgroup);
+    put(rel, "max 100000\n");
+    struct nxr__cpu_quota q = read_quota();
+    cr_expect_eq(q.status, 0, "%s", q.source);
+    cr_expect_eq(q.cpus, 1, "the limit 100 levels up counts (%s)", q.source);
 }

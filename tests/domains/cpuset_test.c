@@ -167,12 +167,14 @@ Test(domains_cpuset, parse_empty_list_is_the_empty_set)
 
 Test(domains_cpuset, parse_refuses_malformed_lists_with_esyntax)
 {
-    const char *bad[] = {"a", "1,", ",1", "1,,2", "3-1", "1-", "-1", "1 2", "65536", "0-3\n\n", "1;2"};
+    const char *bad[] = {"a",  "1,",  ",1",    "1,,2",    "3-1", "1-",
+                         "-1", "1 2", "65536", "0-3\n\n", "1;2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         hwloc_bitmap_t got = (hwloc_bitmap_t)err; /* not NULL: the call must clear it */
         cr_expect_eq(nxr_cpuset_parse(bad[i], &got), NXR_ESYNTAX, "'%s'", bad[i]);
         cr_expect_null(got, "'%s'", bad[i]);
-        cr_expect_not_null(strstr(nxr_last_error(), "CPU list"), "'%s': message '%s'", bad[i], nxr_last_error());
+        cr_expect_not_null(strstr(nxr_last_error(), "CPU list"), "'%s': message '%s'", bad[i],
+                           nxr_last_error());
     }
 }
 
@@ -251,4 +253,20 @@ Test(domains_cpuset, list_mask_and_bitmap_round_trip)
     cr_expect_str_eq(buf, "0,2,4-6,100");
     hwloc_bitmap_free(parsed);
     hwloc_bitmap_free(back);
+}
+
+/* The forged peer-entry lists of issue 30 (ids far past NXR_CPU_ID_MAX):
+ * refused while the digits are read, before any bitmap grows. The peer
+ * registry reads entries with this same parser. */
+Test(domains_cpuset, parse_refuses_ids_past_the_bound_before_building)
+{
+    const char *bad[] = {"4294967294", "0-2000000000", "12345678901234567890", "0-65536",
+                         "99999999999999999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        hwloc_bitmap_t got = NULL;
+        cr_expect_eq(nxr_cpuset_parse(bad[i], &got), NXR_ESYNTAX, "'%s'", bad[i]);
+        cr_expect_null(got);
+        cr_expect_neq(strstr(nxr_last_error(), "out of range"), NULL, "'%s': '%s'", bad[i],
+                      nxr_last_error());
+    }
 }

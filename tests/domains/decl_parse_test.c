@@ -2,6 +2,8 @@
  * The NXR_DOMAINS grammar: what parses, into what, and what is refused.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "domains/internal/plan.h"
@@ -78,4 +80,35 @@ Test(domains_decl_parse, shared_marks_an_overlap_by_intent)
     nxr__decls_free(d, n);
     cr_expect_eq(nxr__decls_parse("0:0 sharedx", &d, &n, err, sizeof(err)), NXR_ESYNTAX);
     cr_expect_eq(nxr__decls_parse("0:0 shard", &d, &n, err, sizeof(err)), NXR_ESYNTAX);
+}
+
+/* The count of domains is bounded before anything is built for them (2000
+ * shared domains once took 25 s and 4000 threads to create). */
+static char *many_domains(size_t n)
+{
+    char *spec = malloc(n * 24 + 1);
+    cr_assert_not_null(spec);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)sprintf(spec + at, "%zu:0 shared;", i);
+    return spec;
+}
+
+Test(domains_decl_parse, the_domain_count_is_bounded)
+{
+    struct nxr_domain_decl *d;
+    size_t n;
+    char *spec = many_domains(NXR__DOMAINS_MAX);
+    cr_assert_eq(nxr__decls_parse(spec, &d, &n, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(n, NXR__DOMAINS_MAX);
+    nxr__decls_free(d, n);
+    free(spec);
+    spec = many_domains(NXR__DOMAINS_MAX + 1);
+    cr_expect_eq(nxr__decls_parse(spec, &d, &n, err, sizeof(err)), NXR_ESYNTAX);
+    cr_expect_null(d);
+    cr_expect_eq(n, 0);
+    char bound[64];
+    snprintf(bound, sizeof(bound), "at most %d domains", NXR__DOMAINS_MAX);
+    cr_expect_neq(strstr(err, bound), NULL, "%s", err);
+    free(spec);
 }

@@ -5,6 +5,9 @@
  * what is tested is the mapping from nodes and allowed CPUs to domains.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "domains/internal/plan.h"
 #include "domains/internal/topology.h"
@@ -177,8 +180,10 @@ static void expect_budgets(const struct nxr__plan *plan, unsigned b0, enum nxr__
                  plan->domains[0].budget, b0);
     cr_expect_eq(plan->domains[1].budget, b1, "domain 1 budget %u, expected %u",
                  plan->domains[1].budget, b1);
-    cr_expect_eq(plan->domains[0].limited_by, l0, "domain 0 limited by %d", plan->domains[0].limited_by);
-    cr_expect_eq(plan->domains[1].limited_by, l1, "domain 1 limited by %d", plan->domains[1].limited_by);
+    cr_expect_eq(plan->domains[0].limited_by, l0, "domain 0 limited by %d",
+                 plan->domains[0].limited_by);
+    cr_expect_eq(plan->domains[1].limited_by, l1, "domain 1 limited by %d",
+                 plan->domains[1].limited_by);
 }
 
 Test(domains_plan, quota_lowers_budgets_in_proportion)
@@ -253,4 +258,25 @@ Test(domains_plan, quota_never_raises_a_budget)
     nxr__plan_fini(&plan);
     hwloc_bitmap_free(a);
     hwloc_bitmap_free(b);
+}
+
+/* Declarations through the struct API are bounded as NXR_DOMAINS is. */
+Test(domains_plan, the_declared_domain_count_is_bounded)
+{
+    load("pack:2 numa:1 core:2 pu:2", "0-7");
+    const size_t n = NXR__DOMAINS_MAX + 1;
+    struct nxr_domain_decl *decls = calloc(n, sizeof(*decls));
+    hwloc_bitmap_t cpu = hwloc_bitmap_alloc();
+    cr_assert(decls != NULL && cpu != NULL);
+    hwloc_bitmap_only(cpu, 0);
+    for (size_t i = 0; i < n; i++)
+        decls[i] = (struct nxr_domain_decl){.id = (int)i, .cpus = cpu, .shared = true};
+    struct nxr__plan plan;
+    cr_expect_eq(nxr__plan_declared(&plan, &topo, decls, n, err, sizeof(err)), -EINVAL);
+    cr_expect_neq(strstr(err, "at most 256 domains"), NULL, "%s", err);
+    cr_assert_eq(nxr__plan_declared(&plan, &topo, decls, n - 1, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(plan.count, n - 1);
+    nxr__plan_fini(&plan);
+    hwloc_bitmap_free(cpu);
+    free(decls);
 }

@@ -76,8 +76,14 @@ Test(executor_team, a_worker_that_sits_regions_out_stays_parked, .timeout = 30)
         await_parked(team, 0); /* worker 0 parks again between regions */
     }
     long w0 = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, 0)) - before[0];
-    /* Each region wakes worker 0 from its park, and it parks again after. */
-    cr_assert_geq(w0, REGIONS, "worker 0 took part (woken from its park) in each region: %ld", w0);
+    /* Worker 0 is a participant: the regions wake it from its park. Not
+     * necessarily once per region as the kernel counts it: the caller may
+     * take both chunks first (the region rule allows it), and a wake-up
+     * that the kernel has queued but not yet delivered when the next region
+     * starts folds two into one sleep (seen under load: 99 of 100). What
+     * the rule promises is that participants are woken at all and that the
+     * workers that sit out are not (below). */
+    cr_assert_geq(w0, 1, "worker 0 took part in none of %d regions", REGIONS);
     for (unsigned i = 1; i < workers && i < 64; i++) {
         long wi = nxr_test_thread_voluntary_switches(nxr__team_worker_tid(team, i)) - before[i];
         cr_assert_leq(wi, 2, "worker %u sat %d regions out but was woken %ld times", i, REGIONS,

@@ -93,9 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = (pick & 1) != 0;
-    o.num_threads = (pick & 2) ? (int)(pick >> 4) - 4 : 0;      /* -4..11 */
-    o.spin = (pick & 4) ? (int)((pick >> 4) & 3) - 2 : 0;       /* -2..1 */
-    o.provider_policy = (enum nxr_provider_policy)((pick & 8) ? (int)(pick >> 6) - 1 : 0); /* -1..2 */
+    o.num_threads = (pick & 2) ? (int)(pick >> 4) - 4 : 0; /* -4..11 */
+    o.spin = (pick & 4) ? (int)((pick >> 4) & 3) - 2 : 0;  /* -2..1 */
+    o.provider_policy =
+        (enum nxr_provider_policy)((pick & 8) ? (int)(pick >> 6) - 1 : 0); /* -1..2 */
     o.domains = (pick & 0x30) == 0x30 ? "0:0" : NULL;
 
     /* The model, in the order the rules are applied. */
@@ -116,8 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         spin = (unsigned)o.spin;
     else if (want == 0 && !o.ignore_env && (v = var(SPIN)) != NULL && model_uint(v, &spin) != 0)
         want = NXR_ESYNTAX;
-    if (want == 0 && ((int)o.provider_policy < 0 ||
-                      (int)o.provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE))
+    if (want == 0 &&
+        ((int)o.provider_policy < 0 || (int)o.provider_policy > NXR_PROVIDER_PROCESS_EXCLUSIVE))
         want = -EINVAL;
     else if (want == 0 && o.provider_policy != NXR_PROVIDER_POLICY_DEFAULT)
         policy = o.provider_policy;
@@ -131,6 +132,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (strcmp(v, "openblas") == 0)
             openblas = true;
         else if (strcmp(v, "native") != 0)
+            want = NXR_ESYNTAX;
+    }
+    /* NXR_DISPLAY_ENV: 1/true/yes/on, 0/false/no/off, nothing else. */
+    bool display = false;
+    if (want == 0 && !o.ignore_env && (v = var(DISPLAY)) != NULL) {
+        if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 ||
+            strcmp(v, "on") == 0)
+            display = true;
+        else if (strcmp(v, "0") != 0 && strcmp(v, "false") != 0 && strcmp(v, "no") != 0 &&
+                 strcmp(v, "off") != 0)
             want = NXR_ESYNTAX;
     }
 
@@ -155,8 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     require(domains == NULL ? s.domains == NULL
                             : s.domains != NULL && strcmp(s.domains, domains) == 0,
             "NXR_DOMAINS: option over environment");
-    const char *display = o.ignore_env ? NULL : var(DISPLAY);
-    require(s.display_env == (display != NULL && strcmp(display, "0") != 0), "NXR_DISPLAY_ENV");
+    require(s.display_env == display, "NXR_DISPLAY_ENV");
 
     if (s.domains != NULL) {
         struct nxr_domain_decl *decls;

@@ -216,3 +216,43 @@ Test(runtime_peers, off_neither_registers_nor_looks)
     cr_expect_eq(nxr_runtime_create(&o, &rt), -EINVAL);
     cr_expect_null(rt);
 }
+
+/* A registry directory another user made (as anyone can under /dev/shm for
+ * someone else's uid) turns this user's registry off: said on stderr under
+ * NXR_PEERS=warn, not only in nxr info. */
+Test(runtime_peers, a_refused_directory_is_said_under_warn, .timeout = 30)
+{
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    if (chown(dir, 65534, 65534) != 0)
+        cr_skip_test("chown to nobody (65534) is not possible here: %s", strerror(errno));
+    char out[2048];
+    stderr_of_create(NXR_PEERS_WARN, out, sizeof(out));
+    cr_expect_neq(strstr(out, "nxr: warning: the peer registry"), NULL, "'%s'", out);
+    cr_expect_neq(strstr(out, "belongs to uid 65534"), NULL, "'%s'", out);
+    stderr_of_create(NXR_PEERS_QUIET, out, sizeof(out));
+    cr_expect_str_eq(out, "", "quiet: nothing on stderr");
+}
+
+/* opts.peers_dir longer than the limit is refused whole, never cut. */
+Test(runtime_peers, a_long_peers_dir_is_refused)
+{
+    char long_dir[400];
+    memset(long_dir, 'a', sizeof(long_dir) - 1);
+    long_dir[0] = '/';
+    long_dir[sizeof(long_dir) - 1] = '\0';
+    snprintf(long_dir, 300, "%s/", top);
+    long_dir[strlen(long_dir)] = 'a'; /* the rest of the a's: over 255 bytes in all */
+    cr_assert_gt(strlen(long_dir), 255);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.peers = NXR_PEERS_QUIET;
+    o.peers_dir = long_dir;
+    nxr_runtime_t *rt = NULL;
+    cr_expect_eq(nxr_runtime_create(&o, &rt), -ENAMETOOLONG);
+    cr_expect_null(rt);
+    cr_expect_neq(strstr(nxr_last_error(), "255"), NULL, "'%s'", nxr_last_error());
+    char cut[300];
+    snprintf(cut, sizeof(cut), "%.255s", long_dir);
+    cr_expect(access(cut, F_OK) != 0, "no directory at the cut path");
+}
