@@ -8,17 +8,30 @@
 
 #include "alloc/internal/arena.h"
 #include "alloc/internal/extent.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "base/nxr_status.h"
 
 #define PROBE_SIZE 4096u
 
-int nxr_mem_node(const void *ptr)
+/* nxr_mem_node without its error detail (the probe below reports its own). */
+static int page_node(const void *ptr)
 {
     const void *page = (const void *)((uintptr_t)ptr & ~(uintptr_t)(PROBE_SIZE - 1));
     int status;
     int rc = nxr__move_pages_query(page, &status);
     return rc != 0 ? rc : status;
+}
+
+int nxr_mem_node(const void *ptr)
+{
+    nxr__call_begin();
+    int node = page_node(ptr);
+    if (node < 0)
+        return nxr__fail(node, __func__, "the page of %p: %s%s", ptr, nxr_strerror(node),
+                         node == -ENOENT || node == -EFAULT ? " (not touched yet, or not mapped)"
+                                                            : "");
+    return node;
 }
 
 const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
@@ -53,7 +66,7 @@ int nxr__node_probe(int node, enum nxr_mem_binding *binding, char *why, size_t w
         snprintf(why, whysz, "mbind to node %d failed: %s", node, nxr_strerror(rc));
     } else {
         *(volatile char *)page = 1; /* fault the page in under the policy */
-        int where = nxr_mem_node(page);
+        int where = page_node(page);
         if (where == node)
             *binding = NXR_MEM_BOUND;
         else if (where < 0)

@@ -99,13 +99,15 @@ NXR_API size_t nxr_pool_class_size(size_t size);
  */
 NXR_API void nxr_buffer_release(nxr_buffer_t *b);
 
-/* The buffer's memory (NXR_POOL_ALIGN-aligned; page-aligned from 4 KiB). */
+/* The buffer's memory (NXR_POOL_ALIGN-aligned; page-aligned from 4 KiB);
+ * NULL for NULL. */
 NXR_API void *nxr_buffer_data(const nxr_buffer_t *b);
 
-/* The buffer's usable size: its class size, >= the size acquired. */
+/* The buffer's usable size: its class size, >= the size acquired (0 for
+ * NULL). */
 NXR_API size_t nxr_buffer_size(const nxr_buffer_t *b);
 
-/* The id of the domain whose pool the buffer belongs to. */
+/* The id of the domain whose pool the buffer belongs to (-1 for NULL). */
 NXR_API int nxr_buffer_domain(const nxr_buffer_t *b);
 
 /*
@@ -206,7 +208,8 @@ NXR_API int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out);
  * process faults) when the scope is checked. In a checked scope the check
  * needs mprotect; when the kernel refuses one (out of mappings), the reset
  * still ends the step and the next step's memory is still accessible, but
- * the check is off for it (counted in nxr_scope_stats.check_failures). */
+ * the check is off for it (counted in nxr_scope_stats.check_failures).
+ * NULL is a no-op. */
 NXR_API void nxr_scope_reset(nxr_scope_t *s);
 
 struct nxr_scope_stats {
@@ -221,7 +224,8 @@ struct nxr_scope_stats {
     bool checked;      /* use after reset is detected */
 };
 
-/* Fills *out (both non-NULL) with the scope's statistics. */
+/* Fills *out with the scope's statistics (zeros for a NULL scope; nothing
+ * for a NULL out). */
 NXR_API void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out);
 
 /* Returns every chunk to the pool and frees the scope. NULL is a no-op. A

@@ -28,6 +28,7 @@
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
 #include "alloc/internal/size_class.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "domains/nxr_domains.h"
 
@@ -251,22 +252,26 @@ void nxr_buffer_release(nxr_buffer_t *b)
 
 void *nxr_buffer_data(const nxr_buffer_t *b)
 {
-    return b->data;
+    return b != NULL ? b->data : NULL;
 }
 
 size_t nxr_buffer_size(const nxr_buffer_t *b)
 {
-    return b->size;
+    return b != NULL ? b->size : 0;
 }
 
 int nxr_buffer_export(const nxr_buffer_t *b, void **ptr, size_t *len)
 {
+    nxr__call_begin();
     if (ptr != NULL)
         *ptr = NULL;
     if (len != NULL)
         *len = 0;
     if (b == NULL || ptr == NULL || len == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         b == NULL     ? "b"
+                         : ptr == NULL ? "ptr"
+                                       : "len");
     /* Relaxed: only the owner may export, and it is the thread that acquired
      * (or was handed) the buffer, so it sees its own store of BUF_OUT. */
     if (NXR__BUFFER_CHECKED && atomic_load_explicit(&b->state, memory_order_relaxed) != BUF_OUT)
@@ -278,7 +283,7 @@ int nxr_buffer_export(const nxr_buffer_t *b, void **ptr, size_t *len)
 
 int nxr_buffer_domain(const nxr_buffer_t *b)
 {
-    return b->owner->domain_id;
+    return b != NULL ? b->owner->domain_id : -1;
 }
 
 void nxr__pool_stats(struct nxr__pool *p, struct nxr_pool_stats *out)

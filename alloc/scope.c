@@ -27,6 +27,7 @@
 #include "alloc/internal/debug.h"
 #include "alloc/internal/pool.h"
 #include "alloc/internal/pool_impl.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 #define SCOPE_ALIGN   64u
@@ -141,13 +142,16 @@ static int alloc_slow(nxr_scope_t *s, size_t size, void **out)
 
 int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out)
 {
-    if (out == NULL)
-        return -EINVAL;
-    *out = NULL;
-    if (s == NULL || size == 0)
-        return -EINVAL;
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || s == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", out == NULL ? "out" : "s");
+    if (size == 0)
+        return nxr__fail(-EINVAL, __func__, "size is 0");
     if (size > NXR_POOL_MAX_SIZE)
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, __func__, "size %zu is past the largest pool class (%zu)", size,
+                         (size_t)NXR_POOL_MAX_SIZE);
     size = (size + SCOPE_ALIGN - 1) & ~(size_t)(SCOPE_ALIGN - 1);
     if (s->end - s->cur >= size) {
         *out = (void *)s->cur;
@@ -156,7 +160,10 @@ int nxr_scope_alloc(nxr_scope_t *s, size_t size, void **out)
         nxr__asan_unpoison(*out, size);
         return 0;
     }
-    return alloc_slow(s, size, out);
+    int rc = alloc_slow(s, size, out);
+    return rc == 0
+               ? 0
+               : nxr__fail(rc, __func__, "a new chunk for %zu bytes: %s", size, nxr_strerror(rc));
 }
 
 /* Sets a bank's protection; checked scopes only. 0, or the first refusal
@@ -176,6 +183,8 @@ static int bank_protect(struct bank *bank, int prot)
 
 void nxr_scope_reset(nxr_scope_t *s)
 {
+    if (s == NULL)
+        return;
     struct bank *bank = &s->banks[s->active];
     /* ASan: everything handed out this step is dead now. */
     for (size_t i = 0; i < s->next && i < bank->count; i++)
@@ -201,7 +210,11 @@ void nxr_scope_reset(nxr_scope_t *s)
 
 void nxr_scope_stats(const nxr_scope_t *s, struct nxr_scope_stats *out)
 {
+    if (out == NULL)
+        return;
     memset(out, 0, sizeof(*out));
+    if (s == NULL)
+        return;
     for (unsigned k = 0; k < 2; k++) {
         for (size_t i = 0; i < s->banks[k].count; i++)
             out->reserved_bytes += s->banks[k].chunks[i]->size;

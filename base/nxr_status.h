@@ -86,16 +86,26 @@ NXR_API const char *nxr_strerror(int status);
 NXR_API bool nxr_status_is_nxr(int status);
 
 /*
- * The detail of the calling thread's last failed nxr call: the call's name
- * and the argument and rule it broke, e.g. "nxr_sgemm: lda 3 < k 4". The
- * one error-detail channel. Every call that
- * reports detail (the constructors, nxr_runtime_attach, nxr_cpuset_parse
- * and every call on a context or span) empties it when it starts and fills
- * it when it fails; other calls leave it as it was. Thread-local: the
- * constructors have no object to hold a detail yet, and each thread
- * (a context's driver, or a worker failing inside a body) reads its own.
- * Never NULL; "" when there is no detail. Valid until the thread's next
- * such call.
+ * The detail of the calling thread's last failed nxr call: the call's name,
+ * then the argument and the rule it broke, e.g. "nxr_sgemm: lda (3) < k (4)
+ * with A not transposed". The one error-detail channel, with one rule for
+ * every NXR_API function:
+ *  - a function that can fail (one returning a status, plus nxr_mem_node)
+ *    empties it when it starts and, when it fails, fills it with
+ *    "<its own name>: <detail>"; so after a success it is "", and after a
+ *    failure it is that failure's, never an earlier call's;
+ *  - a function that cannot fail -- a getter, a name, a predicate, an
+ *    *_init, a destroy, nxr_strerror, this function -- leaves it as it was,
+ *    so reporting or cleaning up after a failure keeps its detail. Getters
+ *    given a NULL handle return a neutral value (0, NULL, false, -1 for an
+ *    id, NXR_NODE_NONE for a node, an enum's first value) and never crash.
+ * Thread-local: the constructors have no object to hold a detail yet, and
+ * each thread (a context's driver, or a worker failing inside a body) reads
+ * its own. Never NULL; "" when there is no detail. Valid until the
+ * thread's next fallible nxr call. nxr's tests hold every public function
+ * to this rule, from a list generated from the headers. The one exception
+ * is nxr_omp_executor_init, which lives in libnxr_omp, outside the library
+ * that holds the slot (nxr_omp.h).
  */
 NXR_API const char *nxr_last_error(void);
 

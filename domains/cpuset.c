@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "domains/nxr_domains.h"
 
@@ -106,17 +107,23 @@ char *nxr__cpuset_list(hwloc_const_bitmap_t cpus, char *buf, size_t size)
 
 int nxr_cpuset_format(hwloc_const_bitmap_t cpus, char *buf, size_t size, size_t *len)
 {
-    if (cpus == NULL || buf == NULL || size == 0 || hwloc_bitmap_weight(cpus) < 0)
-        return -EINVAL;
+    nxr__call_begin();
+    if (cpus == NULL || buf == NULL || size == 0)
+        return nxr__fail(-EINVAL, __func__, "%s",
+                         cpus == NULL  ? "cpus is NULL"
+                         : buf == NULL ? "buf is NULL"
+                                       : "size is 0");
+    if (hwloc_bitmap_weight(cpus) < 0)
+        return nxr__fail(-EINVAL, __func__, "cpus is infinite");
     /* hwloc's list format is the kernel's; asked with no room, it only
      * measures. */
     int n = hwloc_bitmap_iszero(cpus) ? 0 : hwloc_bitmap_list_snprintf(NULL, 0, cpus);
     if (n < 0)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "hwloc cannot format cpus");
     if (len != NULL)
         *len = (size_t)n;
     if ((size_t)n >= size)
-        return -ENOSPC;
+        return nxr__fail(-ENOSPC, __func__, "the list needs %d bytes, buf has %zu", n + 1, size);
     if (n == 0)
         buf[0] = '\0';
     else
@@ -133,19 +140,23 @@ static bool mask_size_ok(const cpu_set_t *set, size_t setsize)
 
 int nxr_cpuset_from_cpu_set(const cpu_set_t *set, size_t setsize, hwloc_bitmap_t *out)
 {
+    nxr__call_begin();
     if (out != NULL)
         *out = NULL;
     if (out == NULL || !mask_size_ok(set, setsize))
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s",
+                         out == NULL   ? "out is NULL"
+                         : set == NULL ? "set is NULL"
+                                       : "setsize is not a whole number of unsigned longs");
     hwloc_bitmap_t cpus = nxr__cpuset_alloc();
     if (cpus == NULL)
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
     /* Only read through: nxr__cpumask_to_bitmap never writes the mask. */
     const struct nxr__cpumask mask = {.set = (cpu_set_t *)set, .size = setsize};
     int rc = nxr__cpumask_to_bitmap(&mask, cpus);
     if (rc != 0) {
         hwloc_bitmap_free(cpus);
-        return rc;
+        return nxr__fail(rc, __func__, "set: %s", nxr_strerror(rc));
     }
     *out = cpus;
     return 0;
@@ -153,14 +164,19 @@ int nxr_cpuset_from_cpu_set(const cpu_set_t *set, size_t setsize, hwloc_bitmap_t
 
 int nxr_cpuset_to_cpu_set(hwloc_const_bitmap_t cpus, cpu_set_t *set, size_t setsize)
 {
+    nxr__call_begin();
     if (cpus == NULL || !mask_size_ok(set, setsize))
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s",
+                         cpus == NULL  ? "cpus is NULL"
+                         : set == NULL ? "set is NULL"
+                                       : "setsize is not a whole number of unsigned longs");
     /* Checked before the mask is touched: a failure leaves it as it was.
      * hwloc_bitmap_last is -1 for the empty set (and for an infinite one,
      * which the weight tells apart). */
     int last = hwloc_bitmap_last(cpus);
     if (hwloc_bitmap_weight(cpus) < 0 || (last >= 0 && (size_t)last >= setsize * 8))
-        return -ERANGE;
+        return nxr__fail(-ERANGE, __func__, "cpus reaches CPU %d, a mask of %zu bytes ends at %zu",
+                         last, setsize, setsize * 8 - 1);
     CPU_ZERO_S(setsize, set);
     mask_fill(set, setsize, cpus);
     return 0;

@@ -205,23 +205,19 @@ int nxr__cpuset_parse_into(const char *list, hwloc_bitmap_t cpus, const char *wh
 
 int nxr_cpuset_parse(const char *list, hwloc_bitmap_t *out)
 {
-    nxr__last_error_clear();
+    nxr__call_begin();
     if (out != NULL)
         *out = NULL;
-    if (list == NULL || out == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: %s is NULL", list == NULL ? "list" : "out");
-        return -EINVAL;
-    }
+    if (list == NULL || out == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", list == NULL ? "list" : "out");
     hwloc_bitmap_t cpus = nxr__cpuset_alloc();
-    if (cpus == NULL) {
-        nxr__last_error_set("nxr_cpuset_parse: out of memory");
-        return -ENOMEM;
-    }
-    int rc = nxr__cpuset_parse_into(list, cpus, "CPU list", nxr__last_error_slot(),
-                                    NXR__LAST_ERROR_BYTES);
+    if (cpus == NULL)
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
+    char why[NXR__LAST_ERROR_BYTES] = "";
+    int rc = nxr__cpuset_parse_into(list, cpus, "CPU list", why, sizeof(why));
     if (rc != 0) {
         hwloc_bitmap_free(cpus);
-        return rc;
+        return nxr__fail(rc, __func__, "%s", why);
     }
     *out = cpus;
     return 0;

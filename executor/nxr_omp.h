@@ -19,7 +19,10 @@ extern "C" {
  * Fills *out with an executor that runs regions as `#pragma omp parallel`
  * with up to `threads` threads and submissions as an OpenMP loop that
  * finishes before submit returns. threads 0: omp_get_max_threads().
- * Returns 0 or -EINVAL (out NULL, threads < 0).
+ * Returns 0 or -EINVAL (out NULL, threads < 0). The one public function
+ * that leaves nxr_last_error() alone even when it fails: it lives in
+ * libnxr_omp, outside the library that holds the slot, and its only
+ * failures are the two above.
  */
 NXR_API int nxr_omp_executor_init(struct nxr_executor *out, int threads);
 

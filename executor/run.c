@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/fork.h"
 #include "executor/internal/exec.h"
 #include "executor/internal/tasks.h"
@@ -275,17 +276,22 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
 
 int nxr_job_wait(nxr_job_t *job)
 {
+    nxr__call_begin();
     if (job == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "job is NULL");
     if (nxr__forked_since(job->fork_gen)) {
         /* Its tasks ran, or were to run, on the parent's workers: nothing
          * here will ever finish it. The caller's reference goes (the
          * workers' one is never released in this process: the job leaks). */
         job_release(job);
-        return NXR_EFORKED;
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the job was submitted before this process forked: it never finishes "
+                         "here");
     }
-    if (nxr__tls.depth > 0)
-        return NXR_EREENTRANT; /* could wait for the very worker it runs on */
+    if (nxr__tls.depth > 0) /* could wait for the very worker it runs on */
+        return nxr__fail(NXR_EREENTRANT, __func__,
+                         "called inside a body: it could wait for the worker it runs on (the "
+                         "job is kept)");
     /* Acquire pairs with the release store in job_done: the tasks' writes
      * and the status are visible once finished reads 1. Bounded by the
      * job's tasks (and, deferred, by its admission); past the stall
@@ -307,7 +313,7 @@ int nxr_job_wait(nxr_job_t *job)
     }
     int rc = atomic_load_explicit(&job->status, memory_order_relaxed);
     job_release(job);
-    return rc;
+    return rc == 0 ? 0 : nxr__fail(rc, __func__, "a task of the job failed: %s", nxr_strerror(rc));
 }
 
 void nxr_job_detach(nxr_job_t *job)

@@ -83,20 +83,27 @@ static int bad(char *why, size_t whysz, const char *fmt, ...)
 
 int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz)
 {
+    static const char *const abc[3] = {"a", "b", "c"};
+    return nxr__check_sgemm_named(g, abc, why, whysz);
+}
+
+int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const names[3], char *why,
+                           size_t whysz)
+{
     if (g == NULL)
         return bad(why, whysz, "args is NULL");
     if (g->m == 0 || g->n == 0)
         return 0; /* nothing is touched */
     if (g->c == NULL)
-        return bad(why, whysz, "c is NULL");
+        return bad(why, whysz, "%s is NULL", names[2]);
     if (g->ldc < g->n)
         return bad(why, whysz, "ldc (%zu) < n (%zu)", g->ldc, g->n);
     if (!nxr__sgemm_reads_ab(g))
         return 0; /* A and B are not read */
     if (g->a == NULL)
-        return bad(why, whysz, "a is NULL");
+        return bad(why, whysz, "%s is NULL", names[0]);
     if (g->b == NULL)
-        return bad(why, whysz, "b is NULL");
+        return bad(why, whysz, "%s is NULL", names[1]);
     size_t need_a = g->trans_a ? g->m : g->k, need_b = g->trans_b ? g->k : g->n;
     if (g->lda < need_a)
         return bad(why, whysz, "lda (%zu) < %s (%zu) with A %stransposed", g->lda,
@@ -106,11 +113,11 @@ int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz)
                    g->trans_b ? "k" : "n", need_b, g->trans_b ? "" : "not ");
     size_t c = nxr__sgemm_c_bytes(g);
     if (nxr__spans_overlap(g->c, c, g->a, nxr__sgemm_a_bytes(g)))
-        return bad(why, whysz, "%s (C must not overlap A or B)",
-                   g->c == g->a ? "c == a" : "c overlaps a");
+        return bad(why, whysz, "%s %s %s (C must not overlap A or B)", names[2],
+                   g->c == g->a ? "==" : "overlaps", names[0]);
     if (nxr__spans_overlap(g->c, c, g->b, nxr__sgemm_b_bytes(g)))
-        return bad(why, whysz, "%s (C must not overlap A or B)",
-                   g->c == g->b ? "c == b" : "c overlaps b");
+        return bad(why, whysz, "%s %s %s (C must not overlap A or B)", names[2],
+                   g->c == g->b ? "==" : "overlaps", names[1]);
     return 0;
 }
 
@@ -275,5 +282,22 @@ int nxr__check_binary_rows(size_t rows, size_t cols, const float *x, size_t ldx,
         return rc;
     if (nxr__spans_overlap(out, nxr__matrix_bytes(rows, cols, ldo), row, mul_sat(cols, sizeof(float))))
         return bad(why, whysz, "row overlaps out");
+    return 0;
+}
+
+int nxr__check_binary_op(enum nxr_binary_op op, char *why, size_t whysz)
+{
+    if (op != NXR_BINARY_ADD && op != NXR_BINARY_MUL)
+        return bad(why, whysz,
+                   "op %d is not an enum nxr_binary_op (NXR_BINARY_ADD, NXR_BINARY_MUL)", (int)op);
+    return 0;
+}
+
+int nxr__check_unary_op(enum nxr_unary_op op, char *why, size_t whysz)
+{
+    if (op != NXR_UNARY_SILU && op != NXR_UNARY_GELU_TANH)
+        return bad(why, whysz,
+                   "op %d is not an enum nxr_unary_op (NXR_UNARY_SILU, NXR_UNARY_GELU_TANH)",
+                   (int)op);
     return 0;
 }

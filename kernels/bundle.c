@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 void nxr_provider_bundle_opts_init(struct nxr_provider_bundle_opts *opts)
@@ -30,8 +31,9 @@ void nxr_provider_bundle_destroy(nxr_provider_bundle_t *b)
 int nxr_provider_bundle_create(const struct nxr_provider_bundle_opts *opts,
                                nxr_provider_bundle_t **out)
 {
+    nxr__call_begin();
     if (out == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "out is NULL");
     *out = NULL;
     struct nxr_provider_bundle_opts defaults;
     if (opts == NULL) {
@@ -40,11 +42,13 @@ int nxr_provider_bundle_create(const struct nxr_provider_bundle_opts *opts,
     }
     for (int f = 0; f < NXR_FAMILY_COUNT; ++f)
         if (opts->providers[f] != NULL && (int)opts->providers[f]->family != f)
-            return -EINVAL;
+            return nxr__fail(-EINVAL, __func__, "providers[%d] is a %s provider, in the %s slot", f,
+                             nxr_provider_family_name(opts->providers[f]->family),
+                             nxr_provider_family_name((enum nxr_provider_family)f));
 
     nxr_provider_bundle_t *b = nxr__calloc(1, sizeof *b);
     if (b == NULL)
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
     for (int f = 0; f < NXR_FAMILY_COUNT; ++f) {
         nxr_provider_t *p = opts->providers[f];
         if (p != NULL) {
@@ -53,7 +57,9 @@ int nxr_provider_bundle_create(const struct nxr_provider_bundle_opts *opts,
             const int rc = nxr_provider_native_create((enum nxr_provider_family)f, &p);
             if (rc != 0) {
                 nxr_provider_bundle_destroy(b);
-                return rc;
+                return nxr__fail(rc, __func__, "the native %s provider: %s",
+                                 nxr_provider_family_name((enum nxr_provider_family)f),
+                                 nxr_strerror(rc));
             }
         }
         b->slot[f] = (struct nxr__slot){.provider = p, .self = p->self, .foreign = p->foreign};

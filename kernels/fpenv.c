@@ -4,8 +4,10 @@
  * kernel's hot path: nxr calls it once before and once after each call into
  * a foreign provider.
  */
+#include <errno.h>
 #include <stddef.h>
 
+#include "base/internal/last_error.h"
 #include "kernels/internal/fpenv_arch.h"
 
 void nxr_fpenv_get(struct nxr_fpenv *out)
@@ -55,12 +57,19 @@ enum nxr_rounding nxr_fpenv_rounding(const struct nxr_fpenv *env)
 
 int nxr_fpenv_check(const struct nxr_fpenv *expected)
 {
-    if (expected == NULL || !expected->supported)
+    nxr__call_begin();
+    if (expected == NULL)
+        return nxr__fail(-EINVAL, __func__, "expected is NULL");
+    if (!expected->supported)
         return 0;
     struct nxr_fpenv now;
     nxr_fpenv_get(&now);
     if (nxr_fpenv_equal(&now, expected))
         return 0;
     nxr_fpenv_set(expected);
-    return NXR_EFPENV;
+    return nxr__fail(NXR_EFPENV, __func__,
+                     "the thread's floating-point environment was changed (rounding %d, "
+                     "flush-to-zero %d, denormals-are-zero %d); the expected one is restored",
+                     (int)nxr_fpenv_rounding(&now), nxr_fpenv_flush_to_zero(&now),
+                     nxr_fpenv_denormals_are_zero(&now));
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/internal/last_error.h"
 #include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
 #include "kernels/internal/provider.h"
@@ -459,11 +460,12 @@ static const struct nxr_norm_ops native_norm_ops = {
 
 int nxr_provider_native_create(enum nxr_provider_family family, nxr_provider_t **out)
 {
+    nxr__call_begin();
     if (out == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "out is NULL");
     *out = NULL;
     if ((unsigned)family >= NXR_FAMILY_COUNT)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "family %d is not a family", (int)family);
     const struct nxr__native_isa *isa = nxr__native_isa_best();
     char name[48];
     snprintf(name, sizeof name, "native-%s", isa->name);
@@ -488,7 +490,7 @@ int nxr_provider_native_create(enum nxr_provider_family family, nxr_provider_t *
         d.norm = &native_norm_ops;
         break;
     case NXR_FAMILY_COUNT:
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "family %d is not a family", (int)family);
     }
-    return nxr__provider_new(&d, false, out);
+    return nxr__provider_new(__func__, &d, false, out);
 }

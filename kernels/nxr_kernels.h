@@ -139,6 +139,7 @@ NXR_API int nxr_provider_openblas_create(nxr_provider_t **out);
 /* Drops the caller's reference (a bundle holds its own). NULL is a no-op. */
 NXR_API void nxr_provider_destroy(nxr_provider_t *p);
 
+/* Getters: NULL and NXR_FAMILY_GEMM for a NULL provider. */
 NXR_API const char *nxr_provider_name(const nxr_provider_t *p);
 NXR_API enum nxr_provider_family nxr_provider_family(const nxr_provider_t *p);
 
@@ -179,7 +180,8 @@ NXR_API enum nxr_rounding nxr_fpenv_rounding(const struct nxr_fpenv *env);
 
 /*
  * Compares the calling thread's environment with `expected`: 0 when equal,
- * else restores `expected` and returns NXR_EFPENV. nxr calls this after
+ * else restores `expected` and returns NXR_EFPENV (nxr_last_error() says
+ * what had changed); -EINVAL for a NULL `expected`. nxr calls this after
  * every call into a foreign provider.
  */
 NXR_API int nxr_fpenv_check(const struct nxr_fpenv *expected);

@@ -225,6 +225,7 @@ NXR_API void nxr_provider_desc_init(struct nxr_provider_desc *desc);
  */
 NXR_API int nxr_provider_create(const struct nxr_provider_desc *desc, nxr_provider_t **out);
 
+/* Getters: the enums' first values (and false) for a NULL provider. */
 NXR_API enum nxr_count_control nxr_provider_count_control(const nxr_provider_t *p);
 NXR_API enum nxr_provider_runs_on nxr_provider_runs_on(const nxr_provider_t *p);
 /* True for providers made by nxr_provider_create (checked around calls). */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/internal/last_error.h"
 #include "kernels/internal/native.h"
 #include "kernels/internal/openblas.h"
 #include "kernels/internal/provider.h"
@@ -306,11 +307,12 @@ static const struct ob_self ob_sequential = {.global_count = false};
 
 int nxr_provider_openblas_create(nxr_provider_t **out)
 {
+    nxr__call_begin();
     if (out == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "out is NULL");
     *out = NULL;
     if (!ob_present())
-        return NXR_EUNSUPPORTED;
+        return nxr__fail(NXR_EUNSUPPORTED, __func__, "OpenBLAS could not be loaded");
     enum nxr_openblas_threading threading;
     struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
@@ -322,5 +324,5 @@ int nxr_provider_openblas_create(nxr_provider_t **out)
     d.global_threads = global ? &ob_threads_ops : NULL;
     d.self = (void *)(global ? &ob_global : &ob_sequential); /* read-only */
     /* Foreign code: nxr checks the FP environment around its calls. */
-    return nxr__provider_new(&d, true, out);
+    return nxr__provider_new(__func__, &d, true, out);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/internal/rules.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 void nxr_provider_desc_init(struct nxr_provider_desc *desc)
@@ -47,22 +48,36 @@ static bool table_matches(const struct nxr_provider_desc *d)
     return false;
 }
 
-int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_provider_t **out)
+int nxr__provider_new(const char *call, const struct nxr_provider_desc *desc, bool foreign,
+                      nxr_provider_t **out)
 {
-    if (out == NULL)
-        return -EINVAL;
-    *out = NULL;
-    if (desc == NULL || desc->name == NULL || desc->name[0] == '\0' ||
-        (unsigned)desc->family >= NXR_FAMILY_COUNT)
-        return -EINVAL;
-    if (!nxr__classification_valid(desc->count, desc->runs_on) || !table_matches(desc))
-        return NXR_EPROVIDER;
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || desc == NULL || desc->name == NULL)
+        return nxr__fail(-EINVAL, call, "%s is NULL",
+                         out == NULL    ? "out"
+                         : desc == NULL ? "desc"
+                                        : "desc->name");
+    if (desc->name[0] == '\0')
+        return nxr__fail(-EINVAL, call, "desc->name is empty");
+    if ((unsigned)desc->family >= NXR_FAMILY_COUNT)
+        return nxr__fail(-EINVAL, call, "desc->family %d is not a family", (int)desc->family);
+    if (!nxr__classification_valid(desc->count, desc->runs_on))
+        return nxr__fail(NXR_EPROVIDER, call, "count %s with runs_on %s is an impossible pair",
+                         nxr_count_control_name(desc->count),
+                         nxr_provider_runs_on_name(desc->runs_on));
+    if (!table_matches(desc))
+        return nxr__fail(NXR_EPROVIDER, call,
+                         "the ops table must be the family's (%s) alone, with at least one op",
+                         nxr_provider_family_name(desc->family));
     /* nxr only runs a global count at 1 or under set-and-restore: it must
      * be able to read and set it. */
     if (desc->count == NXR_COUNT_GLOBAL_OR_UNCONTROLLED &&
         (desc->global_threads == NULL || desc->global_threads->get == NULL ||
          desc->global_threads->set == NULL))
-        return NXR_EPROVIDER;
+        return nxr__fail(NXR_EPROVIDER, call,
+                         "a GLOBAL_OR_UNCONTROLLED count needs global_threads get and set");
     /* ... and only such a provider may bring one. nxr holds the count gate
      * around every call of a provider with a count; a provider that fans
      * out on nxr's workers (PER_CALL_BOUND x ENGINE_WORKERS) would then ask
@@ -70,16 +85,17 @@ int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_pr
      * the exclusive permit and waits for the gate: the lock order is permit
      * before gate (kernels/global_count.c), so the pairing is refused. */
     if (desc->count != NXR_COUNT_GLOBAL_OR_UNCONTROLLED && desc->global_threads != NULL)
-        return NXR_EPROVIDER;
+        return nxr__fail(NXR_EPROVIDER, call,
+                         "global_threads is only for a GLOBAL_OR_UNCONTROLLED count");
 
     nxr_provider_t *p = nxr__calloc(1, sizeof *p);
     if (p == NULL)
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, call, "out of memory");
     const size_t len = strlen(desc->name);
     p->name = nxr__malloc(len + 1);
     if (p->name == NULL) {
         free(p);
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, call, "out of memory");
     }
     memcpy(p->name, desc->name, len + 1);
     atomic_init(&p->refs, 1);
@@ -100,7 +116,7 @@ int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_pr
 
 int nxr_provider_create(const struct nxr_provider_desc *desc, nxr_provider_t **out)
 {
-    return nxr__provider_new(desc, true, out);
+    return nxr__provider_new(__func__, desc, true, out);
 }
 
 void nxr__provider_retain(nxr_provider_t *p)
@@ -126,27 +142,27 @@ void nxr_provider_destroy(nxr_provider_t *p)
 
 const char *nxr_provider_name(const nxr_provider_t *p)
 {
-    return p->name;
+    return p != NULL ? p->name : NULL;
 }
 
 enum nxr_provider_family nxr_provider_family(const nxr_provider_t *p)
 {
-    return p->family;
+    return p != NULL ? p->family : NXR_FAMILY_GEMM;
 }
 
 enum nxr_count_control nxr_provider_count_control(const nxr_provider_t *p)
 {
-    return p->count;
+    return p != NULL ? p->count : NXR_COUNT_PER_CALL_BOUND;
 }
 
 enum nxr_provider_runs_on nxr_provider_runs_on(const nxr_provider_t *p)
 {
-    return p->runs_on;
+    return p != NULL ? p->runs_on : NXR_RUNS_ON_ENGINE_WORKERS;
 }
 
 bool nxr_provider_is_foreign(const nxr_provider_t *p)
 {
-    return p->foreign;
+    return p != NULL && p->foreign;
 }
 
 const char *nxr_provider_family_name(enum nxr_provider_family family)

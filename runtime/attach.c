@@ -97,13 +97,11 @@ static void quiet_overlapping_teams(nxr_runtime_t *rt, hwloc_const_bitmap_t cpus
     }
 }
 
-int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl)
+/* nxr_runtime_attach, its detail written into err. */
+static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char *err, size_t errsz)
 {
-    nxr__last_error_clear();
-    char *err = nxr__last_error_slot();
-    size_t errsz = NXR__LAST_ERROR_BYTES;
     if (rt == NULL || decl == NULL) {
-        snprintf(err, errsz, "nxr_runtime_attach: %s is NULL", rt == NULL ? "rt" : "decl");
+        snprintf(err, errsz, "%s is NULL", rt == NULL ? "rt" : "decl");
         return -EINVAL;
     }
     NXR__HANDLE_CHECK(rt, "runtime");
@@ -165,4 +163,14 @@ out_free:
 out_unlock:
     pthread_mutex_unlock(&rt->domains_lock);
     return rc;
+}
+
+int nxr_runtime_attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl)
+{
+    nxr__call_begin();
+    char err[NXR__LAST_ERROR_BYTES] = "";
+    int rc = attach(rt, decl, err, sizeof(err));
+    if (rc == 0)
+        return 0;
+    return nxr__fail(rc, __func__, "%s", err[0] != '\0' ? err : nxr_strerror(rc));
 }

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/ctx.h"
@@ -51,11 +52,12 @@ static int confine(hwloc_const_bitmap_t cpus)
 int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous)
 {
     static const char call[] = "nxr_ctx_bind";
+    nxr__call_begin();
     if (previous == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "previous is NULL");
     *previous = NULL;
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0) {
@@ -119,14 +121,20 @@ out_leave:
 
 int nxr_thread_binding_restore(nxr_thread_binding_t *previous)
 {
+    nxr__call_begin();
     if (previous == NULL)
         return 0;
-    if (!pthread_equal(previous->thread, pthread_self()))
-        return -EINVAL; /* it would change another thread's mask: kept */
+    if (!pthread_equal(previous->thread, pthread_self())) /* it would change another's mask */
+        return nxr__fail(-EINVAL, __func__,
+                         "previous was made by another thread: only the thread that bound may "
+                         "restore (the handle is kept)");
     int rc = nxr__setaffinity_self(previous->old.set, previous->old.size);
     nxr__exec_caller_forget();
     if (rc != 0)
-        return rc;
+        return nxr__fail(rc, __func__,
+                         "the old mask could not be set again: %s (the handle is "
+                         "kept)",
+                         nxr_strerror(rc));
     nxr__cpumask_free(&previous->old);
     free(previous);
     return 0;

@@ -21,6 +21,13 @@
 
 /* ---- the runtime's list of open contexts ------------------------------------ */
 
+/* What the caller opened, per domain: a span's member contexts are the
+ * span's (one context to its caller), a placing context is counted apart. */
+static bool counted(const nxr_ctx_t *ctx)
+{
+    return !ctx->placing && !ctx->member;
+}
+
 static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
 {
     pthread_mutex_lock(&rt->ctx_lock);
@@ -29,7 +36,7 @@ static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
     if (rt->contexts != NULL)
         rt->contexts->prev = ctx;
     rt->contexts = ctx;
-    if (!ctx->placing)
+    if (counted(ctx))
         ctx->domain->open_contexts++;
     pthread_mutex_unlock(&rt->ctx_lock);
 }
@@ -44,7 +51,7 @@ static void unlink_locked(nxr_runtime_t *rt, nxr_ctx_t *ctx)
     if (ctx->next != NULL)
         ctx->next->prev = ctx->prev;
     ctx->prev = ctx->next = NULL;
-    if (!ctx->placing)
+    if (counted(ctx))
         ctx->domain->open_contexts--;
 }
 
@@ -78,12 +85,12 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
                                 placing);
     while (rt->contexts != NULL) {
         nxr_ctx_t *c = rt->contexts;
+        open += !c->member;
         unlink_locked(rt, c);
         free_scopes(c); /* their chunks go back before the pools do */
         c->rt = NULL;
         c->domain = NULL;
         c->exec = NULL;
-        open++;
     }
     pthread_mutex_unlock(&rt->ctx_lock);
     return open;
@@ -91,66 +98,70 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
 
 /* ---- creation ---------------------------------------------------------------- */
 
-int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+/* nxr_ctx_create; a member context is a span's (runtime/span.c). */
+static int create(nxr_runtime_t *rt, int domain_id, bool member, nxr_ctx_t **out)
 {
-    nxr__last_error_clear();
-    if (out == NULL) {
-        nxr__last_error_set("nxr_ctx_create: out is NULL");
-        return -EINVAL;
-    }
+    static const char call[] = "nxr_ctx_create";
+    nxr__call_begin();
+    if (out == NULL)
+        return nxr__fail(-EINVAL, call, "out is NULL");
     *out = NULL;
-    if (rt == NULL) {
-        nxr__last_error_set("nxr_ctx_create: rt is NULL");
-        return -EINVAL;
-    }
+    if (rt == NULL)
+        return nxr__fail(-EINVAL, call, "rt is NULL");
     NXR__HANDLE_CHECK(rt, "runtime");
-    if (nxr__runtime_forked(rt)) {
-        nxr__last_error_set("nxr_ctx_create: the runtime was created before this process forked");
-        return NXR_EFORKED;
-    }
+    if (nxr__runtime_forked(rt))
+        return nxr__fail(NXR_EFORKED, call, "the runtime was created before this process forked");
     bool placing = domain_id == NXR_DOMAIN_AUTO;
     nxr_domain_t *d = rt->default_domain;
     if (!placing) {
         int rc = nxr_runtime_domain(rt, domain_id, &d);
-        if (rc != 0) {
-            nxr__last_error_set("nxr_ctx_create: domain %d: %s", domain_id, nxr_strerror(rc));
-            return rc;
-        }
+        if (rc != 0)
+            return nxr__fail(rc, call, "domain %d: %s", domain_id, nxr_strerror(rc));
     }
     nxr_ctx_t *ctx = nxr__calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
-        nxr__last_error_set("nxr_ctx_create: out of memory");
-        return -ENOMEM;
-    }
+    if (ctx == NULL)
+        return nxr__fail(-ENOMEM, call, "out of memory");
     ctx->magic = NXR__HANDLE_LIVE;
     ctx->fork_gen = rt->fork_gen;
     ctx->rt = rt;
     ctx->domain = (struct nxr_domain *)d; /* the runtime's; immutable once published */
     ctx->exec = &ctx->domain->exec;
     ctx->placing = placing;
+    ctx->member = member;
     atomic_init(&ctx->driver, 0);
     link_ctx(rt, ctx);
     *out = ctx;
     return 0;
 }
 
+int nxr_ctx_create(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+{
+    return create(rt, domain_id, false, out);
+}
+
+int nxr__ctx_create_member(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out)
+{
+    return create(rt, domain_id, true, out);
+}
+
 int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out)
 {
-    nxr__last_error_clear();
-    if (out == NULL) {
-        nxr__last_error_set("nxr_ctx_create_here: out is NULL");
-        return -EINVAL;
-    }
+    nxr__call_begin();
+    if (out == NULL)
+        return nxr__fail(-EINVAL, __func__, "out is NULL");
     *out = NULL;
+    if (rt == NULL)
+        return nxr__fail(-EINVAL, __func__, "rt is NULL");
     nxr_domain_t *d;
     int rc = nxr_runtime_domain_here(rt, &d);
-    if (rc != 0) {
-        nxr__last_error_set("nxr_ctx_create_here: %s", rc == NXR_ENODOMAIN
-                                ? "the calling thread's CPUs lie in no single domain"
-                                : nxr_strerror(rc));
-        return rc;
-    }
-    return nxr_ctx_create(rt, nxr_domain_id(d), out);
+    if (rc != 0)
+        return nxr__fail(rc, __func__, "%s",
+                         rc == NXR_ENODOMAIN ? "the calling thread's CPUs lie in no single domain"
+                                             : nxr_strerror(rc));
+    rc = nxr_ctx_create(rt, nxr_domain_id(d), out);
+    if (rc != 0) /* its detail, under this call's name */
+        return nxr__fail(rc, __func__, "%s", nxr_last_error());
+    return 0;
 }
 
 void nxr_ctx_destroy(nxr_ctx_t *ctx)
@@ -178,12 +189,16 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
 
 nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return NULL;
     NXR__HANDLE_CHECK(ctx, "context");
     return ctx->domain;
 }
 
 unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return 0;
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span != NULL)
         return ctx->span->prefix[ctx->span->n];
@@ -249,7 +264,7 @@ static _Thread_local bool driver_call_failed;
 
 static void driver_call_begins(void)
 {
-    nxr__last_error_clear();
+    nxr__call_begin();
     if (nxr__tls.depth == 0)
         driver_call_failed = false;
 }
@@ -257,7 +272,7 @@ static void driver_call_begins(void)
 static void driver_call_ends(void)
 {
     if (nxr__tls.depth == 0 && !driver_call_failed)
-        nxr__last_error_clear();
+        nxr__last_error_slot()[0] = '\0'; /* a success leaves "" */
 }
 
 int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
@@ -272,16 +287,7 @@ int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, 
         default_reason(ctx, d, rc, reason, sizeof(reason));
         why = reason;
     }
-    /* "<call>: <why>", cut to the slot (a long reason loses its end). */
-    char *slot = nxr__last_error_slot();
-    const char *parts[3] = {call, ": ", why};
-    size_t len = 0;
-    for (int i = 0; i < 3; i++) {
-        for (const char *c = parts[i]; *c != '\0' && len + 1 < NXR__LAST_ERROR_BYTES; c++)
-            slot[len++] = *c;
-    }
-    slot[len] = '\0';
-    return rc;
+    return nxr__fail(rc, call, "%s", why); /* a long reason loses its end */
 }
 
 int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/route.h"
@@ -27,11 +28,13 @@ static int alloc_on(nxr_ctx_t *ctx, struct nxr_domain *d, const char *call, size
 int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out)
 {
     static const char call[] = "nxr_ctx_alloc";
-    if (out == NULL)
-        return -EINVAL;
+    nxr__call_begin();
+    if (out == NULL || ctx == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return nxr__fail(-EINVAL, call, "%s is NULL", out == NULL ? "out" : "ctx");
+    }
     *out = NULL;
-    if (ctx == NULL)
-        return -EINVAL;
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc == 0)
@@ -47,11 +50,13 @@ int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n
                       void **out)
 {
     static const char call[] = "nxr_ctx_alloc_for";
-    if (out == NULL)
-        return -EINVAL;
+    nxr__call_begin();
+    if (out == NULL || ctx == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return nxr__fail(-EINVAL, call, "%s is NULL", out == NULL ? "out" : "ctx");
+    }
     *out = NULL;
-    if (ctx == NULL)
-        return -EINVAL;
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0) {
@@ -78,20 +83,23 @@ int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n
 
 int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out)
 {
+    nxr__call_begin();
     if (ctx == NULL || out == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", ctx == NULL ? "ctx" : "out");
     NXR__HANDLE_CHECK(ctx, "context");
     if (nxr__forked_since(ctx->fork_gen))
-        return NXR_EFORKED;
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the context was created before this process forked");
     if (ctx->rt == NULL)
-        return NXR_EBROKEN;
+        return nxr__fail(NXR_EBROKEN, __func__,
+                         "the context's runtime was destroyed before the context");
     if (!ctx->placing) {
         *out = (struct nxr_route){.domain_id = ctx->domain->spec.id,
                                   .reason = NXR_ROUTE_REASON_EXPLICIT};
         return 0;
     }
     if (!ctx->placed)
-        return -ENOENT;
+        return nxr__fail(-ENOENT, __func__, "the placing context has made no kernel call yet");
     *out = ctx->last_place;
     return 0;
 }

@@ -7,15 +7,17 @@
  */
 #include <errno.h>
 
+#include "base/internal/last_error.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/span.h"
 
-int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
-                          nxr_for_fn fn, void *arg)
+/* nxr_parallel_for_opts, reporting as `call`. */
+static int parallel_for(const char *call, nxr_ctx_t *ctx, size_t begin, size_t end,
+                        const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg)
 {
-    static const char call[] = "nxr_parallel_for";
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
@@ -33,13 +35,19 @@ int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct
     return rc;
 }
 
+int nxr_parallel_for_opts(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_for_opts *opts,
+                          nxr_for_fn fn, void *arg)
+{
+    return parallel_for(__func__, ctx, begin, end, opts, fn, arg);
+}
+
 int nxr_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, nxr_for_fn fn,
                      void *arg)
 {
     struct nxr_for_opts opts;
     nxr_for_opts_init(&opts);
     opts.grain = grain;
-    return nxr_parallel_for_opts(ctx, begin, end, &opts, fn, arg);
+    return parallel_for(__func__, ctx, begin, end, &opts, fn, arg);
 }
 
 int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, size_t elem_size,
@@ -49,8 +57,9 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
                         void *result)
 {
     static const char call[] = "nxr_parallel_reduce";
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
@@ -74,8 +83,9 @@ int nxr_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain, 
 int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, void *arg)
 {
     static const char call[] = "nxr_run";
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)
@@ -86,9 +96,13 @@ int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, vo
         rc = nxr__ctx_failf(ctx, ctx->domain, call, -EINVAL, "mode %d is not a mode", (int)mode);
     } else {
         rc = nxr__exec_run(ctx->exec, mode, count, fn, arg);
-        /* A task's own error is not nxr's to explain; anything else is. */
+        /* nxr's own refusals explain themselves; a task's own error is
+         * named as such (every failure leaves a detail). */
         if (rc == NXR_EREENTRANT || rc == NXR_EADMISSION || rc == -EBUSY)
             nxr__ctx_fail(ctx, ctx->domain, call, rc, NULL);
+        else if (rc != 0)
+            nxr__ctx_failf(ctx, ctx->domain, call, rc, "a task returned %d (%s)", rc,
+                           nxr_strerror(rc));
     }
     nxr__ctx_leave(ctx, entered);
     return rc;
@@ -97,10 +111,11 @@ int nxr_run(nxr_ctx_t *ctx, enum nxr_mode mode, size_t count, nxr_task_fn fn, vo
 int nxr_submit(nxr_ctx_t *ctx, size_t count, nxr_task_fn fn, void *arg, nxr_job_t **out)
 {
     static const char call[] = "nxr_submit";
+    nxr__call_begin();
     if (out != NULL)
         *out = NULL;
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)

@@ -15,6 +15,7 @@
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/emit.h"
+#include "base/internal/last_error.h"
 #include "base/internal/strbuf.h"
 
 /* A CPU set: JSON's list of ids, text's CPU list ("0-3,8"); a
@@ -362,13 +363,17 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
 
 int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format format, char **out)
 {
-    if (out == NULL)
-        return -EINVAL;
-    *out = NULL;
-    if (rt == NULL || (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON))
-        return -EINVAL;
-    if (nxr__runtime_forked(rt))
-        return NXR_EFORKED; /* its pools' and teams' locks may be a parent thread's */
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || rt == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", out == NULL ? "out" : "rt");
+    if (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON)
+        return nxr__fail(-EINVAL, __func__, "format %d is not an enum nxr_describe_format",
+                         (int)format);
+    if (nxr__runtime_forked(rt)) /* its pools' and teams' locks may be a parent thread's */
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
     struct nxr__strbuf sb = {0};
     struct nxr__emit e;
     nxr__emit_init(&e, format == NXR_DESCRIBE_JSON ? NXR__EMIT_JSON : NXR__EMIT_TEXT, &sb);
@@ -376,5 +381,6 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
     pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
     describe(rt, &e);
     pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
-    return nxr__strbuf_take(&sb, out);
+    int rc = nxr__strbuf_take(&sb, out);
+    return rc == 0 ? 0 : nxr__fail(rc, __func__, "the description: %s", nxr_strerror(rc));
 }

@@ -20,6 +20,7 @@
 #include "executor/internal/contract.h"
 #include "executor/internal/permits.h"
 #include "executor/internal/tasks.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 
 /* What nxr__across_run waits on: the parts not finished (a futex word). */
@@ -53,17 +54,19 @@ static void across_done(void *p)
 static int collect(nxr_runtime_t *rt, const int *ids, size_t n, struct nxr_domain **doms,
                    hwloc_const_bitmap_t *sets)
 {
+    static const char call[] = "nxr_run_across";
     for (size_t i = 0; i < n; i++) {
         nxr_domain_t *d;
         int rc = nxr_runtime_domain(rt, ids[i], &d);
         if (rc != 0)
-            return rc;
+            return nxr__fail(rc, call, "ids[%zu] = %d is no domain", i, ids[i]);
         for (size_t j = 0; j < i; j++) {
             if (doms[j] == d)
-                return -EINVAL; /* listed twice */
+                return nxr__fail(-EINVAL, call, "domain %d is listed twice (at %zu)", ids[i], i);
         }
         if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED)
-            return -EINVAL; /* no CPU set to arbitrate */
+            return nxr__fail(-EINVAL, call,
+                             "domain %d is caller-managed: it has no CPU set to arbitrate", ids[i]);
         doms[i] = (struct nxr_domain *)d;
         sets[i] = d->spec.cpus;
     }
@@ -115,10 +118,17 @@ int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop)
 int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nxr_task_fn fn,
                    void *arg)
 {
-    if (rt == NULL || ids == NULL || fn == NULL || n == 0 || n > NXR__SPAN_MAX)
-        return -EINVAL;
+    nxr__call_begin();
+    if (rt == NULL || ids == NULL || fn == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         rt == NULL    ? "rt"
+                         : ids == NULL ? "ids"
+                                       : "fn");
+    if (n == 0 || n > NXR__SPAN_MAX)
+        return nxr__fail(-EINVAL, __func__, "n is %zu, not 1..%d", n, NXR__SPAN_MAX);
     if (nxr__runtime_forked(rt))
-        return NXR_EFORKED;
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
     struct nxr_domain *doms[NXR__SPAN_MAX];
     hwloc_const_bitmap_t sets[NXR__SPAN_MAX];
     int rc = collect(rt, ids, n, doms, sets);
@@ -127,18 +137,22 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     /* Inside a body this would enter executors again (and wait on a permit
      * the enclosing operation may be holding back). */
     if (nxr__tls.depth > 0)
-        return NXR_EREENTRANT;
+        return nxr__fail(NXR_EREENTRANT, __func__,
+                         "called inside a body: it would enter executors again (nesting table, "
+                         "executor/nxr_executor.h)");
     if (count == 0)
         return 0;
     struct nxr__union_permit permit;
     rc = nxr__union_permit_init(&permit, rt->arbiter, sets, n);
     if (rc != 0)
-        return rc;
+        return nxr__fail(rc, __func__, "the permit for the domains' union: %s", nxr_strerror(rc));
     /* Bounded by the holders of overlapping permits; reported past the
      * stall threshold (executor/permits.c). */
     rc = nxr__union_permit_acquire(&permit, &doms[0]->exec, "admission of nxr_run_across");
-    if (rc != 0)
+    if (rc != 0) {
+        nxr__fail(rc, __func__, "admission: %s", nxr_strerror(rc));
         goto out_fini;
+    }
 
     struct nxr__tasks tasks;
     nxr__tasks_init(&tasks, fn, arg, count);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/internal/last_error.h"
 #include "kernels/internal/args.h"
 #include "kernels/internal/kernel_table.h"
 #include "kernels/internal/provider.h"
@@ -98,6 +99,8 @@ static const char *const xy_out[3] = {"x", "y", "out"};
 static void check_binary(struct nxr__kcall *k, const struct nxr__binary_args *a)
 {
     vectors(k, a->n, a->x, a->y, true, a->out, xy_out);
+    if (k->bad == 0)
+        k->bad = nxr__check_binary_op(a->op, k->why, sizeof(k->why));
 }
 
 static void check_scale(struct nxr__kcall *k, const struct nxr__scale_args *a)
@@ -108,6 +111,8 @@ static void check_scale(struct nxr__kcall *k, const struct nxr__scale_args *a)
 static void check_unary(struct nxr__kcall *k, const struct nxr__unary_args *a)
 {
     vectors(k, a->n, a->x, NULL, false, a->out, xy_out);
+    if (k->bad == 0)
+        k->bad = nxr__check_unary_op(a->op, k->why, sizeof(k->why));
 }
 
 static void check_triad(struct nxr__kcall *k, const struct nxr__triad_args *a)
@@ -120,6 +125,8 @@ static void check_binary_rows(struct nxr__kcall *k, const struct nxr__binary_row
 {
     k->bad = nxr__check_binary_rows(a->rows, a->cols, a->x, a->ldx, a->row, a->out, a->ldo, k->why,
                                     sizeof(k->why));
+    if (k->bad == 0)
+        k->bad = nxr__check_binary_op(a->op, k->why, sizeof(k->why));
     if (a->rows > 0 && a->cols > 0) {
         input(k, a->x, nxr__matrix_bytes(a->rows, a->cols, a->ldx));
         input(k, a->row, floats(a->cols));
@@ -191,15 +198,17 @@ NXR__KERNELS(INVOKER)
 NXR__KERNELS_OWN(INVOKER)
 #undef INVOKER
 
-/* A kernel's call, as fn: its arguments packed, checked, and run. */
+/* run_<kernel>: a kernel's call, its arguments packed, checked, and run;
+ * its error details name the public function `name`. */
 #define ARG_INIT(type, param) .param = param,
-#define KERNEL_CALL(fn, kernel, fam, PARAMS)                                                       \
-    fn(nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))                                                     \
+#define KERNEL_CALL(kernel, fam, table, PARAMS)                                                    \
+    static int run_##kernel(const char *name, nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))              \
     {                                                                                              \
+        nxr__call_begin();                                                                         \
         if (ctx == NULL)                                                                           \
-            return -EINVAL;                                                                        \
+            return nxr__fail(-EINVAL, name, "ctx is NULL");                                        \
         const struct nxr__##kernel##_args kargs_ = {PARAMS(ARG_INIT)};                             \
-        struct nxr__kcall kcall_ = {.name = "nxr_" #kernel,                                        \
+        struct nxr__kcall kcall_ = {.name = name,                                                  \
                                     .providers = providers_of(ctx),                                \
                                     .family = NXR_FAMILY_##fam,                                    \
                                     .invoke = invoke_##kernel,                                     \
@@ -207,15 +216,19 @@ NXR__KERNELS_OWN(INVOKER)
         check_##kernel(&kcall_, &kargs_);                                                          \
         return nxr__kcall_run(ctx, &kcall_);                                                       \
     }
-/* nxr_<kernel>, exported; call_<kernel> for the hand-written wrappers below. */
-#define PUBLIC(name, family, table, PARAMS) KERNEL_CALL(int nxr_##name, name, family, PARAMS)
-#define OWN(name, family, table, PARAMS)    KERNEL_CALL(static int call_##name, name, family, PARAMS)
-NXR__KERNELS(PUBLIC)
-NXR__KERNELS_OWN(OWN)
-#undef OWN
-#undef PUBLIC
+NXR__KERNELS(KERNEL_CALL)
+NXR__KERNELS_OWN(KERNEL_CALL)
 #undef KERNEL_CALL
 #undef ARG_INIT
+
+/* nxr_<kernel>, exported (the hand-written ones below use run_<kernel>). */
+#define PUBLIC(kernel, family, table, PARAMS)                                                      \
+    int nxr_##kernel(nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))                                       \
+    {                                                                                              \
+        return run_##kernel("nxr_" #kernel, ctx PARAMS(NXR__PARAM_PASS));                          \
+    }
+NXR__KERNELS(PUBLIC)
+#undef PUBLIC
 
 /* ---- written by hand ------------------------------------------------------- */
 
@@ -226,8 +239,8 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
     bool none = epilogue == NULL ||
                 (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
     if (none)
-        return nxr_sgemm(ctx, args);
-    return call_sgemm_fused(ctx, args, epilogue);
+        return run_sgemm(__func__, ctx, args);
+    return run_sgemm_fused(__func__, ctx, args, epilogue);
 }
 
 /* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
@@ -304,8 +317,9 @@ static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_c
 int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
                      const struct nxr_sgemm_epilogue *epilogue)
 {
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
     struct packed_call pc = {0};
     struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
                            .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};

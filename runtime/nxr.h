@@ -185,6 +185,11 @@ NXR_API int nxr_runtime_create(const struct nxr_runtime_opts *opts, nxr_runtime_
  */
 NXR_API void nxr_runtime_destroy(nxr_runtime_t *rt);
 
+/* The getters of a runtime and of a domain below cannot fail and leave
+ * nxr_last_error() alone; given NULL they return 0, NULL, false, -1
+ * (nxr_domain_id), NXR_NODE_NONE (nxr_domain_node) or the enum's first
+ * value (base/nxr_status.h). */
+
 /* The runtime's provider bundle (one provider per family, resolved at
  * creation; owned by the runtime). */
 NXR_API const nxr_provider_bundle_t *nxr_runtime_providers(const nxr_runtime_t *rt);
@@ -261,8 +266,9 @@ NXR_API unsigned nxr_domain_budget(const nxr_domain_t *d);
 NXR_API const char *nxr_domain_budget_limit(const nxr_domain_t *d);
 
 /* The CPU quota the runtime fitted its budgets into (opts.cpu_quota):
- * usable CPUs, or 0 when there is none. *source (optional) is set to a
- * description owned by the runtime: the file and values it came from
+ * usable CPUs, or 0 when there is none (or rt is NULL: *source NULL).
+ * *source (optional) is set to a description owned by the runtime: the
+ * file and values it came from
  * ("cgroup v2 /sys/fs/cgroup/a/cpu.max: 100000 100000 -> 1 CPU"), the
  * setting that overrode it, or why there is none. Any thread while the
  * runtime lives; never blocks (read once at creation). */

@@ -96,10 +96,11 @@ NXR_API int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out);
  * the context. */
 NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
 
-/* The context's domain (a placing context: the runtime's default domain). */
+/* The context's domain (a placing context: the runtime's default domain;
+ * NULL for NULL). */
 NXR_API nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
 
-/* The most participants one operation of this context may use. */
+/* The most participants one operation of this context may use (0 for NULL). */
 NXR_API unsigned nxr_ctx_budget(const nxr_ctx_t *ctx);
 
 /*

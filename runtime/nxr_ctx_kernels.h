@@ -32,7 +32,8 @@
  * Arguments are checked here, before any provider sees them, against the
  * rules of kernels/nxr_kernels.h (NULL operands, short leading dimensions,
  * C overlapping A or B, partial aliasing of an output and an input, items
- * of a batch sharing C, ...): a violation is -EINVAL and
+ * of a batch sharing C, an op outside its enum, ...): a violation is -EINVAL
+ * and
  * nxr_last_error() names the argument and the rule. Every other
  * failure also leaves its detail there.
  *

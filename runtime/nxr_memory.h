@@ -81,7 +81,8 @@ NXR_API int nxr_pool_trim(nxr_domain_t *d);
 
 /* ------------------------------------------------ binding */
 
-/* How d's memory is placed (decided once, at runtime creation). */
+/* How d's memory is placed (decided once, at runtime creation;
+ * NXR_MEM_NO_NODE for NULL). */
 NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
 
 /* --------------------------------------------- general allocations (arena) */

@@ -62,12 +62,14 @@ struct nxr_span_opts {
     const int *domain_ids;
     size_t count;
     bool every;
-    /* On failure, a message naming the argument and the rule (optional). */
+    /* Deprecated and ignored: nothing reads or writes them. They stay only
+     * so that the struct keeps its 1.0 layout (checked when nxr is built);
+     * a refusal's detail is in nxr_last_error(). */
     char *errbuf;
     size_t errbuf_size;
 };
 
-/* Everything unset (no ids, every false, no errbuf). */
+/* Everything unset (no ids, every false). */
 NXR_API void nxr_span_opts_init(struct nxr_span_opts *opts);
 
 /*
@@ -76,16 +78,18 @@ NXR_API void nxr_span_opts_init(struct nxr_span_opts *opts);
  * 64 ids, an id listed twice), NXR_ENODOMAIN (an id that is no domain;
  * every with no arbitrated domain), NXR_EADMISSION (a caller-managed
  * domain: it declares no CPU set to put under the union permit), -ENOMEM.
- * On failure *out is NULL, nothing is allocated and opts->errbuf says why.
+ * On failure *out is NULL, nothing is allocated and nxr_last_error() says
+ * why (opts->errbuf is ignored).
  * Destroy with nxr_ctx_destroy. Any thread; never blocks (the permit is
  * taken per operation).
  */
 NXR_API int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx_t **out);
 
-/* Members of ctx (1 for a context on one domain). */
+/* Members of ctx (1 for a context on one domain, 0 for NULL). */
 NXR_API size_t nxr_span_domain_count(const nxr_ctx_t *ctx);
 
-/* The i-th member (the context's domain for i == 0 on one domain), or NULL. */
+/* The i-th member (the context's domain for i == 0 on one domain), or NULL
+ * (i out of range, or ctx NULL). */
 NXR_API nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i);
 
 /*

@@ -34,6 +34,11 @@ void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan)
 
 unsigned nxr_runtime_cpu_quota(const nxr_runtime_t *rt, const char **source)
 {
+    if (rt == NULL) {
+        if (source != NULL)
+            *source = NULL;
+        return 0;
+    }
     if (source != NULL)
         *source = rt->quota.source;
     return rt->quota.cpus;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "alloc/internal/registry.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/route.h"
 #include "runtime/internal/runtime.h"
@@ -41,12 +42,16 @@ const char *nxr_route_policy_name(enum nxr_route_policy policy)
 
 nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt)
 {
+    if (rt == NULL)
+        return NULL;
     NXR__HANDLE_CHECK(rt, "runtime");
     return rt->default_domain;
 }
 
 enum nxr_route_policy nxr_runtime_route_policy(const nxr_runtime_t *rt)
 {
+    if (rt == NULL)
+        return NXR_ROUTE_DEFAULT;
     NXR__HANDLE_CHECK(rt, "runtime");
     return rt->settings.route;
 }
@@ -118,13 +123,22 @@ int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t
 int nxr_runtime_route(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
                       struct nxr_route *out)
 {
+    nxr__call_begin();
     if (rt == NULL || out == NULL || (inputs == NULL && n > 0))
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s",
+                         rt == NULL    ? "rt is NULL"
+                         : out == NULL ? "out is NULL"
+                                       : "inputs is NULL with n > 0");
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt))
-        return NXR_EFORKED;
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
     struct nxr_domain *d;
-    return nxr__place(rt, inputs, n, out, &d);
+    int rc = nxr__place(rt, inputs, n, out, &d);
+    if (rc == NXR_EMIXED)
+        return nxr__fail(rc, __func__, "the inputs lie on %u domains (single-domain policy)",
+                         out->domains);
+    return rc == 0 ? 0 : nxr__fail(rc, __func__, "%s", nxr_strerror(rc));
 }
 
 void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_route *p, int rc)

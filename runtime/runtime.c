@@ -182,22 +182,15 @@ static int explain(int rc, char *err, size_t errsz)
     return rc;
 }
 
-int nxr_runtime_create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out)
+/* nxr_runtime_create; every stage writes its detail into err. */
+static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char *err, size_t errsz)
 {
     struct nxr_runtime_opts defaults;
-    nxr__last_error_clear();
-    if (out == NULL) {
-        nxr__last_error_set("nxr_runtime_create: out is NULL");
-        return -EINVAL;
-    }
     *out = NULL;
     if (opts == NULL) {
         nxr_runtime_opts_init(&defaults);
         opts = &defaults;
     }
-    /* Every stage writes its detail straight into the thread's slot. */
-    char *err = nxr__last_error_slot();
-    size_t errsz = NXR__LAST_ERROR_BYTES;
 
     nxr_runtime_t *rt = nxr__calloc(1, sizeof(*rt));
     if (rt == NULL)
@@ -282,6 +275,17 @@ out_free:
     pthread_mutex_destroy(&rt->ctx_lock);
     free(rt);
     return explain(rc, err, errsz);
+}
+
+int nxr_runtime_create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out)
+{
+    nxr__call_begin();
+    if (out == NULL)
+        return nxr__fail(-EINVAL, __func__, "out is NULL");
+    /* Aside, not in the slot: a stage may make calls that empty it. */
+    char err[NXR__LAST_ERROR_BYTES] = "";
+    int rc = create(opts, out, err, sizeof(err));
+    return rc == 0 ? 0 : nxr__fail(rc, __func__, "%s", err);
 }
 
 /* Waits until no domain has an operation in flight. A job may submit to

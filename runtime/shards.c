@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/shards.h"
@@ -45,10 +46,11 @@ static double pages_on_node(const nxr_domain_t *d, const void *p, size_t bytes)
 int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size_t *part_rows,
                       size_t nparts, nxr_shards_t **out)
 {
+    nxr__call_begin();
     if (out != NULL)
         *out = NULL;
     if (span == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "span is NULL");
     bool entered;
     int rc = nxr__ctx_enter(span, &entered);
     if (rc != 0)
@@ -153,8 +155,11 @@ size_t nxr_shards_count(const nxr_shards_t *s)
 
 int nxr_shards_part(const nxr_shards_t *s, size_t i, struct nxr_shard *out)
 {
-    if (s == NULL || out == NULL || i >= s->n)
-        return -EINVAL;
+    nxr__call_begin();
+    if (s == NULL || out == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL", s == NULL ? "s" : "out");
+    if (i >= s->n)
+        return nxr__fail(-EINVAL, __func__, "part %zu of %zu", i, s->n);
     *out = s->parts[i];
     return 0;
 }

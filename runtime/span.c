@@ -14,7 +14,7 @@
  * NXR_EREENTRANT, as is everything that would take another permit.
  */
 #include <errno.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +47,13 @@ int nxr__span_member_of_body(const struct nxr__span *s)
 
 /* ---- creation ------------------------------------------------------------------- */
 
+/* The 1.0 layout of the options (additions only): the deprecated errbuf
+ * fields, which nothing uses, stay where they were, last. */
+_Static_assert(offsetof(struct nxr_span_opts, errbuf) == 3 * sizeof(void *) &&
+                   offsetof(struct nxr_span_opts, errbuf_size) == 4 * sizeof(void *) &&
+                   sizeof(struct nxr_span_opts) == 5 * sizeof(void *),
+               "struct nxr_span_opts changed its 1.0 layout");
+
 void nxr_span_opts_init(struct nxr_span_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
@@ -62,15 +69,8 @@ void nxr__span_free(struct nxr__span *s)
     free(s);
 }
 
-static int __attribute__((format(printf, 2, 3)))
-refuse(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(nxr__last_error_slot(), NXR__LAST_ERROR_BYTES, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+/* A refusal of nxr_span_create. */
+#define refuse(rc, ...) nxr__fail((rc), "nxr_span_create", __VA_ARGS__)
 
 /* The members, checked: every id a domain of rt, none twice, none
  * caller-managed (it declares no CPU set for the union permit). */
@@ -79,7 +79,7 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
 {
     if (o->every) {
         if (o->domain_ids != NULL || o->count != 0)
-            return refuse(-EINVAL, "nxr_span_create: every is set and so are domain_ids/count");
+            return refuse(-EINVAL, "every is set and so are domain_ids/count");
         *n = 0;
         for (size_t i = 0; i < nxr_runtime_domain_count(rt) && *n < NXR__SPAN_MAX; i++) {
             nxr_domain_t *d = nxr_runtime_domain_at(rt, i);
@@ -87,30 +87,27 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
                 doms[(*n)++] = (struct nxr_domain *)d;
         }
         if (*n == 0)
-            return refuse(NXR_ENODOMAIN,
-                          "nxr_span_create: every: the runtime has no arbitrated domain");
+            return refuse(NXR_ENODOMAIN, "every: the runtime has no arbitrated domain");
         return 0;
     }
     if (o->domain_ids == NULL || o->count == 0)
-        return refuse(-EINVAL,
-                      "nxr_span_create: the domain list is empty (give domain_ids and count, or "
-                      "set every)");
+        return refuse(-EINVAL, "the domain list is empty (give domain_ids and count, or "
+                               "set every)");
     if (o->count > NXR__SPAN_MAX)
-        return refuse(-EINVAL, "nxr_span_create: %d domains, a span holds at most %d",
-                      (int)o->count, NXR__SPAN_MAX);
+        return refuse(-EINVAL, "%d domains, a span holds at most %d", (int)o->count, NXR__SPAN_MAX);
     for (size_t i = 0; i < o->count; i++) {
         nxr_domain_t *d;
         if (nxr_runtime_domain(rt, o->domain_ids[i], &d) != 0)
-            return refuse(NXR_ENODOMAIN, "nxr_span_create: domain_ids[%d] = %d is no domain",
-                          (int)i, o->domain_ids[i]);
+            return refuse(NXR_ENODOMAIN, "domain_ids[%d] = %d is no domain", (int)i,
+                          o->domain_ids[i]);
         for (size_t j = 0; j < i; j++) {
             if (doms[j] == d)
-                return refuse(-EINVAL, "nxr_span_create: domain %d is listed twice (at %d)",
-                              o->domain_ids[i], (int)i);
+                return refuse(-EINVAL, "domain %d is listed twice (at %d)", o->domain_ids[i],
+                              (int)i);
         }
         if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED)
             return refuse(NXR_EADMISSION,
-                          "nxr_span_create: domain %d is caller-managed: it declares no CPU set, "
+                          "domain %d is caller-managed: it declares no CPU set, "
                           "so it cannot share a permit for the union",
                           o->domain_ids[i]);
         doms[i] = (struct nxr_domain *)d;
@@ -119,28 +116,37 @@ static int members(nxr_runtime_t *rt, const struct nxr_span_opts *o, struct nxr_
     return 0;
 }
 
+/* A context on d (a member: the span's own), a failure told as the span's. */
+static int member_create(nxr_runtime_t *rt, const struct nxr_domain *d, bool member,
+                         nxr_ctx_t **out)
+{
+    int rc =
+        member ? nxr__ctx_create_member(rt, d->spec.id, out) : nxr_ctx_create(rt, d->spec.id, out);
+    return rc == 0 ? 0 : refuse(rc, "%s", nxr_last_error());
+}
+
 int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx_t **out)
 {
-    nxr__last_error_clear();
+    nxr__call_begin();
     if (out == NULL)
-        return refuse(-EINVAL, "nxr_span_create: out is NULL");
+        return refuse(-EINVAL, "out is NULL");
     *out = NULL;
     if (rt == NULL || opts == NULL)
-        return refuse(-EINVAL, "nxr_span_create: %s is NULL", rt == NULL ? "rt" : "opts");
+        return refuse(-EINVAL, "%s is NULL", rt == NULL ? "rt" : "opts");
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt))
-        return refuse(NXR_EFORKED, "nxr_span_create: the runtime was created before this "
-                      "process forked");
+        return refuse(NXR_EFORKED, "the runtime was created before this "
+                                   "process forked");
     struct nxr_domain *doms[NXR__SPAN_MAX];
     size_t n = 0;
     int rc = members(rt, opts, doms, &n);
     if (rc != 0)
         return rc;
     if (n == 1) /* exactly a context on that domain */
-        return nxr_ctx_create(rt, doms[0]->spec.id, out);
+        return member_create(rt, doms[0], false, out);
     struct nxr__span *s = nxr__calloc(1, sizeof(*s));
     if (s == NULL)
-        return -ENOMEM;
+        return refuse(-ENOMEM, "out of memory");
     hwloc_const_bitmap_t sets[NXR__SPAN_MAX];
     for (size_t i = 0; i < n; i++) {
         s->doms[i] = doms[i];
@@ -150,13 +156,13 @@ int nxr_span_create(nxr_runtime_t *rt, const struct nxr_span_opts *opts, nxr_ctx
     rc = nxr__union_permit_init(&s->permit, rt->arbiter, sets, n);
     if (rc != 0) {
         free(s);
-        return rc;
+        return refuse(rc, "the permit for the members' union: %s", nxr_strerror(rc));
     }
     for (; s->n < n; s->n++) {
-        if ((rc = nxr_ctx_create(rt, doms[s->n]->spec.id, &s->member[s->n])) != 0)
+        if ((rc = member_create(rt, doms[s->n], true, &s->member[s->n])) != 0)
             goto out_free;
     }
-    rc = nxr_ctx_create(rt, doms[0]->spec.id, out);
+    rc = member_create(rt, doms[0], false, out);
     if (rc != 0)
         goto out_free;
     (*out)->span = s;
@@ -168,12 +174,16 @@ out_free:
 
 size_t nxr_span_domain_count(const nxr_ctx_t *ctx)
 {
+    if (ctx == NULL)
+        return 0;
     NXR__HANDLE_CHECK(ctx, "context");
     return ctx->span != NULL ? ctx->span->n : 1;
 }
 
 nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i)
 {
+    if (ctx == NULL)
+        return NULL;
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span == NULL)
         return i == 0 ? ctx->domain : NULL;
@@ -182,18 +192,22 @@ nxr_domain_t *nxr_span_domain_at(const nxr_ctx_t *ctx, size_t i)
 
 int nxr_span_share(const nxr_ctx_t *ctx, size_t units, size_t i, size_t *begin, size_t *end)
 {
+    nxr__call_begin();
     if (ctx == NULL || begin == NULL || end == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         ctx == NULL     ? "ctx"
+                         : begin == NULL ? "begin"
+                                         : "end");
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span == NULL) {
         if (i != 0)
-            return -EINVAL;
+            return nxr__fail(-EINVAL, __func__, "member %zu of a context on one domain", i);
         *begin = 0;
         *end = units;
         return 0;
     }
     if (i >= ctx->span->n)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "member %zu of a span of %zu", i, ctx->span->n);
     size_t bounds[NXR__SPAN_MAX + 1];
     nxr__span_split(units, ctx->span->prefix, ctx->span->n, bounds);
     *begin = bounds[i];

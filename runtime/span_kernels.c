@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/internal/last_error.h"
+#include "kernels/internal/args.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/shards.h"
 #include "runtime/internal/span.h"
@@ -39,6 +41,9 @@ struct linear {
     size_t columns; /* column chunks of n */
     float *partial[NXR__SPAN_MAX]; /* BY_INNER: member i's m x n partial (or y) */
     atomic_int status;             /* the first GEMM error */
+    /* Its detail, from the thread that ran it (written once, by the thread
+     * whose compare-exchange set status; read after the join). */
+    char status_why[NXR__LAST_ERROR_BYTES];
 };
 
 /* The context whose kernels run in place on this body's thread. */
@@ -55,9 +60,10 @@ static void gemm(struct linear *l, const struct nxr_sgemm_args *g)
 {
     int rc = nxr_sgemm(body_ctx(l), g);
     int none = 0;
-    if (rc != 0) /* Relaxed: read after the operation joined. */
+    if (rc != 0 && /* Relaxed: read after the operation joined. */
         atomic_compare_exchange_strong_explicit(&l->status, &none, rc, memory_order_relaxed,
-                                                memory_order_relaxed);
+                                                memory_order_relaxed))
+        snprintf(l->status_why, sizeof(l->status_why), "%s", nxr_last_error());
 }
 
 /* BY_OUTPUT: output rows [b, e) of W (its parts in order). */
@@ -158,6 +164,73 @@ static int run_units(struct linear *l, const size_t *bounds, size_t units, nxr_f
     return nxr__span_for_parts(ctx, bounds, fn, l);
 }
 
+/*
+ * nxr_sgemm's argument rules (kernels/internal/args.h), applied before any
+ * member starts to each member's whole part as the GEMM it stands for in
+ * the caller's arrays, so that a call one of them would refuse (y
+ * overlapping x or a part of w) writes nothing. The operands are named as
+ * the caller knows them.
+ */
+static int member_gemms_bad(const struct nxr_span_linear_args *a, char *why, size_t whysz)
+{
+    const nxr_shards_t *w = a->w;
+    size_t ldw = w->row_bytes / sizeof(float);
+    for (size_t i = 0; i < w->n; i++) {
+        const struct nxr_shard *p = &w->parts[i];
+        char part[32], ypart[48];
+        snprintf(part, sizeof(part), "w (part %zu)", i);
+        snprintf(ypart, sizeof(ypart), "y_shards (part %zu)", i);
+        const char *names[3] = {"x", part, "y"};
+        struct nxr_sgemm_args g = {.alpha = 1.0f, .beta = 0.0f};
+        if (a->layout == NXR_SHARD_BY_INNER) { /* Y += X[:, rows] W_part */
+            g = (struct nxr_sgemm_args){.m = a->m,
+                                        .n = a->n,
+                                        .k = p->rows,
+                                        .alpha = 1.0f,
+                                        .a = a->x + p->row0,
+                                        .lda = a->ldx,
+                                        .b = p->data,
+                                        .ldb = ldw,
+                                        .c = a->y,
+                                        .ldc = a->ldy};
+        } else if (a->y != NULL) { /* Y[:, rows] = X W_part^T */
+            g = (struct nxr_sgemm_args){.trans_b = true,
+                                        .m = a->m,
+                                        .n = p->rows,
+                                        .k = a->k,
+                                        .alpha = 1.0f,
+                                        .a = a->x,
+                                        .lda = a->ldx,
+                                        .b = p->data,
+                                        .ldb = ldw,
+                                        .c = a->y + p->row0,
+                                        .ldc = a->ldy};
+        } else { /* Y_part^T = W_part X^T */
+            const struct nxr_shard *y = &a->y_shards->parts[i];
+            names[0] = part;
+            names[1] = "x";
+            names[2] = ypart;
+            g = (struct nxr_sgemm_args){.trans_b = true,
+                                        .m = p->rows,
+                                        .n = a->m,
+                                        .k = a->k,
+                                        .alpha = 1.0f,
+                                        .a = p->data,
+                                        .lda = ldw,
+                                        .b = a->x,
+                                        .ldb = a->ldx,
+                                        .c = y->data,
+                                        .ldc = a->y_shards->row_bytes / sizeof(float)};
+        }
+        char rule[NXR__LAST_ERROR_BYTES / 2];
+        if (p->rows > 0 && nxr__check_sgemm_named(&g, names, rule, sizeof(rule)) != 0) {
+            snprintf(why, whysz, "member %zu's part: %s", i, rule);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 /* Why the arguments are bad (into why), or 0. */
 static int check(const nxr_ctx_t *ctx, const struct nxr_span_linear_args *a, char *why,
                  size_t whysz)
@@ -206,7 +279,7 @@ static int check(const nxr_ctx_t *ctx, const struct nxr_span_linear_args *a, cha
                 return BAD("y_shards' part %zu does not match w's (rows and domain)", i);
         }
     }
-    return 0;
+    return member_gemms_bad(a, why, whysz);
 #undef BAD
 }
 
@@ -228,7 +301,9 @@ static int linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *a, char *wh
             bounds[i] = a->w->parts[i].row0;
         bounds[l.nparts] = a->n;
         rc = run_units(&l, bounds, a->n, output_rows, why, whysz);
-        return rc != 0 ? rc : atomic_load_explicit(&l.status, memory_order_relaxed);
+        if (rc == 0 && (rc = atomic_load_explicit(&l.status, memory_order_relaxed)) != 0)
+            snprintf(why, whysz, "a member's GEMM: %.400s", l.status_why);
+        return rc;
     }
     /* BY_INNER. One part: it is the whole product, written into y. */
     nxr_buffer_t *bufs[NXR__SPAN_MAX] = {0};
@@ -250,8 +325,8 @@ static int linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *a, char *wh
     for (size_t i = 0; i <= l.nparts; i++)
         bounds[i] = i * l.columns;
     rc = run_units(&l, bounds, l.nparts * l.columns, inner_partials, why, whysz);
-    if (rc == 0)
-        rc = atomic_load_explicit(&l.status, memory_order_relaxed);
+    if (rc == 0 && (rc = atomic_load_explicit(&l.status, memory_order_relaxed)) != 0)
+        snprintf(why, whysz, "a member's GEMM: %.400s", l.status_why);
     if (rc == 0 && l.nparts > 1) {
         for (size_t i = 0; i < l.nparts; i++)
             nxr_span_share(ctx, l.columns, i, &bounds[i], &bounds[i + 1]);
@@ -265,8 +340,9 @@ out_release:
 
 int nxr_span_linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *args)
 {
+    nxr__call_begin();
     if (ctx == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, call, "ctx is NULL");
     bool entered;
     int rc = nxr__ctx_enter(ctx, &entered);
     if (rc != 0)

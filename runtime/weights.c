@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "alloc/internal/huge_pages.h"
+#include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "kernels/internal/provider.h"
 
@@ -51,11 +52,17 @@ const struct nxr__weights_copy *nxr__weights_on(const nxr_weights_t *w, const st
 int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, const void **data,
                      size_t *bytes)
 {
+    nxr__call_begin();
     if (w == NULL || d == NULL || data == NULL || bytes == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         w == NULL      ? "w"
+                         : d == NULL    ? "d"
+                         : data == NULL ? "data"
+                                        : "bytes");
     const struct nxr__weights_copy *c = nxr__weights_on(w, d);
     if (c == NULL)
-        return NXR_ENODOMAIN;
+        return nxr__fail(NXR_ENODOMAIN, __func__, "the weights have no copy on domain %d",
+                         nxr_domain_id(d));
     *data = c->data;
     *bytes = c->bytes;
     return 0;
@@ -64,17 +71,27 @@ int nxr_weights_copy(const nxr_weights_t *w, const nxr_domain_t *d, const void *
 int nxr_weights_huge_pages(const nxr_weights_t *w, const nxr_domain_t *d, bool *advised,
                            size_t *huge_bytes)
 {
+    nxr__call_begin();
     if (advised != NULL)
         *advised = false;
     if (huge_bytes != NULL)
         *huge_bytes = 0;
     if (w == NULL || d == NULL || advised == NULL || huge_bytes == NULL)
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         w == NULL         ? "w"
+                         : d == NULL       ? "d"
+                         : advised == NULL ? "advised"
+                                           : "huge_bytes");
     const struct nxr__weights_copy *c = nxr__weights_on(w, d);
     if (c == NULL)
-        return NXR_ENODOMAIN;
+        return nxr__fail(NXR_ENODOMAIN, __func__, "the weights have no copy on domain %d",
+                         nxr_domain_id(d));
     *advised = c->huge_advised;
-    return nxr__pagemap_huge_bytes(c->data, c->bytes, huge_bytes);
+    int rc = nxr__pagemap_huge_bytes(c->data, c->bytes, huge_bytes);
+    return rc == 0 ? 0
+                   : nxr__fail(rc, __func__, "the page tables of domain %d's copy: %s%s",
+                               nxr_domain_id(d), nxr_strerror(rc),
+                               rc == -ENOSYS ? " (PAGEMAP_SCAN needs Linux 6.7)" : "");
 }
 
 /* The domains desc lists (NULL: all), checked: -EINVAL for a duplicate,
@@ -82,6 +99,7 @@ int nxr_weights_huge_pages(const nxr_weights_t *w, const nxr_domain_t *d, bool *
 static int resolve_domains(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
                            struct nxr_domain **out, size_t count)
 {
+    static const char call[] = "nxr_weights_create";
     for (size_t i = 0; i < count; i++) {
         if (desc->domain_ids == NULL) {
             out[i] = rt->domains[i];
@@ -90,10 +108,11 @@ static int resolve_domains(nxr_runtime_t *rt, const struct nxr_weights_desc *des
         nxr_domain_t *d;
         int rc = nxr_runtime_domain(rt, desc->domain_ids[i], &d);
         if (rc != 0)
-            return rc;
+            return nxr__fail(rc, call, "domain_ids[%zu] = %d is no domain", i, desc->domain_ids[i]);
         for (size_t j = 0; j < i; j++)
             if (out[j] == d)
-                return -EINVAL;
+                return nxr__fail(-EINVAL, call, "domain %d is listed twice (at %zu)",
+                                 desc->domain_ids[i], i);
         out[i] = d;
     }
     return 0;
@@ -101,28 +120,41 @@ static int resolve_domains(nxr_runtime_t *rt, const struct nxr_weights_desc *des
 
 int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc, nxr_weights_t **out)
 {
-    if (out == NULL)
-        return -EINVAL;
-    *out = NULL;
-    if (rt == NULL || desc == NULL || desc->w == NULL || desc->k == 0 || desc->n == 0 ||
-        desc->ldw < (desc->trans ? desc->k : desc->n) ||
-        (desc->domain_ids != NULL && desc->domain_count == 0))
-        return -EINVAL;
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || rt == NULL || desc == NULL || desc->w == NULL)
+        return nxr__fail(-EINVAL, __func__, "%s is NULL",
+                         out == NULL    ? "out"
+                         : rt == NULL   ? "rt"
+                         : desc == NULL ? "desc"
+                                        : "desc->w");
+    if (desc->k == 0 || desc->n == 0)
+        return nxr__fail(-EINVAL, __func__, "desc->k (%zu) and desc->n (%zu) must be > 0", desc->k,
+                         desc->n);
+    if (desc->ldw < (desc->trans ? desc->k : desc->n))
+        return nxr__fail(-EINVAL, __func__, "desc->ldw (%zu) < %s (%zu)", desc->ldw,
+                         desc->trans ? "k" : "n", desc->trans ? desc->k : desc->n);
+    if (desc->domain_ids != NULL && desc->domain_count == 0)
+        return nxr__fail(-EINVAL, __func__, "desc->domain_ids is set, domain_count is 0");
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt))
-        return NXR_EFORKED;
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
     const struct nxr__native_isa *isa;
     if (!nxr__provider_native_gemm(nxr_provider_bundle_get(rt->providers, NXR_FAMILY_GEMM), &isa))
-        return NXR_EUNSUPPORTED;
+        return nxr__fail(NXR_EUNSUPPORTED, __func__,
+                         "the runtime's GEMM provider is not nxr's native one, which packs");
     const size_t count = desc->domain_ids != NULL ? desc->domain_count : rt->domain_count;
     if (count > (SIZE_MAX - sizeof(nxr_weights_t)) / sizeof(struct nxr__weights_copy))
-        return -EINVAL;
+        return nxr__fail(-EINVAL, __func__, "desc->domain_count %zu is absurd", count);
     nxr_weights_t *w = nxr__calloc(1, sizeof *w + count * sizeof w->copy[0]);
     if (w == NULL)
-        return -ENOMEM;
+        return nxr__fail(-ENOMEM, __func__, "out of memory");
     *w = (nxr_weights_t){.rt = rt, .isa = isa, .trans = desc->trans, .k = desc->k, .n = desc->n};
     struct nxr_domain **doms = nxr__calloc(count, sizeof *doms);
-    int rc = doms == NULL ? -ENOMEM : resolve_domains(rt, desc, doms, count);
+    int rc = doms == NULL ? nxr__fail(-ENOMEM, __func__, "out of memory")
+                          : resolve_domains(rt, desc, doms, count);
     const size_t bytes = nxr__sgemm_packed_bytes(isa, desc->trans, desc->k, desc->n);
     for (size_t i = 0; rc == 0 && i < count; i++) {
         void *data;
@@ -133,8 +165,11 @@ int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc, n
         const bool huge = rt->settings.huge_pages && nxr__huge_worth(bytes);
         const size_t mapped = huge ? nxr__huge_round(bytes) : bytes;
         rc = nxr_domain_malloc(doms[i], mapped, huge ? NXR__HUGE_PAGE_SIZE : 4096, &data);
-        if (rc != 0)
+        if (rc != 0) {
+            nxr__fail(rc, __func__, "the copy on domain %d (%zu bytes): %s", doms[i]->spec.id,
+                      mapped, nxr_strerror(rc));
             break;
+        }
         struct nxr__weights_copy *c = &w->copy[w->count++];
         c->domain = doms[i];
         c->data = data;

@@ -5,8 +5,9 @@
  * call that breaks the contract and every failure names its argument.
  *
  * Each check returns 0, or -EINVAL with a reason written into why ("lda (3)
- * < k (4) with A not transposed"). A request for an op enum value is not
- * checked here: the provider answers NXR_EUNSUPPORTED for what it lacks.
+ * < k (4) with A not transposed"). An op outside its enum is -EINVAL
+ * here; an op of the enum that the configured provider lacks is the
+ * provider's NXR_EUNSUPPORTED.
  *
  * Extents: a rows x cols matrix with row stride ld spans
  * ((rows - 1) * ld + cols) floats from its first element; overlap rules
@@ -40,6 +41,10 @@ size_t nxr__sgemm_c_bytes(const struct nxr_sgemm_args *g);
 size_t nxr__batch_bytes(size_t item_bytes, size_t batch, size_t stride);
 
 int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz);
+/* The same rules, the operands A, B and C named as the caller knows them
+ * (a span kernel's member GEMM: "x", "w (part 1)", "y"). */
+int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const names[3], char *why,
+                           size_t whysz);
 int nxr__check_sgemm_batch(const struct nxr_sgemm_batch_args *b, char *why, size_t whysz);
 int nxr__check_epilogue(const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep, char *why,
                         size_t whysz);
@@ -57,6 +62,10 @@ int nxr__check_reduction(size_t n, const float *x, const void *out, bool empty_o
 int nxr__check_rows(size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
                     const float *beta, float eps, const float *out, size_t ldo, char *why,
                     size_t whysz);
+
+/* An op outside enum nxr_binary_op / enum nxr_unary_op. */
+int nxr__check_binary_op(enum nxr_binary_op op, char *why, size_t whysz);
+int nxr__check_unary_op(enum nxr_unary_op op, char *why, size_t whysz);
 
 /* Row broadcasts: out[r][c] = x[r][c] op row[c]. */
 int nxr__check_binary_rows(size_t rows, size_t cols, const float *x, size_t ldx, const float *row,

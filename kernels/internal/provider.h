@@ -39,9 +39,11 @@ struct nxr_provider {
     void (*release)(void *self);
 };
 
-/* Validates and creates; foreign selects the FP environment checks.
+/* Validates and creates; foreign selects the FP environment checks. A
+ * refusal's detail (nxr_last_error) is told as the public function `call`'s.
  * nxr_provider_create is this with foreign = true. */
-int nxr__provider_new(const struct nxr_provider_desc *desc, bool foreign, nxr_provider_t **out);
+int nxr__provider_new(const char *call, const struct nxr_provider_desc *desc, bool foreign,
+                      nxr_provider_t **out);
 
 /* True for the five classification pairs that can exist. */
 bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_runs_on placement);

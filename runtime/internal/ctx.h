@@ -35,6 +35,9 @@ struct nxr_ctx {
     struct nxr_domain *domain;
     struct nxr__exec *exec; /* &domain->exec */
     bool placing;           /* NXR_DOMAIN_AUTO: kernel calls place themselves */
+    /* A member of a span (runtime/span.c): the span's, not the caller's,
+     * so not counted among the contexts its caller has open. */
+    bool member;
     /* A span over several domains (runtime/span.c), owned; NULL for a
      * context on one domain (a one-domain span is such a context). domain
      * is then the span's first member, for its memory and tasks. */
@@ -80,6 +83,10 @@ int nxr__ctx_fail(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, 
 /* nxr__ctx_fail with a formatted reason. */
 int nxr__ctx_failf(nxr_ctx_t *ctx, const struct nxr_domain *d, const char *call, int rc,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* nxr_ctx_create for a span's member context (member set: the span is the
+ * one context its caller opened). */
+int nxr__ctx_create_member(nxr_runtime_t *rt, int domain_id, nxr_ctx_t **out);
 
 /* The context's step memory on domain d, created at first use: 0 and *out,
  * -ENOMEM. Driver only. */

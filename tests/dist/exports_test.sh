@@ -68,20 +68,9 @@ diff "$work/so.txt" "$work/a.txt" >/dev/null || fail "libnxr.a and libnxr.so dif
 ok "libnxr.a defines the same $(wc -l <"$work/a.txt") globals, no nxr__/je_ symbol, and leaves no nxr_ symbol undefined"
 
 # ---- Exported == declared --------------------------------------------------------
-declared() { # headers...: every function declared NXR_API
-    python3 - "$@" <<'PY'
-import re, sys
-names = set()
-for path in sys.argv[1:]:
-    text = re.sub(r"/\*.*?\*/", " ", open(path).read(), flags=re.S)
-    text = re.sub(r"(?m)^[ \t]*#.*$", " ", text)  # the NXR_API definition itself
-    for decl in re.findall(r"\bNXR_API\b([^;{]*)", text):
-        m = re.search(r"\b(nxr_[a-z0-9_]+)\s*\(", decl)
-        if not m:
-            sys.exit("no function name in: NXR_API" + decl)
-        names.add(m.group(1))
-print("\n".join(sorted(names)))
-PY
+declared() { # headers...: every function declared NXR_API (one list-maker:
+    # tools/api_functions.py, which the error-channel test's table uses too)
+    python3 "$root/tools/api_functions.py" "$@"
 }
 inc=$dist/include/nxr
 declared $(ls "$inc"/*.h | grep -v '/nxr_omp\.h$') >"$work/declared.txt"

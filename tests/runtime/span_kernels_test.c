@@ -464,3 +464,50 @@ Test(runtime_span_kernels, native_kernels_on_a_span_give_the_one_domain_bits)
     cr_expect(memcmp(&s1, &s2, sizeof(float)) == 0);
     free(a), free(b), free(c1), free(c2);
 }
+
+/* ---- argument rules before any member starts -------------------------------------- */
+
+/* y overlapping x breaks nxr_sgemm's rule (C must not overlap A): the span
+ * refuses the whole call before any member runs, so y is unchanged, and the
+ * detail names the overlap as nxr_sgemm does (issue 30, defect 8). */
+static void expect_overlap_refused(enum nxr_shard_layout layout)
+{
+    enum { M = 2, K = 64, N = 64 };
+    float w[N * K];
+    fill(w, N * K, 3);
+    nxr_shards_t *s = layout == NXR_SHARD_BY_OUTPUT ? shard(w, N, K, NULL) : shard(w, K, N, NULL);
+    /* One buffer: x is its first M x K, y starts inside x. */
+    static float buf[M * K + M * N];
+    fill(buf, M * K + M * N, 4);
+    float before[M * K + M * N];
+    memcpy(before, buf, sizeof(before));
+    struct nxr_span_linear_args a = {.m = M,
+                                     .k = K,
+                                     .n = N,
+                                     .x = buf,
+                                     .ldx = K,
+                                     .w = s,
+                                     .layout = layout,
+                                     .y = buf + K / 2,
+                                     .ldy = N};
+    int rc = nxr_span_linear(span, &a);
+    cr_expect_eq(rc, -EINVAL, "got %d (%s)", rc, nxr_strerror(rc));
+    cr_expect(strstr(nxr_last_error(), "nxr_span_linear: ") == nxr_last_error(), "%s",
+              nxr_last_error());
+    cr_expect_not_null(strstr(nxr_last_error(), "y overlaps x"), "the detail: %s",
+                       nxr_last_error());
+    size_t changed = 0;
+    for (size_t i = 0; i < M * K + M * N; i++)
+        changed += memcmp(&buf[i], &before[i], sizeof(float)) != 0;
+    cr_expect_eq(changed, 0, "%zu outputs written by a refused call", changed);
+    nxr_shards_destroy(s);
+}
+
+Test(runtime_span_kernels, y_overlapping_x_is_refused_before_any_member_writes)
+{
+    open_runtime("0:%0;1:%0 shared", false);
+    const int ids[] = {0, 1};
+    open_span(ids, 2);
+    expect_overlap_refused(NXR_SHARD_BY_OUTPUT);
+    expect_overlap_refused(NXR_SHARD_BY_INNER);
+}
