@@ -13,10 +13,18 @@
 
 Errors are nxr.Error (.status: nxr.EINVAL, nxr.NXR_EOVERLAP, ...; .detail:
 the library's detail). The GIL is released inside every nxr call. A context
-is driven by one thread at a time (a second thread gets nxr.Error(EBUSY)).
+is driven by one thread at a time (a second thread gets nxr.Error(EBUSY));
+a body's calls on its own context run in place (nxr._context, "Bodies").
+Counts, sizes and ids are checked before ctypes converts them (EINVAL).
 The library: $NXR_LIBRARY, else the one installed with this package, else
 ctypes.util.find_library("nxr"); its version is checked at import, before
 any other symbol is bound (an ImportError naming both versions).
+
+Ctrl-C. Python raises KeyboardInterrupt in the main thread only when that
+thread runs Python bytecode, so it is not seen until the current nxr call
+returns (or the main thread runs a body of it, whose KeyboardInterrupt
+the call re-raises once it returned): a parallel_for whose callback never
+returns, or a Job.wait for such a task, cannot be interrupted.
 """
 # Loading _lib checks the library's version (an ImportError naming both
 # versions) before it binds any prototype.
