@@ -16,11 +16,16 @@ NXR_EREENTRANT: Job.wait, Runtime.close, closing a context whose jobs are
 not waited for (nxr._bodies). A refused call changes nothing.
 
 Jobs. A submitted batch (_Batch: its nxr_job_t, the callback its tasks
-call, their exceptions) is held by the runtime's handle until waited for,
-not by the Job or the Context: the callback lives while a task may call it,
-whatever the collector does with the Job and the Context, and a context is
+call, their exceptions) is held from the submit until it is waited for by
+this module (_held), not by the Job or the Context: a task not yet started
+may call the callback, and reach whatever its function reaches, at any
+time until then, so none of that may be collected before (its finalizers
+would run under the task: a released buffer written, a context
+destroyed). Its runtime lists it too (nxr._runtime, "Order"). A context is
 destroyed only after its batches were waited for. Job.wait waits once and
 reports once; a close that waited for a job keeps its outcome for wait().
+A job dropped without a wait is waited for by its context's or runtime's
+close, or at exit; until then it keeps what its tasks' function reaches.
 
 Concurrency. The library is loaded with ctypes.CDLL, which releases the
 GIL for every foreign call: threads driving different contexts run their
@@ -35,6 +40,7 @@ library's own checks (an output overlapping an input, ...) raise with its
 detail. An output left as None is allocated in the context's domain
 memory (empty()).
 """
+import atexit
 import contextlib
 import ctypes
 import threading
@@ -77,6 +83,26 @@ def _reentrant(call, detail):
     return Error(NXR_CODES["NXR_EREENTRANT"], "%s: %s" % (call, detail), call)
 
 
+# Every batch submitted and not yet waited for (see "Jobs"): a root.
+_held = set()
+
+
+def _wait_held_at_exit():
+    # Before the finalizers' exit hook: those free buffers, weights and
+    # contexts that a task still queued may use.
+    for b in list(_held):
+        try:
+            b.finish(set())
+        except Exception:  # noqa: BLE001 -- exiting: the others still go
+            pass
+
+
+# weakref.finalize registers its exit hook with the first finalizer made;
+# one made now puts it before ours, and atexit runs ours first.
+weakref.finalize(_wait_held_at_exit, lambda: None)
+atexit.register(_wait_held_at_exit)
+
+
 class _Batch:
     """One nxr_submit: its nxr_job_t (None once waited for), the callback its
     tasks call (kept until then), their exceptions, the token of the context
@@ -91,6 +117,7 @@ class _Batch:
     def finish(self, batches):
         """Waits for the batch unless done (outside every body); keeps the
         outcome and drops it from batches (its runtime's)."""
+        callback = None
         with self.lock:
             if self.ptr is not None:
                 rc = _lib.lib.nxr_job_wait(self.ptr)
@@ -99,8 +126,14 @@ class _Batch:
                     # Refused, the job left as it was (a body this binding
                     # did not run): wait later.
                     raise Error(rc, detail, "nxr_job_wait")
-                self.ptr, self.callback, self.rc, self.detail = None, None, rc, detail
+                callback, self.callback = self.callback, None
+                self.ptr, self.rc, self.detail = None, rc, detail
         batches.discard(self)
+        _held.discard(self)
+        # Dropped last, outside the lock: the tasks' function may hold the
+        # last reference to a runtime, whose teardown finishes its batches
+        # (this one among them) right here.
+        del callback
 
 
 class Job:
@@ -133,13 +166,18 @@ class Job:
             raise Error(b.rc, b.detail, "nxr_job_wait")
 
 
-def close_context(ptr, open_contexts, batches=(), token=None):
+def close_context(ptr, open_contexts, batches_ref=None, token=None):
     """nxr_ctx_destroy(ptr) once, by whichever comes first: Context.close, the
     collector (the context's finalizer) or its runtime's teardown. The
-    collector's call leaves a context whose batches still run to its
-    runtime's teardown (their tasks may call it): it waits for them first."""
-    if token is not None and any(b.owner is token and b.ptr is not None for b in list(batches)):
-        return
+    finalizer's call leaves a context whose batches still run to its
+    runtime's teardown (their tasks may call it), which waits for them
+    first; so does it when the batches are garbage too (batches_ref, weak:
+    a finalizer's arguments must not reach the tasks' function, or nothing
+    it reaches would ever be collected)."""
+    if batches_ref is not None:
+        batches = batches_ref()
+        if batches is None or any(b.owner is token and b.ptr is not None for b in list(batches)):
+            return
     try:
         open_contexts.remove(ptr)
     except KeyError:
@@ -150,7 +188,7 @@ def close_context(ptr, open_contexts, batches=(), token=None):
 class Context:
     """A context on one domain; made by Runtime.context / context_here."""
 
-    def __init__(self, runtime, handle, ptr):
+    def __init__(self, runtime, work, ptr):
         self._runtime = runtime
         self._ptr = ptr
         # Held by the driver inside a call; never by a body's call.
@@ -158,9 +196,9 @@ class Context:
         # Names this context in the batches it submits and the bodies its
         # operations run (nxr._bodies); holds nothing.
         self._token = object()
-        # The runtime handle's sets (not the handle: a Context must not keep
-        # a closed runtime from going).
-        self._batches = handle.batches
+        # The runtime's sets (nxr._runtime._Work; not the _Work itself: a
+        # Context must not keep a closed runtime from going).
+        self._batches = work.batches
         d = _lib.lib.nxr_ctx_domain(ptr)
         self._domain = d
         self.domain_id = _lib.lib.nxr_domain_id(d)
@@ -168,9 +206,9 @@ class Context:
         # A context dropped without close() is destroyed when collected;
         # its runtime's teardown destroys it first if the collector takes
         # the runtime first (a cycle through a job's callback).
-        handle.contexts.add(ptr.value)
-        self._finalizer = weakref.finalize(self, close_context, ptr.value, handle.contexts,
-                                           handle.batches, self._token)
+        work.contexts.add(ptr.value)
+        self._finalizer = weakref.finalize(self, close_context, ptr.value, work.contexts,
+                                           weakref.ref(work.batches), self._token)
 
     def __repr__(self):
         return "<nxr.Context domain %d%s>" % (self.domain_id, " closed" if self._ptr is None else "")
@@ -322,10 +360,11 @@ class Context:
         cb = _lib.TASK_FN(task)
         out = ctypes.c_void_p()
         self._call("nxr_submit", _lib.lib.nxr_submit, count, cb, None, ctypes.byref(out))
-        # Held by the runtime's handle until waited for (by Job.wait, this
-        # context's close, the runtime's close or teardown): the callback
-        # must outlive the tasks.
+        # Held until waited for (by Job.wait, this context's close, the
+        # runtime's close or teardown, or at exit): the callback, and what
+        # it reaches, must outlive the tasks ("Jobs").
         batch = _Batch(out, cb, errors, token)
+        _held.add(batch)
         self._batches.add(batch)
         return Job(self, batch)
 

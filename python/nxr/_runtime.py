@@ -11,12 +11,16 @@ that outlives its `with` block stays valid memory. Every call on a closed
 Runtime, or on one of its contexts, raises nxr.Error(EINVAL).
 
 Order. The runtime goes after its contexts and its submitted batches,
-whatever the collector does: the handle keeps the batches not yet waited
-for (their callbacks) and the pointers of the contexts not yet destroyed,
-and its teardown waits for those batches, destroys those contexts, then
-the runtime. Its teardown is its __del__ (run after every weakref
-finalizer of the same garbage, so a context's own finalizer comes first),
-or, for a runtime still alive at exit, its exit finalizer.
+whatever the collector does. Two objects: the _Handle owns only the
+nxr_runtime_t * (arrays and weights hold it, from their finalizers'
+arguments, so it must reach nothing of the user's); the _Work, held by the
+Runtime, lists the batches not yet waited for (nxr._context keeps them
+alive until then, "Jobs") and the pointers of the contexts not yet
+destroyed, and holds the _Handle. The _Work's teardown (its __del__: after
+every weakref finalizer of the same garbage, so a context's own finalizer
+comes first; or its exit finalizer) waits for those batches and destroys
+those contexts; only then does it let go of the _Handle, whose finalizer
+destroys the runtime once no array or weights object holds it either.
 
 Inside a body. close() inside a body raises nxr.Error(NXR_EREENTRANT) and
 changes nothing (nxr_runtime_destroy would wait for the operation running
@@ -39,37 +43,47 @@ Domain = collections.namedtuple("Domain", "id node cpus workers budget")
 Domain.__doc__ = "A domain of a runtime: OS node (-1: none), CPU ids, workers, thread budget."
 
 
-def _finish(contexts, batches):
+def _finish(contexts, batches, handle=None):
     """Waits for the batches not waited for, then destroys the contexts not
-    destroyed (outside every body)."""
+    destroyed (outside every body); then lets go of handle (the caller's
+    last use of it)."""
     for b in list(batches):
         b.finish(batches)
     for c in list(contexts):
         close_context(c, contexts)
 
 
-def _teardown(ptr, contexts, batches):
-    _finish(contexts, batches)
-    _lib.lib.nxr_runtime_destroy(ptr)
-
-
-def _teardown_at_exit(ref):
-    h = ref()
-    if h is not None:  # else its __del__ ran
-        h.__del__()
+def _destroy_runtime(ptr):
+    _bodies.later(_lib.lib.nxr_runtime_destroy, ptr)
 
 
 class _Handle:
-    """Owns an nxr_runtime_t *: destroyed when the last holder lets go, after
-    what must go before it (its contexts, its batches: see "Order")."""
+    """Owns an nxr_runtime_t *: destroyed when the last holder lets go (the
+    _Work, arrays, weights); holds nothing else."""
 
     def __init__(self, ptr):
         self.ptr = ptr
+        self._destroy = weakref.finalize(self, _destroy_runtime, ptr)
+
+
+def _work_at_exit(ref):
+    w = ref()
+    if w is not None:  # else its __del__ ran
+        w.__del__()
+
+
+class _Work:
+    """What must go before the runtime: the batches not waited for and the
+    contexts not destroyed (see "Order"); holds the _Handle until they went."""
+
+    def __init__(self, handle):
+        self.handle = handle
         self.contexts = set()  # nxr_ctx_t * values not destroyed yet
         self.batches = set()  # nxr._context._Batch not waited for yet
         self._gone = False
-        # A weak reference: the finalizer must not keep the handle alive.
-        self._exit = weakref.finalize(self, _teardown_at_exit, weakref.ref(self))
+        # Created after the handle's: at exit it runs first (reverse order).
+        # A weak reference: the finalizer must not keep this alive.
+        self._exit = weakref.finalize(self, _work_at_exit, weakref.ref(self))
 
     def finish(self):
         _finish(self.contexts, self.batches)
@@ -78,9 +92,9 @@ class _Handle:
         if self._gone:
             return
         self._gone = True
-        # The sets ride along: a teardown kept for later keeps the batches'
-        # callbacks alive until it ran.
-        _bodies.later(_teardown, self.ptr, self.contexts, self.batches)
+        # The sets and the handle ride along: a teardown kept for later
+        # keeps the batches' callbacks, and the runtime, until it ran.
+        _bodies.later(_finish, self.contexts, self.batches, self.handle)
 
 
 class Runtime:
@@ -107,6 +121,7 @@ class Runtime:
         rc, ptr = _lib.runtime_create(opts)
         check(rc, "nxr_runtime_create")
         self._handle = _Handle(ptr)
+        self._work = _Work(self._handle)
         self._lock = threading.Lock()  # the context set and close
         self._contexts = weakref.WeakSet()
         self._domains = None
@@ -160,9 +175,9 @@ class Runtime:
                     c._lock.release()
             # Batches and contexts no live object holds any more (their
             # Context was collected): before the runtime too.
-            self._handle.finish()
-            h, self._handle = self._handle, None
-        del h  # the last holder: destroyed here (its __del__)
+            self._work.finish()
+            w, self._work, self._handle = self._work, None, None
+        del w  # the last holder of the handle, unless arrays or weights hold it
         _bodies.run_later()
 
     def _ptr(self, call):
@@ -210,7 +225,7 @@ class Runtime:
         h = self._ptr("context")
         rc, ptr = _lib.ctx_create(h.ptr, domain)
         check(rc, "nxr_ctx_create")
-        return self._adopt(h, ptr)
+        return self._adopt(ptr)
 
     def context_here(self):
         """A context on the calling thread's domain (placed by taskset, numactl,
@@ -218,10 +233,10 @@ class Runtime:
         h = self._ptr("context_here")
         rc, ptr = _lib.ctx_create_here(h.ptr)
         check(rc, "nxr_ctx_create_here")
-        return self._adopt(h, ptr)
+        return self._adopt(ptr)
 
-    def _adopt(self, h, ptr):
-        c = Context(self, h, ptr)
+    def _adopt(self, ptr):
+        c = Context(self, self._work, ptr)
         with self._lock:
             self._contexts.add(c)
         return c

@@ -202,6 +202,37 @@ class CollectorOrder(unittest.TestCase):
         self.assertNotIn("still open", out)
         self.assertIn("threads back: True", out)
 
+    def test_a_job_whose_tasks_hold_its_runtimes_objects_keeps_them_until_exit(self):
+        # The tasks' function holds the context, an array and packed weights
+        # of the runtime (closure cells), and the job is dropped without a
+        # wait. A task not yet started may still use them, so the collector
+        # must free none of it (a released buffer written, weights freed
+        # under a call): kept until exit, then waited for, and the runtime
+        # destroyed last, with nothing reported.
+        code = (
+            "import gc, os, numpy as np, nxr\n"
+            "idle = len(os.listdir('/proc/self/task'))\n"
+            "import sys\n"
+            "def serve():\n"
+            "    rt = nxr.Runtime(ignore_env=True)\n"
+            "    ctx = rt.context(rt.domains[0].id)\n"
+            "    x = rt.empty(ctx.domain_id, (2, 8))\n"
+            "    x[...] = 1\n"
+            "    w = rt.pack(np.ones((8, 4), np.float32))\n"
+            "    ctx.submit(2, lambda i: print('task:', float(ctx.sgemm_packed(x, w)[0, 0]),\n"
+            "                                  flush=True))\n"
+            "for _ in range(3):\n"
+            "    serve()\n"
+            "    gc.collect()\n"
+            "print('kept:', len(os.listdir('/proc/self/task')) > idle)\n"
+        )
+        rc, out = support.fresh(code)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("kept: True", out)
+        self.assertEqual(out.count("task: 8.0"), 6, out)  # every task ran, by exit at the latest
+        for words in ("still open", "outstanding", "Traceback", "Exception ignored"):
+            self.assertNotIn(words, out)
+
 
 if __name__ == "__main__":
     unittest.main()
