@@ -13,30 +13,25 @@
 
 Errors are nxr.Error (.status: nxr.EINVAL, nxr.NXR_EOVERLAP, ...; .detail:
 the library's detail). The GIL is released inside every nxr call. A context
-is driven by one thread at a time (a second thread gets nxr.Error(EBUSY)).
+is driven by one thread at a time (a second thread gets nxr.Error(EBUSY));
+a body's calls on its own context run in place (nxr._context, "Bodies").
+Counts, sizes and ids are checked before ctypes converts them (EINVAL).
 The library: $NXR_LIBRARY, else the one installed with this package, else
-ctypes.util.find_library("nxr"); its version is checked here, at import.
+ctypes.util.find_library("nxr"); its version is checked at import, before
+any other symbol is bound (an ImportError naming both versions).
+
+Ctrl-C. Python raises KeyboardInterrupt in the main thread only when that
+thread runs Python bytecode, so it is not seen until the current nxr call
+returns (or the main thread runs a body of it, whose KeyboardInterrupt
+the call re-raises once it returned): a parallel_for whose callback never
+returns, or a Job.wait for such a task, cannot be interrupted.
 """
+# Loading _lib checks the library's version (an ImportError naming both
+# versions) before it binds any prototype.
 from nxr import _build, _lib
 from nxr._errors import ERRNOS, NXR_CODES, Error, status_name
 
 __version__ = _build.VERSION
-
-
-def _check_version():
-    want = tuple(int(p) for p in __version__.split("."))
-    have = _lib.version()
-    # Same major (the ABI), and a library at least as new as the package's
-    # release within it (minor releases only add).
-    if have[0] != want[0] or have[:2] < want[:2]:
-        raise ImportError(
-            "nxr %s (the Python package) needs libnxr %d.%d or a later %d.x; %s is %s"
-            % (__version__, want[0], want[1], want[0], _lib.path,
-               _lib.lib.nxr_version_string().decode())
-        )
-
-
-_check_version()
 
 library_path = _lib.path
 library_version = _lib.lib.nxr_version_string().decode()

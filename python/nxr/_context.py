@@ -4,8 +4,28 @@ The thread rule. A context is driven by one thread at a time. The binding
 enforces it: each call takes the context's lock without waiting, and a
 call from a second thread while another is inside one raises
 nxr.Error(EBUSY) instead of entering the library (where it would corrupt
-the context's state). The same thread may call again from inside its own
-call (a parallel_for body run inline). Open one context per thread.
+the context's state). Open one context per thread.
+
+Bodies. A call on a context from a body of that context's operation (a
+parallel_for range, a submitted task) belongs to that operation, whichever
+participant runs the body, the calling thread or a worker: it runs in
+place (nxr's nesting rule), without the lock. close() from such a body is
+refused (EBUSY: the context is in use by the call running the body), and
+what would wait for the operation running the body is refused with
+NXR_EREENTRANT: Job.wait, Runtime.close, closing a context whose jobs are
+not waited for (nxr._bodies). A refused call changes nothing.
+
+Jobs. A submitted batch (_Batch: its nxr_job_t, the callback its tasks
+call, their exceptions) is held from the submit until it is waited for by
+this module (_held), not by the Job or the Context: a task not yet started
+may call the callback, and reach whatever its function reaches, at any
+time until then, so none of that may be collected before (its finalizers
+would run under the task: a released buffer written, a context
+destroyed). Its runtime lists it too (nxr._runtime, "Order"). A context is
+destroyed only after its batches were waited for. Job.wait waits once and
+reports once; a close that waited for a job keeps its outcome for wait().
+A job dropped without a wait is waited for by its context's or runtime's
+close, or at exit; until then it keeps what its tasks' function reaches.
 
 Concurrency. The library is loaded with ctypes.CDLL, which releases the
 GIL for every foreign call: threads driving different contexts run their
@@ -20,13 +40,14 @@ library's own checks (an output overlapping an input, ...) raise with its
 detail. An output left as None is allocated in the context's domain
 memory (empty()).
 """
+import atexit
 import contextlib
 import ctypes
 import threading
 import weakref
 
-from nxr import _lib, _memory
-from nxr._errors import ERRNOS, Error, check, invalid
+from nxr import _args, _bodies, _lib, _memory
+from nxr._errors import ERRNOS, NXR_CODES, Error, check, invalid
 
 _ACTIVATIONS = {
     None: _lib.ACTIVATION_NONE,
@@ -58,41 +79,136 @@ def f32(call, name, a, ndim=None, shape=None, writable=False):
     return a.ctypes.data
 
 
+def _reentrant(call, detail):
+    return Error(NXR_CODES["NXR_EREENTRANT"], "%s: %s" % (call, detail), call)
+
+
+# Every batch submitted and not yet waited for (see "Jobs"): a root.
+_held = set()
+
+
+def _wait_held_at_exit():
+    # Before the finalizers' exit hook: those free buffers, weights and
+    # contexts that a task still queued may use.
+    for b in list(_held):
+        try:
+            b.finish(set())
+        except Exception:  # noqa: BLE001 -- exiting: the others still go
+            pass
+
+
+# weakref.finalize registers its exit hook with the first finalizer made;
+# one made now puts it before ours, and atexit runs ours first.
+weakref.finalize(_wait_held_at_exit, lambda: None)
+atexit.register(_wait_held_at_exit)
+
+
+class _Batch:
+    """One nxr_submit: its nxr_job_t (None once waited for), the callback its
+    tasks call (kept until then), their exceptions, the token of the context
+    that submitted it, and nxr_job_wait's status and detail once waited."""
+
+    def __init__(self, ptr, callback, errors, owner):
+        self.ptr, self.callback, self.errors, self.owner = ptr, callback, errors, owner
+        self.lock = threading.Lock()  # one nxr_job_wait; its outcome
+        self.rc, self.detail = 0, ""
+        self.reported = False  # Job.wait gave the outcome
+
+    def finish(self, batches):
+        """Waits for the batch unless done (outside every body); keeps the
+        outcome and drops it from batches (its runtime's)."""
+        callback = None
+        with self.lock:
+            if self.ptr is not None:
+                rc = _lib.lib.nxr_job_wait(self.ptr)
+                detail = _lib.last_error() if rc else ""
+                if rc == NXR_CODES["NXR_EREENTRANT"]:
+                    # Refused, the job left as it was (a body this binding
+                    # did not run): wait later.
+                    raise Error(rc, detail, "nxr_job_wait")
+                callback, self.callback = self.callback, None
+                self.ptr, self.rc, self.detail = None, rc, detail
+        batches.discard(self)
+        _held.discard(self)
+        # Dropped last, outside the lock: the tasks' function may hold the
+        # last reference to a runtime, whose teardown finishes its batches
+        # (this one among them) right here.
+        del callback
+
+
 class Job:
     """A batch submitted with Context.submit; wait() for it exactly once."""
 
-    def __init__(self, ctx, ptr, callback, errors):
-        self._ctx, self._ptr, self._callback, self._errors = ctx, ptr, callback, errors
-        self._lock = threading.Lock()
+    def __init__(self, ctx, batch):
+        # ctx: held, so that its runtime (and the batch's nxr_job_t) stays.
+        self._ctx, self._batch = ctx, batch
 
     def wait(self):
         """Blocks (GIL released) until every task ran; re-raises the first
-        task's exception, or raises nxr.Error for nxr's failure."""
-        with self._lock:
-            if self._ptr is None:
+        task's exception, or raises nxr.Error for nxr's failure. Inside a
+        body: nxr.Error(NXR_EREENTRANT), the job left to wait for later."""
+        b = self._batch
+        if _bodies.inside():
+            raise _reentrant("Job.wait", "called inside a body, where it could wait for the very "
+                             "worker it runs on; the job is left as it was: wait outside every body")
+        with b.lock:
+            if b.reported:
                 raise invalid("Job.wait", "this job was already waited for")
-            ptr, self._ptr = self._ptr, None
-        rc = _lib.lib.nxr_job_wait(ptr)
-        self._ctx._runtime._jobs.discard(self)
-        if self._errors:
-            raise self._errors[0]
-        check(rc, "nxr_job_wait")
+        b.finish(self._ctx._batches)  # a no-op when close() waited for it already
+        with b.lock:
+            if b.reported:  # another thread's wait() reported it meanwhile
+                raise invalid("Job.wait", "this job was already waited for")
+            b.reported = True
+        _bodies.run_later()
+        if b.errors:
+            raise b.errors[0]
+        if b.rc != 0:
+            raise Error(b.rc, b.detail, "nxr_job_wait")
+
+
+def close_context(ptr, open_contexts, batches_ref=None, token=None):
+    """nxr_ctx_destroy(ptr) once, by whichever comes first: Context.close, the
+    collector (the context's finalizer) or its runtime's teardown. The
+    finalizer's call leaves a context whose batches still run to its
+    runtime's teardown (their tasks may call it), which waits for them
+    first; so does it when the batches are garbage too (batches_ref, weak:
+    a finalizer's arguments must not reach the tasks' function, or nothing
+    it reaches would ever be collected)."""
+    if batches_ref is not None:
+        batches = batches_ref()
+        if batches is None or any(b.owner is token and b.ptr is not None for b in list(batches)):
+            return
+    try:
+        open_contexts.remove(ptr)
+    except KeyError:
+        return  # destroyed already
+    _lib.lib.nxr_ctx_destroy(ptr)
 
 
 class Context:
     """A context on one domain; made by Runtime.context / context_here."""
 
-    def __init__(self, runtime, ptr):
+    def __init__(self, runtime, work, ptr):
         self._runtime = runtime
         self._ptr = ptr
-        self._lock = threading.RLock()
+        # Held by the driver inside a call; never by a body's call.
+        self._lock = threading.Lock()
+        # Names this context in the batches it submits and the bodies its
+        # operations run (nxr._bodies); holds nothing.
+        self._token = object()
+        # The runtime's sets (nxr._runtime._Work; not the _Work itself: a
+        # Context must not keep a closed runtime from going).
+        self._batches = work.batches
         d = _lib.lib.nxr_ctx_domain(ptr)
         self._domain = d
         self.domain_id = _lib.lib.nxr_domain_id(d)
         self.node = _lib.lib.nxr_domain_node(d)
-        # A context dropped without close() is destroyed when collected
-        # (it holds its Runtime, so before the runtime goes).
-        self._finalizer = weakref.finalize(self, _lib.lib.nxr_ctx_destroy, ptr)
+        # A context dropped without close() is destroyed when collected;
+        # its runtime's teardown destroys it first if the collector takes
+        # the runtime first (a cycle through a job's callback).
+        work.contexts.add(ptr.value)
+        self._finalizer = weakref.finalize(self, close_context, ptr.value, work.contexts,
+                                           weakref.ref(work.batches), self._token)
 
     def __repr__(self):
         return "<nxr.Context domain %d%s>" % (self.domain_id, " closed" if self._ptr is None else "")
@@ -106,22 +222,37 @@ class Context:
         return False
 
     def close(self):
-        """Waits for its submitted jobs and destroys the context; a no-op once
-        closed (also by its runtime's close). nxr.Error(EBUSY) while another
-        thread is inside a call on it."""
+        """Waits for its submitted jobs (their outcome kept for Job.wait) and
+        destroys the context; a no-op once closed (also by its runtime's
+        close). nxr.Error(EBUSY) while another thread is inside a call on
+        it, or from a body of one of its own operations; NXR_EREENTRANT
+        from any other body while a job of it is not waited for. A refused
+        close changes nothing."""
+        if _bodies.inside_of(self._token):
+            raise Error(
+                ERRNOS["EBUSY"],
+                "close: called inside a body of an operation of the context of domain %d, "
+                "which is using it; close it once that call returned (it is left open)"
+                % self.domain_id,
+                "close",
+            )
         if not self._lock.acquire(blocking=False):
             raise self._busy("close")
         try:
             self._destroy()
         finally:
             self._lock.release()
+        _bodies.run_later()
 
-    def _destroy(self):  # under self._lock
-        for job in [j for j in list(self._runtime._jobs) if j._ctx is self]:
-            try:
-                job.wait()
-            except Exception:
-                pass  # its owner did not wait for it; closing must go on
+    def _destroy(self):  # under self._lock, outside the bodies of its own operations
+        mine = [b for b in list(self._batches) if b.owner is self._token]
+        if mine and _bodies.inside():
+            raise _reentrant("close", "called inside a body with %d job(s) of the context of "
+                             "domain %d not waited for; waiting there could wait for the very "
+                             "worker it runs on (the context is left open)"
+                             % (len(mine), self.domain_id))
+        for b in mine:
+            b.finish(self._batches)
         if self._ptr is not None:
             self._finalizer()  # nxr_ctx_destroy, once
             self._ptr = None
@@ -136,6 +267,13 @@ class Context:
 
     @contextlib.contextmanager
     def _driving(self, call):
+        if _bodies.inside_of(self._token):
+            # From a body of this context's operation: part of that
+            # operation, in place, whichever participant runs the body (the
+            # driver holds the lock; the context stays open until the
+            # operation ended: close waits for its jobs, refuses in a call).
+            yield self._ptr
+            return
         # Never waits: a second driver is refused, not queued (the thread rule).
         if not self._lock.acquire(blocking=False):
             raise self._busy(call)
@@ -146,6 +284,7 @@ class Context:
             yield self._ptr
         finally:
             self._lock.release()
+            _bodies.run_later()
 
     def _call(self, call, fn, *args):
         with self._driving(call) as ptr:
@@ -184,14 +323,17 @@ class Context:
         """Calls fn(begin, end) over [0, n) on the domain's threads, each range
         whole chunks of `grain` (0: one range per participant, split evenly).
         fn runs under the GIL; the first exception it raises is raised here
-        after every range ran."""
-        errors = []
+        after every range ran. n and grain: ints in [0, sys.maxsize]."""
+        n = _args.count("parallel_for", "n", n)
+        grain = _args.count("parallel_for", "grain", grain)
+        errors, token = [], self._token
 
         def body(_arg, begin, end, _worker):
-            try:
-                fn(begin, end)
-            except BaseException as e:  # noqa: B902 -- carried to the caller
-                errors.append(e)
+            with _bodies.running(token):
+                try:
+                    fn(begin, end)
+                except BaseException as e:  # noqa: B902 -- carried to the caller
+                    errors.append(e)
 
         cb = _lib.FOR_FN(body)
         self._call("nxr_parallel_for", _lib.lib.nxr_parallel_for, 0, n, grain, cb, None)
@@ -201,25 +343,30 @@ class Context:
     def submit(self, count, fn):
         """Runs fn(index) for index in [0, count) asynchronously on the domain's
         workers; returns a Job to wait() for. A task that raises stops the
-        tasks not yet started; wait() re-raises its exception."""
-        errors = []
+        tasks not yet started; wait() re-raises its exception. count: an int
+        in [0, sys.maxsize]."""
+        count = _args.count("submit", "count", count)
+        errors, token = [], self._token
 
         def task(_arg, index):
-            try:
-                fn(index)
-                return 0
-            except BaseException as e:  # noqa: B902 -- carried to wait()
-                errors.append(e)
-                return ERRNOS["EAGAIN"]
+            with _bodies.running(token):
+                try:
+                    fn(index)
+                    return 0
+                except BaseException as e:  # noqa: B902 -- carried to wait()
+                    errors.append(e)
+                    return ERRNOS["EAGAIN"]
 
         cb = _lib.TASK_FN(task)
         out = ctypes.c_void_p()
         self._call("nxr_submit", _lib.lib.nxr_submit, count, cb, None, ctypes.byref(out))
-        job = Job(self, out, cb, errors)
-        # Held by the runtime until waited for: the callback (and this
-        # context) must outlive the tasks; Runtime.close waits for it.
-        self._runtime._jobs.add(job)
-        return job
+        # Held until waited for (by Job.wait, this context's close, the
+        # runtime's close or teardown, or at exit): the callback, and what
+        # it reaches, must outlive the tasks ("Jobs").
+        batch = _Batch(out, cb, errors, token)
+        _held.add(batch)
+        self._batches.add(batch)
+        return Job(self, batch)
 
     # ---- kernels -------------------------------------------------------------
     def sgemm(self, a, b, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
@@ -270,8 +417,6 @@ class Context:
 
         if not isinstance(weights, Weights):
             raise invalid(call, "weights: expected nxr.Weights, got %s" % type(weights).__name__)
-        if weights.closed:
-            raise invalid(call, "weights: closed")
         g = _lib.SgemmPackedArgs()
         g.a = f32(call, "a", a, ndim=(1, 2))
         if a.ndim == 1 and trans_a:
@@ -281,14 +426,18 @@ class Context:
         if k != weights.k:
             raise invalid(call, "a: shape %s does not follow the weights' k = %d" % (a.shape, weights.k))
         g.trans_a, g.m, g.lda = bool(trans_a), m, a2.shape[1]
-        g.w, g.alpha, g.beta, g.ldc = weights.ptr, alpha, beta, weights.n
+        g.alpha, g.beta, g.ldc = alpha, beta, weights.n
         if out is None and beta != 0:
             raise invalid(call, "beta %g reads out, which was not given" % beta)
-        out = self._out(call, out, (weights.n,) if a.ndim == 1 else (m, weights.n))
-        g.c = out.ctypes.data
-        ep = self._epilogue(call, bias, activation, weights.n) or _lib.SgemmEpilogue()
-        self._call("nxr_sgemm_packed", _lib.lib.nxr_sgemm_packed, ctypes.byref(g),
-                   ctypes.byref(ep))
+        # Held from here to the call's return: Weights.close is refused
+        # meanwhile, whichever thread calls it (nxr._weights, "In use").
+        with weights._use(call) as wptr:
+            out = self._out(call, out, (weights.n,) if a.ndim == 1 else (m, weights.n))
+            g.c = out.ctypes.data
+            g.w = wptr
+            ep = self._epilogue(call, bias, activation, weights.n) or _lib.SgemmEpilogue()
+            self._call("nxr_sgemm_packed", _lib.lib.nxr_sgemm_packed, ctypes.byref(g),
+                       ctypes.byref(ep))
         return out
 
     def _epilogue(self, call, bias, activation, n):

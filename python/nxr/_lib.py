@@ -11,7 +11,11 @@ works); ctypes.util.find_library("nxr"). It is opened with ctypes.CDLL,
 which releases the GIL for the duration of every foreign call: two Python
 threads driving two contexts run their kernels at the same time, and a
 worker calling back into Python (parallel_for, submit) can take the GIL
-while the driver waits inside nxr.
+while the driver waits inside nxr. Its version is checked before any
+prototype but the version calls is bound: a library too old for this
+package is an ImportError naming both versions (not an AttributeError for
+the first symbol it lacks), and a symbol missing from a library of the
+right version is an ImportError naming it.
 
 Struct mirrors follow the installed headers field by field; the tests
 compile a C program against those headers and compare every offset and
@@ -241,23 +245,53 @@ def _load():
     )
 
 
-lib, path = _load()
-for _name, (_res, _args) in _PROTOTYPES.items():
-    _fn = getattr(lib, _name)
-    _fn.restype = _res
-    _fn.argtypes = _args
-del _name, _res, _args, _fn
+# What every libnxr exports, whatever its version: bound first, so that the
+# version is checked before any other symbol is looked up (an older library
+# lacks some: the ImportError below names both versions, not the symbol).
+_VERSION_PROTOTYPES = ("nxr_version", "nxr_version_string")
 
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [c_void_p]
-_libc.free.restype = None
-free = _libc.free
+
+def _bind(names):
+    for name in names:
+        res, args = _PROTOTYPES[name]
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise ImportError(
+                "nxr %s (the Python package): %s (libnxr %s) lacks %s"
+                % (_build.VERSION, path, lib.nxr_version_string().decode(), name)
+            ) from None
+        fn.restype, fn.argtypes = res, args
 
 
 def version():
     """(major, minor, patch) of the loaded library."""
     v = lib.nxr_version()
     return (v >> 16) & 0xFF, (v >> 8) & 0xFF, v & 0xFF
+
+
+def _check_version():
+    want = tuple(int(p) for p in _build.VERSION.split("."))
+    have = version()
+    # Same major (the ABI), and a library at least as new as the package's
+    # release within it (minor releases only add).
+    if have[0] != want[0] or have[:2] < want[:2]:
+        raise ImportError(
+            "nxr %s (the Python package) needs libnxr %d.%d or a later %d.x; %s is %s"
+            % (_build.VERSION, want[0], want[1], want[0], path,
+               lib.nxr_version_string().decode())
+        )
+
+
+lib, path = _load()
+_bind(_VERSION_PROTOTYPES)
+_check_version()
+_bind(n for n in _PROTOTYPES if n not in _VERSION_PROTOTYPES)
+
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [c_void_p]
+_libc.free.restype = None
+free = _libc.free
 
 
 # ---- the calls that create something --------------------------------------

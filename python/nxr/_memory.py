@@ -9,11 +9,9 @@ releases the buffer when the last array over it is collected, and holds
 the runtime until then (nxr._runtime, "Lifetime").
 """
 import ctypes
-import math
-import operator
 import weakref
 
-from nxr import _lib
+from nxr import _args, _lib
 from nxr._errors import NXR_CODES, Error, check, invalid
 
 try:
@@ -39,19 +37,15 @@ def _release(buffer, handle):
 def empty(handle, domain, call, shape, dtype):
     need_numpy(call)
     dtype = numpy.dtype(numpy.float32 if dtype is None else dtype)
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(operator.index(s) for s in shape)
-    except (TypeError, ValueError):
-        raise invalid(call, "shape must be an int or a tuple of ints, got %r" % (shape,))
-    if any(s < 0 for s in shape):
-        raise invalid(call, "shape %r has a negative dimension" % (shape,))
-    count = math.prod(shape)
+    shape, count = _args.shape(call, shape, dtype.itemsize)
     size = max(count * dtype.itemsize, 1)  # a buffer of 0 bytes is EINVAL
     buf = ctypes.c_void_p()
     check(_lib.lib.nxr_buffer_acquire(domain, size, ctypes.byref(buf)), "nxr_buffer_acquire")
-    owner = (ctypes.c_char * size).from_address(_lib.lib.nxr_buffer_data(buf))
+    try:
+        owner = (ctypes.c_char * size).from_address(_lib.lib.nxr_buffer_data(buf))
+    except BaseException:
+        _lib.lib.nxr_buffer_release(buf)  # a failed call leaves no buffer behind
+        raise
     weakref.finalize(owner, _release, buf.value, handle)
     return numpy.frombuffer(owner, dtype=dtype, count=count).reshape(shape)
 

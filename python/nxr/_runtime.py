@@ -9,6 +9,24 @@ runs then and there (its workers joined before close() returns); otherwise
 it runs when the last array or weights object is collected, so an array
 that outlives its `with` block stays valid memory. Every call on a closed
 Runtime, or on one of its contexts, raises nxr.Error(EINVAL).
+
+Order. The runtime goes after its contexts and its submitted batches,
+whatever the collector does. Two objects: the _Handle owns only the
+nxr_runtime_t * (arrays and weights hold it, from their finalizers'
+arguments, so it must reach nothing of the user's); the _Work, held by the
+Runtime, lists the batches not yet waited for (nxr._context keeps them
+alive until then, "Jobs") and the pointers of the contexts not yet
+destroyed, and holds the _Handle. The _Work's teardown (its __del__: after
+every weakref finalizer of the same garbage, so a context's own finalizer
+comes first; or its exit finalizer) waits for those batches and destroys
+those contexts; only then does it let go of the _Handle, whose finalizer
+destroys the runtime once no array or weights object holds it either.
+
+Inside a body. close() inside a body raises nxr.Error(NXR_EREENTRANT) and
+changes nothing (nxr_runtime_destroy would wait for the operation running
+the body); a teardown the collector starts inside a body (the last array
+of a closed runtime dropped there) runs once the call that ran the body
+returned (nxr._bodies).
 """
 import collections
 import ctypes
@@ -16,21 +34,67 @@ import json
 import threading
 import weakref
 
-from nxr import _lib, _memory
-from nxr._errors import ERRNOS, Error, check
-from nxr._context import Context
+from nxr import _args, _bodies, _lib, _memory
+from nxr._errors import ERRNOS, NXR_CODES, Error, check
+from nxr._context import Context, close_context
 from nxr._weights import Weights
 
 Domain = collections.namedtuple("Domain", "id node cpus workers budget")
 Domain.__doc__ = "A domain of a runtime: OS node (-1: none), CPU ids, workers, thread budget."
 
 
+def _finish(contexts, batches, handle=None):
+    """Waits for the batches not waited for, then destroys the contexts not
+    destroyed (outside every body); then lets go of handle (the caller's
+    last use of it)."""
+    for b in list(batches):
+        b.finish(batches)
+    for c in list(contexts):
+        close_context(c, contexts)
+
+
+def _destroy_runtime(ptr):
+    _bodies.later(_lib.lib.nxr_runtime_destroy, ptr)
+
+
 class _Handle:
-    """Owns an nxr_runtime_t *: destroyed when the last holder lets go."""
+    """Owns an nxr_runtime_t *: destroyed when the last holder lets go (the
+    _Work, arrays, weights); holds nothing else."""
 
     def __init__(self, ptr):
         self.ptr = ptr
-        self._destroy = weakref.finalize(self, _lib.lib.nxr_runtime_destroy, ptr)
+        self._destroy = weakref.finalize(self, _destroy_runtime, ptr)
+
+
+def _work_at_exit(ref):
+    w = ref()
+    if w is not None:  # else its __del__ ran
+        w.__del__()
+
+
+class _Work:
+    """What must go before the runtime: the batches not waited for and the
+    contexts not destroyed (see "Order"); holds the _Handle until they went."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.contexts = set()  # nxr_ctx_t * values not destroyed yet
+        self.batches = set()  # nxr._context._Batch not waited for yet
+        self._gone = False
+        # Created after the handle's: at exit it runs first (reverse order).
+        # A weak reference: the finalizer must not keep this alive.
+        self._exit = weakref.finalize(self, _work_at_exit, weakref.ref(self))
+
+    def finish(self):
+        _finish(self.contexts, self.batches)
+
+    def __del__(self):
+        if self._gone:
+            return
+        self._gone = True
+        # The sets and the handle ride along: a teardown kept for later
+        # keeps the batches' callbacks, and the runtime, until it ran.
+        _bodies.later(_finish, self.contexts, self.batches, self.handle)
 
 
 class Runtime:
@@ -52,16 +116,14 @@ class Runtime:
         enc = [s.encode() if s is not None else None for s in (domains, topology)]
         opts.domains, opts.topology = enc
         if num_threads is not None:
-            if not isinstance(num_threads, int) or num_threads < 1:
-                raise Error(ERRNOS["EINVAL"], "Runtime: num_threads must be an int >= 1", "Runtime")
-            opts.num_threads = num_threads
+            opts.num_threads = _args.c_int("Runtime", "num_threads", num_threads, low=1)
         opts.ignore_env = bool(ignore_env)
         rc, ptr = _lib.runtime_create(opts)
         check(rc, "nxr_runtime_create")
         self._handle = _Handle(ptr)
+        self._work = _Work(self._handle)
         self._lock = threading.Lock()  # the context set and close
         self._contexts = weakref.WeakSet()
-        self._jobs = set()  # submitted and not yet waited for (Context.submit)
         self._domains = None
 
     # ---- lifetime ----------------------------------------------------
@@ -77,11 +139,20 @@ class Runtime:
         return self._handle is None
 
     def close(self):
-        """Destroys every context opened on this runtime, then lets go of the
-        runtime (destroyed now, or when the last array or weights object
-        from it goes). Raises nxr.Error(EBUSY) and changes nothing when
-        another thread is inside a call on one of its contexts. A second
-        close is a no-op."""
+        """Waits for the jobs submitted on it, destroys every context opened on
+        it, then lets go of the runtime (destroyed now, or when the last
+        array or weights object from it goes). Raises nxr.Error(EBUSY) when
+        another thread is inside a call on one of its contexts, and
+        NXR_EREENTRANT inside a body; a refused close changes nothing. A
+        second close is a no-op."""
+        if _bodies.inside():
+            raise Error(
+                NXR_CODES["NXR_EREENTRANT"],
+                "Runtime.close: called inside a body, where destroying a runtime would wait "
+                "for the operation running it; the runtime is left open: close it outside "
+                "every body",
+                "Runtime.close",
+            )
         with self._lock:
             if self._handle is None:
                 return
@@ -102,7 +173,12 @@ class Runtime:
             finally:
                 for c in held:
                     c._lock.release()
-            self._handle = None
+            # Batches and contexts no live object holds any more (their
+            # Context was collected): before the runtime too.
+            self._work.finish()
+            w, self._work, self._handle = self._work, None, None
+        del w  # the last holder of the handle, unless arrays or weights hold it
+        _bodies.run_later()
 
     def _ptr(self, call):
         h = self._handle
@@ -135,6 +211,7 @@ class Runtime:
         return list(self._domains)
 
     def _domain_ptr(self, call, domain_id):
+        domain_id = _args.c_int(call, "domain", domain_id)
         h = self._ptr(call)
         d = ctypes.c_void_p()
         check(_lib.lib.nxr_runtime_domain(h.ptr, domain_id, ctypes.byref(d)), call)
@@ -144,8 +221,7 @@ class Runtime:
     def context(self, domain):
         """A context on domain id `domain` (an id of rt.domains): the handle one
         thread drives that domain's work and kernels through."""
-        if not isinstance(domain, int):
-            raise Error(ERRNOS["EINVAL"], "context: domain must be an int id", "context")
+        domain = _args.c_int("context", "domain", domain)
         h = self._ptr("context")
         rc, ptr = _lib.ctx_create(h.ptr, domain)
         check(rc, "nxr_ctx_create")
@@ -160,7 +236,7 @@ class Runtime:
         return self._adopt(ptr)
 
     def _adopt(self, ptr):
-        c = Context(self, ptr)
+        c = Context(self, self._work, ptr)
         with self._lock:
             self._contexts.add(c)
         return c

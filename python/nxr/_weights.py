@@ -6,12 +6,19 @@ of the context's domain, packing nothing per call, with the same bits as
 ctx.sgemm(x, w). The caller's w may be dropped after pack. The copies are
 freed by close() or when the object is collected; the runtime stays until
 then (nxr._runtime, "Lifetime").
+
+In use. Every call that reads the copies (ctx.sgemm_packed) holds the
+object for its duration (_use); close() while a call holds it, from any
+thread, raises nxr.Error(EBUSY) and frees nothing: close once the calls
+returned (a call after close raises nxr.Error(EINVAL), "closed").
 """
+import contextlib
 import ctypes
+import threading
 import weakref
 
-from nxr import _lib
-from nxr._errors import check, invalid
+from nxr import _args, _lib
+from nxr._errors import ERRNOS, Error, check, invalid
 from nxr._memory import need_numpy
 
 
@@ -31,9 +38,10 @@ class Weights:
         ids = None
         if domains is not None:
             try:
-                ids = (ctypes.c_int * len(domains))(*domains)
+                domains = [_args.c_int("pack", "domains[%d]" % i, d) for i, d in enumerate(domains)]
             except TypeError:
                 raise invalid("pack", "domains must be a sequence of int ids, got %r" % (domains,))
+            ids = (ctypes.c_int * len(domains))(*domains)
             desc.domain_ids = ids
             desc.domain_count = len(domains)
         out = ctypes.c_void_p()
@@ -45,10 +53,34 @@ class Weights:
         self.k, self.n = desc.k, desc.n
         # handle rides along: the runtime outlives its weights.
         self._free = weakref.finalize(self, _destroy, out, handle)
+        self._lock = threading.Lock()  # users and close
+        self._users = 0  # calls holding the copies now
+
+    @contextlib.contextmanager
+    def _use(self, call):
+        """Holds the copies for one call: close() is refused until it returns."""
+        with self._lock:
+            if not self._free.alive:
+                raise invalid(call, "weights: closed")
+            self._users += 1
+        try:
+            yield self.ptr
+        finally:
+            with self._lock:
+                self._users -= 1
 
     def close(self):
-        """Frees every copy now (not while a call against them runs)."""
-        self._free()
+        """Frees every copy now; a no-op once closed. nxr.Error(EBUSY), nothing
+        freed, while a call (on any thread) is using them."""
+        with self._lock:
+            if self._users:
+                raise Error(
+                    ERRNOS["EBUSY"],
+                    "Weights.close: in use by %d call(s) (ctx.sgemm_packed); close them after "
+                    "the calls returned" % self._users,
+                    "Weights.close",
+                )
+            self._free()
 
     @property
     def closed(self):

@@ -62,6 +62,51 @@ class Load(unittest.TestCase):
         finally:
             shutil.rmtree(tmp)
 
+    def stub_library(self, tmp, version):
+        """A shared object with only what an older libnxr exports for the
+        version check (nxr_version, nxr_version_string, nxr_strerror), built
+        here with cc."""
+        import subprocess
+
+        major, minor, patch = version
+        src = os.path.join(tmp, "stub.c")
+        with open(src, "w") as f:
+            f.write("unsigned nxr_version(void) { return %du << 16 | %du << 8 | %du; }\n"
+                    "const char *nxr_version_string(void) { return \"%d.%d.%d\"; }\n"
+                    "const char *nxr_strerror(int s) { (void)s; return \"stub\"; }\n"
+                    % (major, minor, patch, major, minor, patch))
+        so = os.path.join(tmp, "libnxr_stub.so")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", so, src], check=True)
+        return so
+
+    def test_an_older_library_fails_the_import_naming_both_versions(self):
+        # Its symbols are not the package's: the version is checked before
+        # any other prototype is bound (else: AttributeError, undefined
+        # symbol nxr_last_error).
+        tmp = tempfile.mkdtemp()
+        try:
+            so = self.stub_library(tmp, (0, 9, 3))
+            rc, out = support.fresh("import nxr", env={"NXR_LIBRARY": so})
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("ImportError: nxr %s (the Python package) needs libnxr" % nxr.__version__, out)
+            self.assertIn("0.9.3", out)
+            self.assertNotIn("AttributeError", out)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_a_library_without_a_symbol_the_package_needs_fails_the_import_naming_it(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            so = self.stub_library(tmp, tuple(int(p) for p in nxr.__version__.split(".")))
+            rc, out = support.fresh("import nxr", env={"NXR_LIBRARY": so})
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("ImportError", out)
+            self.assertIn("nxr_last_error", out)
+            self.assertIn(so, out)
+            self.assertNotIn("AttributeError", out)
+        finally:
+            shutil.rmtree(tmp)
+
     def test_without_numpy_runtimes_work_and_arrays_say_why_not(self):
         code = (
             "import sys; sys.modules['numpy'] = None\n"

@@ -131,5 +131,108 @@ class RuntimeBadInput(unittest.TestCase):
             self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), 0)
 
 
+class SizesAndIds(unittest.TestCase):
+    """Every count, size and id is checked in Python before the library sees
+    it: ctypes would wrap a negative or too large value silently (-1 as a
+    size_t is 2**64 - 1 tasks; 2**32 as an int is domain 0)."""
+
+    def refused(self, name, call):
+        with self.assertRaises(nxr.Error) as e:
+            call()
+        self.assertEqual(e.exception.status, nxr.EINVAL, str(e.exception))
+        self.assertIn(name, e.exception.detail)
+
+    def test_counts_sizes_and_ids_out_of_range_are_refused_naming_them(self):
+        import numpy as np
+
+        idle = support.threads()
+        rt = support.runtime()
+        ctx = rt.context(rt.domains[0].id)
+        ran = []
+
+        def record(*args):
+            ran.append(args)
+            raise KeyError("ran")  # a batch that got through ends at once
+
+        big = 2 ** 64 + 1
+        for name, call in (("count", lambda: ctx.submit(-1, record)),
+                           ("count", lambda: ctx.submit(big, record)),
+                           ("count", lambda: ctx.submit(2.0, record)),
+                           ("count", lambda: ctx.submit(True, record)),
+                           ("n", lambda: ctx.parallel_for(-1, record)),
+                           ("n", lambda: ctx.parallel_for(big, record)),
+                           ("grain", lambda: ctx.parallel_for(4, record, grain=-1)),
+                           ("domain", lambda: rt.context(2 ** 32)),
+                           ("domain", lambda: rt.context(-2 ** 31 - 1)),
+                           ("domain", lambda: rt.empty(2 ** 32, 4)),
+                           ("domains", lambda: rt.pack(np.ones((4, 4), np.float32),
+                                                       domains=[2 ** 32])),
+                           ("shape", lambda: ctx.empty((2 ** 62, 8))),
+                           ("shape", lambda: ctx.empty((big,))),
+                           ("num_threads", lambda: nxr.Runtime(num_threads=2 ** 32,
+                                                              ignore_env=True))):
+            with self.subTest(name=name):
+                self.refused(name, call)
+        self.assertEqual(ran, [])
+        self.assertEqual(sum(d["contexts"] for d in rt.info()["domains"]), 1)
+        self.assertEqual(support.outstanding(rt), 0)
+        rt.close()  # nothing was submitted: it returns at once
+        self.assertEqual(support.threads(), idle)
+
+
+class CollectorOrder(unittest.TestCase):
+    def test_a_job_never_waited_for_the_runtime_still_goes_after_its_contexts(self):
+        # A job keeps its context and runtime reachable from the runtime's
+        # own bookkeeping: a cycle, which only the collector frees, in an
+        # order of its choosing. The runtime must still go last.
+        code = (
+            "import gc, os, nxr\n"
+            "gc.disable()\n"
+            "idle = len(os.listdir('/proc/self/task'))\n"
+            "for _ in range(3):\n"
+            "    rt = nxr.Runtime(ignore_env=True)\n"
+            "    ctx = rt.context(rt.domains[0].id)\n"
+            "    job = ctx.submit(2, lambda i: ctx.sum(rt.empty(ctx.domain_id, 4)))\n"
+            "    del rt, ctx, job\n"
+            "    gc.collect()\n"
+            "print('threads back:', len(os.listdir('/proc/self/task')) == idle)\n"
+        )
+        rc, out = support.fresh(code)
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("still open", out)
+        self.assertIn("threads back: True", out)
+
+    def test_a_job_whose_tasks_hold_its_runtimes_objects_keeps_them_until_exit(self):
+        # The tasks' function holds the context, an array and packed weights
+        # of the runtime (closure cells), and the job is dropped without a
+        # wait. A task not yet started may still use them, so the collector
+        # must free none of it (a released buffer written, weights freed
+        # under a call): kept until exit, then waited for, and the runtime
+        # destroyed last, with nothing reported.
+        code = (
+            "import gc, os, numpy as np, nxr\n"
+            "idle = len(os.listdir('/proc/self/task'))\n"
+            "import sys\n"
+            "def serve():\n"
+            "    rt = nxr.Runtime(ignore_env=True)\n"
+            "    ctx = rt.context(rt.domains[0].id)\n"
+            "    x = rt.empty(ctx.domain_id, (2, 8))\n"
+            "    x[...] = 1\n"
+            "    w = rt.pack(np.ones((8, 4), np.float32))\n"
+            "    ctx.submit(2, lambda i: print('task:', float(ctx.sgemm_packed(x, w)[0, 0]),\n"
+            "                                  flush=True))\n"
+            "for _ in range(3):\n"
+            "    serve()\n"
+            "    gc.collect()\n"
+            "print('kept:', len(os.listdir('/proc/self/task')) > idle)\n"
+        )
+        rc, out = support.fresh(code)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("kept: True", out)
+        self.assertEqual(out.count("task: 8.0"), 6, out)  # every task ran, by exit at the latest
+        for words in ("still open", "outstanding", "Traceback", "Exception ignored"):
+            self.assertNotIn(words, out)
+
+
 if __name__ == "__main__":
     unittest.main()
