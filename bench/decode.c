@@ -14,7 +14,10 @@
  * round) with the read after them; figures are medians over the rounds.
  * tok/s counts decode steps (the prompt's included: each reads all the
  * weights); weight GB/s is a step's weight bytes times steps per second;
- * the fraction of the limit is nxr's weight GB/s over the read's.
+ * the fraction of the limit is nxr's weight GB/s over the read's. The same
+ * read on the OpenMP engine's threads is printed beside it (omp_read_gbs):
+ * nxr's workers are pinned, OpenMP's are not, and on a machine shared with
+ * other tenants the two can differ.
  *
  *   bazel run //bench:decode -- [--shape 15m|110m] [--dim D --hidden H
  *       --layers L --heads N --kv-heads K --vocab V --seq S] [--tokens N]
@@ -29,7 +32,7 @@
  * layers, 4 heads over 2 KV heads, vocab 512), 8 tokens, one round.
  * --json: one object {shape, dims, weights, threads, tokens, steps, rounds,
  * step_weight_bytes, nxr {tok_s, weight_gbs, step_us {projections,
- * attention, rest, gaps}}, omp {tok_s, weight_gbs}, read_gbs,
+ * attention, rest, gaps}}, omp {tok_s, weight_gbs}, read_gbs, omp_read_gbs,
  * fraction_of_limit, omp_fraction_of_limit, nxr_vs_omp, tokens_match,
  * load}. Exit status 1 when the engines' tokens differ.
  */
@@ -173,6 +176,16 @@ static double read_once(nxr_ctx_t *ctx, const struct decode_model *m)
     return t;
 }
 
+static volatile float read_sink;
+
+/* The same read on the OpenMP engine's threads (decode_omp_read). */
+static double omp_read_once(const struct decode_model *m, int threads)
+{
+    const double t0 = bench_now();
+    read_sink = decode_omp_read(m->streamed, m->streamed_floats, threads);
+    return bench_now() - t0;
+}
+
 /* ---- the rounds -------------------------------------------------------------------------- */
 
 /* Between the engines: long enough for the other family's threads to stop
@@ -262,7 +275,7 @@ int main(int argc, char **argv)
 
     const size_t steps = DECODE_PROMPT_LEN - 1 + o.tokens;
     const double bytes = (double)decode_step_bytes(&model);
-    double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_read[MAX_ROUNDS];
+    double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_read[MAX_ROUNDS], t_omp_read[MAX_ROUNDS];
     struct decode_nxr_times tm = {0};
     for (int i = 0; i < o.rounds; i++) {
         settle();
@@ -283,11 +296,16 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++)
             reads[k] = read_once(ctx, &model);
         t_read[i] = bench_median(reads, 3);
+        settle();
+        for (int k = 0; k < 3; k++)
+            reads[k] = omp_read_once(&model, (int)threads);
+        t_omp_read[i] = bench_median(reads, 3);
     }
     const double tok_s_nxr = (double)steps / bench_median(t_nxr, (size_t)o.rounds);
     const double tok_s_omp = (double)steps / bench_median(t_omp, (size_t)o.rounds);
     const double gbs_nxr = tok_s_nxr * bytes * 1e-9, gbs_omp = tok_s_omp * bytes * 1e-9;
     const double read_gbs = bytes / bench_median(t_read, (size_t)o.rounds) * 1e-9;
+    const double omp_read_gbs = bytes / bench_median(t_omp_read, (size_t)o.rounds) * 1e-9;
     const double per = 1e6 / (double)(tm.steps > 0 ? tm.steps : 1);
     const double gaps = tm.step - tm.projections - tm.attention - tm.rest;
     char load[64];
@@ -305,9 +323,10 @@ int main(int argc, char **argv)
                tok_s_nxr, gbs_nxr, tm.projections * per, tm.attention * per, tm.rest * per,
                gaps * per);
         printf("\"omp\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f},\"read_gbs\":%.3f,"
+               "\"omp_read_gbs\":%.3f,"
                "\"fraction_of_limit\":%.4f,\"omp_fraction_of_limit\":%.4f,\"nxr_vs_omp\":%.4f,"
                "\"tokens_match\":%s,\"load\":\"%s\"}\n",
-               tok_s_omp, gbs_omp, read_gbs, gbs_nxr / read_gbs, gbs_omp / read_gbs,
+               tok_s_omp, gbs_omp, read_gbs, omp_read_gbs, gbs_nxr / read_gbs, gbs_omp / read_gbs,
                tok_s_nxr / tok_s_omp, match ? "true" : "false", load);
     } else {
         printf("decode: shape %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
@@ -324,6 +343,8 @@ int main(int argc, char **argv)
                gbs_omp / read_gbs);
         printf("%-28s %10.1f %12.2f %14.3f\n", "streaming read (the limit)", read_gbs / bytes * 1e9,
                read_gbs, 1.0);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "  the same on OpenMP threads",
+               omp_read_gbs / bytes * 1e9, omp_read_gbs, omp_read_gbs / read_gbs);
         printf("nxr / OpenMP: %.3fx; tokens match: %s\n", tok_s_nxr / tok_s_omp,
                match ? "yes" : "NO");
         printf("nxr, per step: projections %.1f us, attention %.1f us, rest %.1f us, gaps "

@@ -25,4 +25,10 @@ void decode_omp_destroy(struct decode_omp *e);
 void decode_omp_generate(struct decode_omp *e, const int *prompt, size_t prompt_len, size_t n,
                          int *out);
 
+/* The streaming read of w[0, floats) (floats a multiple of 64) on
+ * `threads` OpenMP threads, one even share each (bench/kernels'
+ * peer_read_sum): the limit as this engine's threads see it. Returns the
+ * sum, so that the read is not optimised away. */
+float decode_omp_read(const float *w, size_t floats, int threads);
+
 #endif /* NXR_BENCH_DECODE_OMP_H */
