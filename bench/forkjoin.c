@@ -39,7 +39,8 @@
  * contended_slowdown is nxr's 2 x 10 us chunks back to back, contended over
  * quiet, contended_vs_gomp the same cell nxr/libgomp, both contended.
  * `--rounds N` (default 3), `--scale X` multiplies the regions per cell,
- * `--quiet-only` skips the contended cells.
+ * `--quiet-only` skips the contended cells; `--short` (CI's bench stage) is
+ * one round at scale 0.02, quiet only.
  * And the inside check's cost on the region path (inside_check_cost below;
  * `--inside-check` prints that row alone).
  * `--json` also has inside_check_*.
@@ -322,7 +323,12 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quiet-only") == 0)
             quiet_only = true;
-        else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--short") == 0) {
+            /* CI's bench stage: one round, few regions, quiet cells only. */
+            rounds = 1;
+            scale = 0.02;
+            quiet_only = true;
+        } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
             scale = atof(argv[++i]);
         else if (strcmp(argv[i], "--inside-check") == 0) {
             /* That row alone: no contenders, no sweep. */

@@ -9,6 +9,10 @@
  *   <program> --threads T --gap-ns G --iters-per-us I --regions R --min-ms M
  *             --cells W:C,W:C,...
  * and prints one line per cell: "cell <work_ns> <chunks> <median_ns> <worker_cpu>".
+ * Run alone (CI's bench stage), `<program> --short [--json]` measures two
+ * cells (no work and 1 us per chunk, one chunk per online CPU) with
+ * defaults for the rest, and --json prints the cells as one JSON object:
+ * {"cells": [{"work_ns", "chunks", "median_ns", "worker_cpu"}]}.
  *
  * A cell repeats, at least R times and for at least M ms (the kernel adds
  * other threads' CPU time to the process clock only at ticks and switches:
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FJ_MAX_CELLS   32
 #define FJ_WARMUP      20
@@ -39,6 +44,7 @@ struct fj_args {
     unsigned ncells;
     uint64_t work_ns[FJ_MAX_CELLS];
     unsigned chunks[FJ_MAX_CELLS];
+    int json; /* print the cells as one JSON object */
 };
 
 static inline uint64_t fj_clock_ns(clockid_t clock)
@@ -84,8 +90,26 @@ static int fj_cmp(const void *a, const void *b)
 static inline int fj_parse(int argc, char **argv, struct fj_args *a)
 {
     memset(a, 0, sizeof(*a));
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (strcmp(k, "--json") == 0) {
+            a->json = 1;
+            continue;
+        }
+        if (strcmp(k, "--short") == 0) {
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            a->threads = cpus > 0 ? (unsigned)cpus : 1u;
+            a->iters_per_us = 100.0; /* uncalibrated: the cells' work is nominal */
+            a->regions = 50;
+            a->ncells = 2;
+            a->work_ns[0] = 0;
+            a->work_ns[1] = 1000;
+            a->chunks[0] = a->chunks[1] = a->threads;
+            continue;
+        }
+        if (i + 1 >= argc)
+            break;
+        const char *v = argv[++i];
         if (strcmp(k, "--threads") == 0)
             a->threads = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(k, "--gap-ns") == 0)
@@ -110,8 +134,10 @@ static inline int fj_parse(int argc, char **argv, struct fj_args *a)
     }
     if (a->threads == 0 || a->regions == 0 || a->regions > FJ_MAX_REGIONS || a->ncells == 0 ||
         a->iters_per_us <= 0) {
-        fprintf(stderr, "usage: %s --threads T --gap-ns G --iters-per-us I --regions R "
-                        "--cells W:C,...\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s --threads T --gap-ns G --iters-per-us I --regions R "
+                "--cells W:C,... [--json] | --short [--json]\n",
+                argv[0]);
         return -1;
     }
     return 0;
@@ -145,10 +171,17 @@ static inline void fj_run(const struct fj_args *a, void (*region)(void *ctx, uns
         const uint64_t p1 = fj_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
         qsort(t, n, sizeof(*t), fj_cmp);
         const double workers = (double)((p1 - p0) - (s1 - s0)) / (double)(w1 - w0);
-        printf("cell %llu %u %llu %.4f\n", (unsigned long long)a->work_ns[c], a->chunks[c],
-               (unsigned long long)t[n / 2], workers);
+        if (a->json)
+            printf("%s{\"work_ns\":%llu,\"chunks\":%u,\"median_ns\":%llu,\"worker_cpu\":%.4f}",
+                   c == 0 ? "{\"cells\":[" : ",", (unsigned long long)a->work_ns[c], a->chunks[c],
+                   (unsigned long long)t[n / 2], workers);
+        else
+            printf("cell %llu %u %llu %.4f\n", (unsigned long long)a->work_ns[c], a->chunks[c],
+                   (unsigned long long)t[n / 2], workers);
         fflush(stdout);
     }
+    if (a->json)
+        printf("]}\n");
     free(t);
 }
 

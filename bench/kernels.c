@@ -43,7 +43,10 @@
  * under a few ms), so no contender pays for another's spin.
  *
  *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
- *                                [--triad-mib M]
+ *                                [--triad-mib M] [--short]
+ * --short (CI's bench stage): 2 rounds, SGEMM at n = 128 and 256 in the rows
+ * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
+ * and the 4 MiB GEMV only.
  * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
@@ -75,6 +78,10 @@
 #define BURST_TRIAD 4 /* ~5 ms each at 3 x 64 MiB */
 
 enum family last_family = FAM_NONE;
+
+/* The SGEMM rows' n: 512 and 2048 (the JSON keys name them so); --short
+ * (CI's bench stage) runs them at 128 and 256 and says so in "sgemm_n". */
+static size_t sgemm_n[2] = {512, 2048};
 
 /* ---- SGEMM ----------------------------------------------------------------- */
 
@@ -203,7 +210,7 @@ static void sgemm_size(struct sgemm_row *row, size_t n, int reps, int burst, str
 static void sgemm_section(struct sgemm_report *rep, int reps)
 {
     struct natives nat;
-    rt_open(&nat.all, NULL, -1);
+    rt_open(&nat.all, NULL, NXR_PROVIDER_POLICY_DEFAULT);
     rt_open_threads(&nat.one, 1);
     unsigned budget = nxr_ctx_budget(nat.all.ctx);
     /* Same thread count everywhere: OpenBLAS's global count = the budget. */
@@ -235,8 +242,8 @@ static void sgemm_section(struct sgemm_report *rep, int reps)
     rep->count = openblas_get_num_threads();
     rep->budget = budget;
 
-    sgemm_size(&rep->rows[0], 512, 3 * reps, BURST_512, &ob, &nat);
-    sgemm_size(&rep->rows[1], 2048, reps, BURST_2048, &ob, &nat);
+    sgemm_size(&rep->rows[0], sgemm_n[0], 3 * reps, BURST_512, &ob, &nat);
+    sgemm_size(&rep->rows[1], sgemm_n[1], reps, BURST_2048, &ob, &nat);
     rt_close(&ob);
     rt_close(&nat.all);
     rt_close(&nat.one);
@@ -324,7 +331,7 @@ struct triad_report {
 static void triad_section(struct triad_report *rep, size_t mib, int reps)
 {
     struct rt nat;
-    rt_open(&nat, NULL, -1);
+    rt_open(&nat, NULL, NXR_PROVIDER_POLICY_DEFAULT);
     int threads = (int)nxr_ctx_budget(nat.ctx);
     omp_set_dynamic(0);
     size_t n = mib * ((size_t)1 << 20) / sizeof(float);
@@ -434,14 +441,21 @@ int main(int argc, char **argv)
             small_section(&small, reps);
             small_print_text(&small, 0.0);
             return 0;
+        } else if (strcmp(argv[i], "--short") == 0) {
+            /* CI's bench stage: every section runs, small and briefly. */
+            reps = 2;
+            core = NULL;
+            triad_mib = 4;
+            small_only_mib = 4;
+            sgemm_n[0] = 128;
+            sgemm_n[1] = 256;
         } else if (strcmp(argv[i], "--no-small") == 0) {
             skip_small = true;
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
             triad_mib = (size_t)atol(argv[++i]);
         } else {
-            fprintf(stderr,
-                    "usage: kernels [--json] [--reps N] [--coretype NAME|none] [--triad-mib M] "
-                    "[--no-small]\n");
+            fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
+                            "[--triad-mib M] [--gemv-mib M] [--only-small] [--no-small]\n");
             return 2;
         }
     }
@@ -467,8 +481,10 @@ int main(int argc, char **argv)
     const struct sgemm_row *r2048 = &base.rows[1];
     if (json) {
         printf("{\"threads\":%u,\"openblas_core\":\"%s\",\"openblas_count\":%d,"
-               "\"openblas_count_at_start\":%d,\"rule\":\"%s\",\"policy\":\"%s\",\"reps\":%d",
-               base.budget, base.core, base.count, original_count, base.rule, base.policy, reps);
+               "\"openblas_count_at_start\":%d,\"rule\":\"%s\",\"policy\":\"%s\",\"reps\":%d,"
+               "\"sgemm_n\":[%zu,%zu]",
+               base.budget, base.core, base.count, original_count, base.rule, base.policy, reps,
+               sgemm_n[0], sgemm_n[1]);
         json_rows("", &base);
         if (have_typed) {
             printf(",\"coretype\":\"%s\",\"coretype_core\":\"%s\"", core, typed.core);

@@ -268,7 +268,7 @@ void small_section(struct small_report *rep, int reps)
 {
     memset(rep, 0, sizeof *rep);
     struct rt nat;
-    rt_open(&nat, NULL, -1);
+    rt_open(&nat, NULL, NXR_PROVIDER_POLICY_DEFAULT);
     rep->threads = nxr_ctx_budget(nat.ctx);
     openblas_set_num_threads((int)rep->threads);
     omp_set_dynamic(0);

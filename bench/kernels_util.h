@@ -51,7 +51,7 @@ static inline double pair_ratio(const double *num, const double *den, int reps)
 
 static inline void die(const char *what, int rc)
 {
-    fprintf(stderr, "kernels: %s: %s\n", what, nxr_strerror(rc));
+    fprintf(stderr, "kernels: %s: %s (%s)\n", what, nxr_strerror(rc), nxr_last_error());
     exit(1);
 }
 
@@ -66,7 +66,8 @@ static inline float *alloc_floats(size_t n)
 }
 
 /* A runtime on the default domains with `gemm` as its GEMM provider (NULL:
- * native); env ignored so that the caller's NXR_* cannot change the run. */
+ * native) and `policy` (NXR_PROVIDER_POLICY_DEFAULT: the default, strict);
+ * env ignored so that the caller's NXR_* cannot change the run. */
 struct rt {
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;

@@ -3,7 +3,7 @@
  * (nxr_buffer_export, MPI_IN_PLACE) saves over a staging copy, in one run.
  *
  *   bazel build //bench:mpi_allreduce
- *   mpirun -np 2 --bind-to core bazel-bin/bench/mpi_allreduce [--json]
+ *   mpirun -np 2 --bind-to core bazel-bin/bench/mpi_allreduce [--json] [--short]
  *
  * Cases, per size (64 KiB, 4 MiB, 32 MiB of floats), on each rank's domain:
  *   in_place  MPI_Allreduce(MPI_IN_PLACE, ptr, ...) on the exported pool
@@ -13,7 +13,8 @@
  *             without a zero-copy export does.
  * Each sample times REPS operations of one case; samples alternate the order
  * of the two cases, and the figure is the median over SAMPLES samples of the
- * mean time per operation (rank 0's clock, after a barrier). The ratio is
+ * mean time per operation (rank 0's clock, after a barrier). --short (CI's
+ * bench stage): 64 and 256 KiB, 10 operations a sample. The ratio is
  * staged over in_place: above 1 is what the export saves.
  */
 #include <mpi.h>
@@ -60,7 +61,19 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    bool json = false, short_run = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--short") == 0)
+            short_run = true; /* CI's bench stage: two small sizes, few reps */
+        else {
+            if (rank == 0)
+                fprintf(stderr, "usage: mpi_allreduce [--json] [--short]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
     if (nxr_runtime_create(NULL, &rt) != 0 ||
@@ -69,13 +82,17 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    const size_t sizes[] = {16 << 10, 1 << 20, 8 << 20}; /* floats: 64 KiB, 4 MiB, 32 MiB */
+    const size_t full_sizes[] = {16 << 10, 1 << 20, 8 << 20}; /* floats: 64 KiB, 4 MiB, 32 MiB */
+    const size_t short_sizes[] = {16 << 10, 64 << 10};        /* 64 KiB, 256 KiB */
+    const size_t *sizes = short_run ? short_sizes : full_sizes;
+    const size_t nsizes = short_run ? sizeof short_sizes / sizeof short_sizes[0]
+                                    : sizeof full_sizes / sizeof full_sizes[0];
     if (rank == 0)
         printf(json ? "{\"ranks\":%d,\"cases\":["
                     : "mpi_allreduce: %d ranks; seconds per op, "
                       "median of %d samples\n",
                size, SAMPLES);
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    for (size_t k = 0; k < nsizes; k++) {
         size_t n = sizes[k];
         nxr_buffer_t *b;
         void *ptr;
@@ -87,7 +104,7 @@ int main(int argc, char **argv)
         float *buf = ptr;
         for (size_t i = 0; i < n; i++)
             buf[i] = staging[i] = 0.0f; /* both touched before timing */
-        int reps = n >= (1u << 20) ? 5 : 200;
+        int reps = short_run ? 10 : n >= (1u << 20) ? 5 : 200;
         double in_place[SAMPLES], staged[SAMPLES];
         for (int s = 0; s < SAMPLES; s++) {
             bool staged_first = s % 2 == 1;

@@ -25,6 +25,7 @@
  *
  *   bazel run //bench:service -- [--json] [--clients C] [--requests R]
  *                                [--rounds N] [--batch B] [--dim D] [--hidden H]
+ *                                [--short]   (2 clients, 40 requests, 1 round: CI)
  * NXR_DOMAINS / NXR_NUM_THREADS apply (the environment is honoured).
  * Built with -DNXR_SERVICE_BENCH_OLD_API it leaves "fused" out, so the same
  * file measures an nxr from before nxr_sgemm_fused existed.
@@ -202,6 +203,12 @@ static int parse(int argc, char **argv, struct config *cfg)
             cfg->json = true;
             continue;
         }
+        if (strcmp(a, "--short") == 0) { /* CI's bench stage: a few requests, one round */
+            cfg->clients = 2;
+            cfg->requests = 40;
+            cfg->rounds = 1;
+            continue;
+        }
         if (v == NULL)
             return -1;
         i++;
@@ -235,8 +242,9 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     if (parse(argc, argv, &cfg) != 0) {
-        fprintf(stderr, "usage: service [--json] [--clients C] [--requests R] [--rounds N] "
-                        "[--batch B] [--dim D] [--hidden H]\n");
+        fprintf(stderr,
+                "usage: service [--json] [--short] [--clients C] [--requests R] [--rounds N] "
+                "[--batch B] [--dim D] [--hidden H]\n");
         return 2;
     }
     nxr_runtime_t *rt;

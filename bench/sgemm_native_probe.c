@@ -4,10 +4,12 @@
  * square row-major problems. Prints the median of R timed runs per size in
  * GFLOP/s and the ratio native/OpenBLAS. Not the parallel benchmark.
  *
- *   bazel run -c opt //bench:sgemm_native_probe -- [n ...]   (default 512)
- * Environment: PROBE_REPS (default 15).
+ *   bazel run -c opt //bench:sgemm_native_probe -- [--json] [--short] [n ...]
+ * (default 512). Environment: PROBE_REPS (default 15). --short (CI's bench
+ * stage): 3 rounds, n = 128 unless sizes are given.
  */
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +41,39 @@ int main(int argc, char **argv)
     int reps = getenv("PROBE_REPS") ? atoi(getenv("PROBE_REPS")) : 15;
     if (reps < 1 || reps > 64)
         reps = 15;
+    bool json = false, short_run = false;
+    size_t sizes[32];
+    int nsizes = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--short") == 0)
+            short_run = true;
+        else if (argv[i][0] >= '1' && argv[i][0] <= '9' && nsizes < 32)
+            sizes[nsizes++] = (size_t)atol(argv[i]);
+        else {
+            fprintf(stderr, "usage: sgemm_native_probe [--json] [--short] [n ...]\n");
+            return 2;
+        }
+    }
+    if (short_run) { /* CI's bench stage: one small size, three rounds */
+        reps = 3;
+        if (nsizes == 0)
+            sizes[nsizes++] = 128;
+    }
+    if (nsizes == 0)
+        sizes[nsizes++] = 512;
     const int previous = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    printf("openblas: %s, core %s (count %d -> 1 for this probe)\n", openblas_get_config(),
-           openblas_get_corename(), previous);
+    if (json)
+        printf("{\"openblas_core\":\"%s\",\"reps\":%d,\"sizes\":[", openblas_get_corename(), reps);
+    else
+        printf("openblas: %s, core %s (count %d -> 1 for this probe)\n", openblas_get_config(),
+               openblas_get_corename(), previous);
     const struct nxr__native_isa *isas[3] = {nxr__native_isa_avx512(), nxr__native_isa_avx2(),
                                              nxr__native_isa_portable()};
-    int nsizes = argc > 1 ? argc - 1 : 1;
     for (int s = 0; s < nsizes; ++s) {
-        const size_t n = argc > 1 ? (size_t)atol(argv[s + 1]) : 512;
+        const size_t n = sizes[s];
         float *a = malloc(n * n * sizeof *a), *b = malloc(n * n * sizeof *b);
         float *c = malloc(n * n * sizeof *c);
         for (size_t i = 0; i < n * n; ++i) {
@@ -90,18 +116,30 @@ int main(int argc, char **argv)
                 cs[i].t[r] = bench_now() - t0;
             }
         const double tob = bench_median(cs[0].t, reps);
-        printf("n=%zu  openblas(1 thread) %.1f GFLOP/s (median of %d)\n", n, flop / tob * 1e-9,
-               reps);
+        if (json)
+            printf("%s{\"n\":%zu,\"openblas_gflops\":%.2f,\"native\":[", s ? "," : "", n,
+                   flop / tob * 1e-9);
+        else
+            printf("n=%zu  openblas(1 thread) %.1f GFLOP/s (median of %d)\n", n, flop / tob * 1e-9,
+                   reps);
         for (size_t i = 1; i < nc; ++i) {
             const double tn = bench_median(cs[i].t, reps);
-            printf("n=%zu  native-%-8s %.1f GFLOP/s  ratio native/openblas %.2f\n", n,
-                   cs[i].isa->name, flop / tn * 1e-9, tob / tn);
+            if (json)
+                printf("%s{\"isa\":\"%s\",\"gflops\":%.2f,\"vs_openblas\":%.4f}", i > 1 ? "," : "",
+                       cs[i].isa->name, flop / tn * 1e-9, tob / tn);
+            else
+                printf("n=%zu  native-%-8s %.1f GFLOP/s  ratio native/openblas %.2f\n", n,
+                       cs[i].isa->name, flop / tn * 1e-9, tob / tn);
             free(cs[i].scratch);
         }
+        if (json)
+            printf("]}");
         free(a);
         free(b);
         free(c);
     }
+    if (json)
+        printf("]}\n");
     openblas_set_num_threads(previous);
     return 0;
 }

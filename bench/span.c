@@ -15,10 +15,14 @@
  * one call over two teams costs or gains when the memory is the same.
  * Each figure is the median over --reps rounds of a burst of calls.
  *
- * Usage: span [--reps N]
+ * Usage: span [--reps N] [--json] [--short]
+ * --json: one object, {"load", "parts": [{"title", "peer", "span", "ops":
+ * [{"op", "peer_us", "span_us", "ratio"}]}]}; --short (CI's bench stage):
+ * 3 rounds.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,8 @@ static void die(const char *what, int rc)
 }
 
 static float *a, *b, *c, *x, *y;
+static bool json;
+static int parts_printed; /* --json: the parts so far, for the commas */
 
 static void triad(void *p, size_t lo, size_t hi, unsigned w)
 {
@@ -98,7 +104,11 @@ static double burst(const struct side *s, enum op op)
 static void compare(const char *title, const struct side *peer, const char *peer_name,
                     const struct side *span, const char *span_name, int reps)
 {
-    printf("%s\n%-14s %14s %14s %10s\n", title, "op", peer_name, span_name, "span/peer");
+    if (json)
+        printf("%s{\"title\":\"%s\",\"peer\":\"%s\",\"span\":\"%s\",\"ops\":[",
+               parts_printed++ ? "," : "", title, peer_name, span_name);
+    else
+        printf("%s\n%-14s %14s %14s %10s\n", title, "op", peer_name, span_name, "span/peer");
     for (int op = 0; op < OP_COUNT; op++) {
         double tp[MAX_REP], ts[MAX_REP];
         burst(peer, (enum op)op); /* warm both: pools, pages, teams */
@@ -113,8 +123,14 @@ static void compare(const char *title, const struct side *peer, const char *peer
             }
         }
         double mp = bench_median(tp, reps), ms = bench_median(ts, reps);
-        printf("%-14s %11.1f us %11.1f us %9.3fx\n", op_name[op], mp * 1e6, ms * 1e6, ms / mp);
+        if (json)
+            printf("%s{\"op\":\"%s\",\"peer_us\":%.2f,\"span_us\":%.2f,\"ratio\":%.4f}",
+                   op ? "," : "", op_name[op], mp * 1e6, ms * 1e6, ms / mp);
+        else
+            printf("%-14s %11.1f us %11.1f us %9.3fx\n", op_name[op], mp * 1e6, ms * 1e6, ms / mp);
     }
+    if (json)
+        printf("]}");
 }
 
 static void run(const char *domains, const char *title, int reps)
@@ -152,6 +168,14 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--short") == 0)
+            reps = 3;
+        else {
+            fprintf(stderr, "usage: span [--reps N] [--json] [--short]\n");
+            return 2;
+        }
     }
     if (reps < 1 || reps > MAX_REP)
         reps = 15;
@@ -171,7 +195,12 @@ int main(int argc, char **argv)
             strcpy(load, "?");
         fclose(f);
     }
-    printf("load average: %s", load);
+    if (json) {
+        load[strcspn(load, "\n")] = '\0';
+        printf("{\"load\":\"%s\",\"parts\":[", load);
+    } else {
+        printf("load average: %s", load);
+    }
     run(NULL, "== this machine's domains: a span over every domain vs one domain", reps);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2) {
@@ -189,6 +218,8 @@ int main(int argc, char **argv)
         run(decl, "== two declared domains on one node (one CPU each): span of both vs one",
             reps);
     }
+    if (json)
+        printf("]}\n");
     free(a), free(b), free(c), free(x), free(y);
     return 0;
 }

@@ -39,7 +39,7 @@ declare -A LAYER=(
     [tests/base]=7 [tests/domains]=7 [tests/executor]=7 [tests/alloc]=7
     [tests/kernels]=7 [tests/runtime]=7 [tests/fuzz]=7
     [tests/service]=8 [tests/reliability]=8
-    [tests/dist]=9 [tests/tools]=9 [tests/mpi]=9 [tests]=9
+    [tests/dist]=9 [tests/tools]=9 [tests/mpi]=9 [tests/bench]=9 [tests]=9
 )
 LIBRARY=(base domains executor alloc kernels runtime)
 PUBLIC_ONLY=(service examples tools dist)

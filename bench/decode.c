@@ -1,0 +1,371 @@
+/*
+ * bench/decode: a llama-architecture decoder (RMSNorm, Q/K/V/O projections,
+ * RoPE, causal attention over a KV cache with grouped-query attention,
+ * SwiGLU FFN, classifier; random f32 weights from a seed) generating tokens
+ * greedily, one decode step at a time, from a fixed prompt, written twice:
+ * with nxr as the docs tell a user to (decode_nxr.c) and as a plain OpenMP
+ * row-loop engine (decode_omp.c). Both must produce the same tokens.
+ *
+ * Decode is memory-bound: a step reads every weight once, so its limit is
+ * the step's weight bytes over the machine's streaming-read bandwidth. The
+ * read is measured in the same run, on nxr's threads, over the very bytes
+ * the steps read (bench/kernels' peer_read_sum, the read side of a GEMV and
+ * nothing else). Rounds alternate the two engines (the order too, round by
+ * round) with the read after them; figures are medians over the rounds.
+ * tok/s counts decode steps (the prompt's included: each reads all the
+ * weights); weight GB/s is a step's weight bytes times steps per second;
+ * the fraction of the limit is nxr's weight GB/s over the read's. The same
+ * read on the OpenMP engine's threads is printed beside it (omp_read_gbs):
+ * nxr's workers are pinned, OpenMP's are not, and on a machine shared with
+ * other tenants the two can differ.
+ *
+ *   bazel run //bench:decode -- [--shape 15m|110m] [--dim D --hidden H
+ *       --layers L --heads N --kv-heads K --vocab V --seq S] [--tokens N]
+ *       [--rounds R] [--seed S] [--weights f32|bf16|int8] [--json] [--short]
+ *
+ * --shape: 15m (dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, seq
+ * 256; the default) or 110m (768, 2048, 12, 12, 32000, 1024); the other
+ * flags then change one dimension each (the shape is then "custom").
+ * --tokens: generated after the prompt (default 64). --weights: f32 only
+ * for now; bf16 and int8 exit 2 until the packed formats exist.
+ * --short (CI's bench stage and tests/bench): a tiny shape (dim 64, 2
+ * layers, 4 heads over 2 KV heads, vocab 512), 8 tokens, one round.
+ * --json: one object {shape, dims, weights, threads, tokens, steps, rounds,
+ * step_weight_bytes, nxr {tok_s, weight_gbs, step_us {projections,
+ * attention, rest, gaps}}, omp {tok_s, weight_gbs}, read_gbs, omp_read_gbs,
+ * fraction_of_limit, omp_fraction_of_limit, nxr_vs_omp, tokens_match,
+ * load}. Exit status 1 when the engines' tokens differ.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/decode_model.h"
+#include "bench/decode_nxr.h"
+#include "bench/decode_omp.h"
+#include "bench/kernels_peers.h"
+#include "bench/timing.h"
+#include "runtime/nxr.h"
+
+#define MAX_ROUNDS 101
+
+struct options {
+    struct decode_shape shape;
+    size_t tokens;
+    int rounds;
+    uint64_t seed;
+    bool json;
+};
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: decode [--shape 15m|110m] [--dim D] [--hidden H] [--layers L] "
+                    "[--heads N] [--kv-heads K] [--vocab V] [--seq S] [--tokens N] [--rounds R] "
+                    "[--seed S] [--weights f32|bf16|int8] [--json] [--short]\n");
+    return 2;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){.tokens = 64, .rounds = 5, .seed = 1};
+    decode_shape_named("15m", &o->shape);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+            continue;
+        }
+        if (strcmp(a, "--short") == 0) {
+            decode_shape_named("short", &o->shape);
+            o->tokens = 8;
+            o->rounds = 1;
+            continue;
+        }
+        if (v == NULL)
+            return usage();
+        i++;
+        size_t *dim = strcmp(a, "--dim") == 0        ? &o->shape.dim
+                      : strcmp(a, "--hidden") == 0   ? &o->shape.hidden
+                      : strcmp(a, "--layers") == 0   ? &o->shape.layers
+                      : strcmp(a, "--heads") == 0    ? &o->shape.heads
+                      : strcmp(a, "--kv-heads") == 0 ? &o->shape.kv_heads
+                      : strcmp(a, "--vocab") == 0    ? &o->shape.vocab
+                      : strcmp(a, "--seq") == 0      ? &o->shape.seq
+                                                     : NULL;
+        if (dim != NULL) {
+            *dim = (size_t)strtoull(v, NULL, 10);
+            o->shape.name = "custom";
+        } else if (strcmp(a, "--shape") == 0) {
+            if (decode_shape_named(v, &o->shape) != 0) {
+                fprintf(stderr, "decode: --shape %s: not a shape (15m, 110m, short)\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--tokens") == 0) {
+            o->tokens = (size_t)strtoull(v, NULL, 10);
+        } else if (strcmp(a, "--rounds") == 0) {
+            o->rounds = atoi(v);
+        } else if (strcmp(a, "--seed") == 0) {
+            o->seed = strtoull(v, NULL, 10);
+        } else if (strcmp(a, "--weights") == 0) {
+            if (strcmp(v, "bf16") == 0 || strcmp(v, "int8") == 0) {
+                fprintf(stderr,
+                        "decode: --weights %s: not yet supported (nxr packs f32 only; "
+                        "bf16 and int8 come with the packed weight formats)\n",
+                        v);
+                return 2;
+            }
+            if (strcmp(v, "f32") != 0) {
+                fprintf(stderr, "decode: --weights %s: not a format (f32, bf16, int8)\n", v);
+                return 2;
+            }
+        } else {
+            return usage();
+        }
+    }
+    const char *problem = decode_shape_problem(&o->shape);
+    if (problem != NULL) {
+        fprintf(stderr, "decode: %s\n", problem);
+        return 2;
+    }
+    if (o->tokens < 1 || DECODE_PROMPT_LEN - 1 + o->tokens > o->shape.seq) {
+        fprintf(stderr, "decode: --tokens must be 1..%zu (the prompt is %d tokens, --seq %zu)\n",
+                o->shape.seq + 1 - DECODE_PROMPT_LEN, DECODE_PROMPT_LEN, o->shape.seq);
+        return 2;
+    }
+    if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
+        fprintf(stderr, "decode: --rounds must be 1..%d\n", MAX_ROUNDS);
+        return 2;
+    }
+    return -1;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "decode: %s: %s (%s)\n", what, nxr_strerror(rc), nxr_last_error());
+    exit(1);
+}
+
+/* ---- the limit: a streaming read of the step's weight bytes ----------------------------- */
+
+struct read_job {
+    const float *w;
+    float partial[256]; /* per participant, so the sums are not optimised away */
+};
+
+static void read_chunk(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    struct read_job *r = arg;
+    r->partial[worker % 256] += peer_read_sum(r->w + begin * 64, (end - begin) * 64);
+}
+
+/* Seconds to read m's streamed bytes once, split evenly over ctx's threads. */
+static double read_once(nxr_ctx_t *ctx, const struct decode_model *m)
+{
+    static struct read_job job;
+    job.w = m->streamed;
+    const size_t units = m->streamed_floats / 64, threads = nxr_ctx_budget(ctx);
+    const double t0 = bench_now();
+    int rc = nxr_parallel_for(ctx, 0, units, (units + threads - 1) / threads, read_chunk, &job);
+    const double t = bench_now() - t0;
+    if (rc != 0)
+        die("the streaming read", rc);
+    return t;
+}
+
+static volatile float read_sink;
+
+/* The same read on the OpenMP engine's threads (decode_omp_read). */
+static double omp_read_once(const struct decode_model *m, int threads)
+{
+    const double t0 = bench_now();
+    read_sink = decode_omp_read(m->streamed, m->streamed_floats, threads);
+    return bench_now() - t0;
+}
+
+/* ---- the rounds -------------------------------------------------------------------------- */
+
+/* Between the engines: long enough for the other family's threads to stop
+ * spinning (bench/kernels_util.h's settle, nxr's and libgomp's). */
+static void settle(void)
+{
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+}
+
+struct run {
+    struct decode_nxr *nxr;
+    struct decode_omp *omp;
+    int prompt[DECODE_PROMPT_LEN];
+    size_t tokens;
+};
+
+static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
+{
+    const double t0 = bench_now();
+    int rc = decode_nxr_generate(r->nxr, r->prompt, DECODE_PROMPT_LEN, r->tokens, out, tm);
+    const double t = bench_now() - t0;
+    if (rc != 0)
+        die("nxr decode", rc);
+    return t;
+}
+
+static double time_omp(struct run *r, int *out)
+{
+    const double t0 = bench_now();
+    decode_omp_generate(r->omp, r->prompt, DECODE_PROMPT_LEN, r->tokens, out);
+    return bench_now() - t0;
+}
+
+static void load_average(char *buf, size_t len)
+{
+    snprintf(buf, len, "?");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f == NULL)
+        return;
+    if (fgets(buf, (int)len, f) == NULL)
+        snprintf(buf, len, "?");
+    fclose(f);
+    /* The three averages only. */
+    char *p = buf;
+    for (int spaces = 0; *p != '\0'; p++)
+        if (*p == ' ' && ++spaces == 3)
+            break;
+    *p = '\0';
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    int status = parse(argc, argv, &o);
+    if (status >= 0)
+        return status;
+    const struct decode_shape *s = &o.shape;
+
+    nxr_runtime_t *rt;
+    nxr_ctx_t *ctx;
+    int rc = nxr_runtime_create(NULL, &rt);
+    if (rc != 0)
+        die("runtime", rc);
+    if ((rc = nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx)) != 0)
+        die("context", rc);
+    const unsigned threads = nxr_ctx_budget(ctx);
+
+    struct decode_model model;
+    if ((rc = decode_model_create(s, o.seed, &model)) != 0)
+        die("the model's weights", rc);
+    struct run r = {.tokens = o.tokens};
+    decode_prompt(s, r.prompt);
+    if ((rc = decode_nxr_create(&model, rt, ctx, &r.nxr)) != 0)
+        die("packing the weights", rc);
+    if ((rc = decode_omp_create(&model, (int)threads, &r.omp)) != 0)
+        die("the OpenMP engine", rc);
+
+    int *tok_nxr = calloc(o.tokens, sizeof(int)), *tok_omp = calloc(o.tokens, sizeof(int));
+    int *again = calloc(o.tokens, sizeof(int));
+    if (tok_nxr == NULL || tok_omp == NULL || again == NULL)
+        die("tokens", -ENOMEM);
+    /* A first, untimed run of each: pages, caches, threads; and the tokens. */
+    time_nxr(&r, tok_nxr, NULL);
+    settle();
+    time_omp(&r, tok_omp);
+    bool match = memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0;
+
+    const size_t steps = DECODE_PROMPT_LEN - 1 + o.tokens;
+    const double bytes = (double)decode_step_bytes(&model);
+    double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_read[MAX_ROUNDS], t_omp_read[MAX_ROUNDS];
+    struct decode_nxr_times tm = {0};
+    for (int i = 0; i < o.rounds; i++) {
+        settle();
+        if (i % 2 == 0) {
+            t_nxr[i] = time_nxr(&r, again, &tm);
+            match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
+            settle();
+            t_omp[i] = time_omp(&r, again);
+        } else {
+            t_omp[i] = time_omp(&r, again);
+            settle();
+            t_nxr[i] = time_nxr(&r, again, &tm);
+        }
+        /* The run that went last gives the same tokens too. */
+        match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
+        settle();
+        double reads[3];
+        for (int k = 0; k < 3; k++)
+            reads[k] = read_once(ctx, &model);
+        t_read[i] = bench_median(reads, 3);
+        settle();
+        for (int k = 0; k < 3; k++)
+            reads[k] = omp_read_once(&model, (int)threads);
+        t_omp_read[i] = bench_median(reads, 3);
+    }
+    const double tok_s_nxr = (double)steps / bench_median(t_nxr, (size_t)o.rounds);
+    const double tok_s_omp = (double)steps / bench_median(t_omp, (size_t)o.rounds);
+    const double gbs_nxr = tok_s_nxr * bytes * 1e-9, gbs_omp = tok_s_omp * bytes * 1e-9;
+    const double read_gbs = bytes / bench_median(t_read, (size_t)o.rounds) * 1e-9;
+    const double omp_read_gbs = bytes / bench_median(t_omp_read, (size_t)o.rounds) * 1e-9;
+    const double per = 1e6 / (double)(tm.steps > 0 ? tm.steps : 1);
+    const double gaps = tm.step - tm.projections - tm.attention - tm.rest;
+    char load[64];
+    load_average(load, sizeof load);
+
+    if (o.json) {
+        printf("{\"shape\":\"%s\",\"dims\":{\"dim\":%zu,\"hidden\":%zu,\"layers\":%zu,"
+               "\"heads\":%zu,\"kv_heads\":%zu,\"vocab\":%zu,\"seq\":%zu},\"weights\":\"f32\","
+               "\"threads\":%u,\"tokens\":%zu,\"steps\":%zu,\"rounds\":%d,"
+               "\"step_weight_bytes\":%.0f,",
+               s->name, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab, s->seq,
+               threads, o.tokens, steps, o.rounds, bytes);
+        printf("\"nxr\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f,\"step_us\":{\"projections\":%.2f,"
+               "\"attention\":%.2f,\"rest\":%.2f,\"gaps\":%.2f}},",
+               tok_s_nxr, gbs_nxr, tm.projections * per, tm.attention * per, tm.rest * per,
+               gaps * per);
+        printf("\"omp\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f},\"read_gbs\":%.3f,"
+               "\"omp_read_gbs\":%.3f,"
+               "\"fraction_of_limit\":%.4f,\"omp_fraction_of_limit\":%.4f,\"nxr_vs_omp\":%.4f,"
+               "\"tokens_match\":%s,\"load\":\"%s\"}\n",
+               tok_s_omp, gbs_omp, read_gbs, omp_read_gbs, gbs_nxr / read_gbs, gbs_omp / read_gbs,
+               tok_s_nxr / tok_s_omp, match ? "true" : "false", load);
+    } else {
+        printf("decode: shape %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
+               "vocab %zu, seq %zu), f32 weights, %.1f MB per step\n",
+               s->name, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab, s->seq,
+               bytes * 1e-6);
+        printf("%u threads; %zu tokens after a %d-token prompt (%zu steps); %d rounds, "
+               "medians; load average %s\n",
+               threads, o.tokens, DECODE_PROMPT_LEN, steps, o.rounds, load);
+        printf("%-28s %10s %12s %14s\n", "", "tok/s", "weight GB/s", "of the limit");
+        printf("%-28s %10.1f %12.2f %14.3f\n", "nxr (packed, kernels)", tok_s_nxr, gbs_nxr,
+               gbs_nxr / read_gbs);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "OpenMP row loops", tok_s_omp, gbs_omp,
+               gbs_omp / read_gbs);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "streaming read (the limit)", read_gbs / bytes * 1e9,
+               read_gbs, 1.0);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "  the same on OpenMP threads",
+               omp_read_gbs / bytes * 1e9, omp_read_gbs, omp_read_gbs / read_gbs);
+        printf("nxr / OpenMP: %.3fx; tokens match: %s\n", tok_s_nxr / tok_s_omp,
+               match ? "yes" : "NO");
+        printf("nxr, per step: projections %.1f us, attention %.1f us, rest %.1f us, gaps "
+               "between calls %.1f us (of %.1f us)\n",
+               tm.projections * per, tm.attention * per, tm.rest * per, gaps * per, tm.step * per);
+        printf("tokens (nxr):");
+        for (size_t i = 0; i < o.tokens && i < 16; i++)
+            printf(" %d", tok_nxr[i]);
+        printf("%s\n", o.tokens > 16 ? " ..." : "");
+        if (!match) {
+            printf("tokens (omp):");
+            for (size_t i = 0; i < o.tokens && i < 16; i++)
+                printf(" %d", tok_omp[i]);
+            printf("%s\n", o.tokens > 16 ? " ..." : "");
+        }
+    }
+    free(tok_nxr), free(tok_omp), free(again);
+    decode_omp_destroy(r.omp);
+    decode_nxr_destroy(r.nxr);
+    decode_model_destroy(&model);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    return match ? 0 : 1;
+}

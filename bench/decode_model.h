@@ -1,0 +1,86 @@
+/*
+ * bench/decode's model: the shape of a llama-architecture decoder, its f32
+ * weights (random, from a seed), the rotary position embedding and the
+ * prompt, shared by the two engines that decode it (decode_nxr.c,
+ * decode_omp.c) so that they run the same model on the same bytes.
+ *
+ * Weights follow the usual checkpoint layout: every matrix is out x in,
+ * row-major (y = W x reads W row by row). Everything a decode step reads
+ * in full (each layer's norms and matrices, the final norm, the
+ * classifier) lies in one allocation, `streamed`, in that order, with a
+ * layer's Wq, Wk, Wv adjacent (one (dim + 2 kv_dim) x dim matrix) and its
+ * W1, W3 adjacent (one 2 hidden x dim matrix); the embedding table, of which
+ * a step reads one row, is apart. A step's weight bytes are `streamed`'s.
+ */
+#ifndef NXR_BENCH_DECODE_MODEL_H
+#define NXR_BENCH_DECODE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct decode_shape {
+    const char *name; /* "15m", "110m", "short" or "custom" */
+    size_t dim, hidden, layers, heads, kv_heads, vocab, seq;
+};
+
+/* Fills *s with a named shape; returns 0, or -1 for an unknown name. */
+int decode_shape_named(const char *name, struct decode_shape *s);
+
+/* NULL when the shape is usable, else what is wrong with it. */
+const char *decode_shape_problem(const struct decode_shape *s);
+
+static inline size_t decode_head_size(const struct decode_shape *s)
+{
+    return s->dim / s->heads;
+}
+
+static inline size_t decode_kv_dim(const struct decode_shape *s)
+{
+    return decode_head_size(s) * s->kv_heads;
+}
+
+/* One layer's weights, pointers into the model's `streamed`. */
+struct decode_layer {
+    const float *rms_att; /* dim */
+    const float *wqkv;    /* (dim + 2 kv_dim) x dim: Wq, then Wk, then Wv */
+    const float *wo;      /* dim x dim */
+    const float *rms_ffn; /* dim */
+    const float *w13;     /* 2 hidden x dim: W1 (gate), then W3 (up) */
+    const float *w2;      /* dim x hidden */
+};
+
+struct decode_model {
+    struct decode_shape shape;
+    float *streamed;        /* what a step reads in full (see above) */
+    size_t streamed_floats; /* its length, a multiple of 64 (zero padded) */
+    float *embed;           /* vocab x dim */
+    struct decode_layer *layer;
+    const float *rms_final; /* dim */
+    const float *wcls;      /* vocab x dim */
+};
+
+/* Allocates the weights and fills them from `seed` (each matrix uniform in
+ * +-1/sqrt(in), the norms' gains near 1, the embedding uniform in +-1).
+ * Returns 0 or -ENOMEM (nothing left allocated). */
+int decode_model_create(const struct decode_shape *s, uint64_t seed, struct decode_model *m);
+void decode_model_destroy(struct decode_model *m);
+
+/* The weight bytes one decode step reads. */
+static inline size_t decode_step_bytes(const struct decode_model *m)
+{
+    return m->streamed_floats * sizeof(float);
+}
+
+/* Rotates q (heads x head_size) and k (kv_heads x head_size) for position
+ * pos, each pair (2i, 2i + 1) of a head by pos / 10000^(2i / head_size).
+ * Both engines call this one, so their rotations are the same bits. */
+void decode_rope(const struct decode_shape *s, size_t pos, float *q, float *k);
+
+/* The prompt every run starts from (DECODE_PROMPT_LEN tokens < vocab). */
+#define DECODE_PROMPT_LEN 4
+void decode_prompt(const struct decode_shape *s, int prompt[DECODE_PROMPT_LEN]);
+
+/* The RMSNorm epsilon both engines use. */
+#define DECODE_EPS 1e-5f
+
+#endif /* NXR_BENCH_DECODE_MODEL_H */

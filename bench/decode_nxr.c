@@ -1,0 +1,262 @@
+/* bench/decode's nxr engine (see decode_nxr.h). */
+#include "bench/decode_nxr.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "bench/timing.h"
+
+struct packed_layer {
+    nxr_weights_t *wqkv, *wo, *w13, *w2;
+};
+
+struct decode_nxr {
+    const struct decode_model *m;
+    nxr_ctx_t *ctx;
+    struct packed_layer *layer;
+    nxr_weights_t *wcls;
+    /* Activations and the KV cache, in the domain's memory. */
+    float *x, *xb, *qkv, *hb, *att, *logits;
+    float *kcache, *vcache; /* layers x seq x kv_dim */
+};
+
+/* op(W) = W^T for W stored out x in: k = in, n = out (runtime/nxr_weights.h). */
+static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, nxr_weights_t **pw)
+{
+    struct nxr_weights_desc d;
+    nxr_weights_desc_init(&d);
+    d.w = w;
+    d.trans = true;
+    d.k = in;
+    d.n = out;
+    d.ldw = in;
+    return nxr_weights_create(rt, &d, pw);
+}
+
+static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
+{
+    int rc = nxr_domain_malloc(nxr_ctx_domain(ctx), n * sizeof(float), 64, (void **)p);
+    if (rc == 0)
+        memset(*p, 0, n * sizeof(float));
+    return rc;
+}
+
+int decode_nxr_create(const struct decode_model *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
+                      struct decode_nxr **out)
+{
+    const struct decode_shape *s = &m->shape;
+    const size_t dim = s->dim, kv = decode_kv_dim(s), hid = s->hidden;
+    struct decode_nxr *e = calloc(1, sizeof *e);
+    if (e == NULL || (e->layer = calloc(s->layers, sizeof *e->layer)) == NULL) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->m = m;
+    e->ctx = ctx;
+    int rc = 0;
+    for (size_t l = 0; l < s->layers && rc == 0; l++) {
+        const struct decode_layer *L = &m->layer[l];
+        struct packed_layer *P = &e->layer[l];
+        if ((rc = pack(rt, L->wqkv, dim + 2 * kv, dim, &P->wqkv)) != 0 ||
+            (rc = pack(rt, L->wo, dim, dim, &P->wo)) != 0 ||
+            (rc = pack(rt, L->w13, 2 * hid, dim, &P->w13)) != 0)
+            break;
+        rc = pack(rt, L->w2, dim, hid, &P->w2);
+    }
+    const size_t cache = s->layers * s->seq * kv;
+    if (rc != 0 || (rc = pack(rt, m->wcls, s->vocab, dim, &e->wcls)) != 0 ||
+        (rc = domain_floats(ctx, dim, &e->x)) != 0 || (rc = domain_floats(ctx, dim, &e->xb)) != 0 ||
+        (rc = domain_floats(ctx, dim + 2 * kv, &e->qkv)) != 0 ||
+        (rc = domain_floats(ctx, 2 * hid, &e->hb)) != 0 ||
+        (rc = domain_floats(ctx, s->heads * s->seq, &e->att)) != 0 ||
+        (rc = domain_floats(ctx, s->vocab, &e->logits)) != 0 ||
+        (rc = domain_floats(ctx, cache, &e->kcache)) != 0 ||
+        (rc = domain_floats(ctx, cache, &e->vcache)) != 0) {
+        decode_nxr_destroy(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void decode_nxr_destroy(struct decode_nxr *e)
+{
+    if (e == NULL)
+        return;
+    for (size_t l = 0; l < e->m->shape.layers; l++) {
+        nxr_weights_destroy(e->layer[l].wqkv);
+        nxr_weights_destroy(e->layer[l].wo);
+        nxr_weights_destroy(e->layer[l].w13);
+        nxr_weights_destroy(e->layer[l].w2);
+    }
+    nxr_weights_destroy(e->wcls);
+    nxr_domain_free(e->x), nxr_domain_free(e->xb), nxr_domain_free(e->qkv);
+    nxr_domain_free(e->hb), nxr_domain_free(e->att), nxr_domain_free(e->logits);
+    nxr_domain_free(e->kcache), nxr_domain_free(e->vcache);
+    free(e->layer);
+    free(e);
+}
+
+/* c = a W^T (+ c when accumulate: the residual add), one row. */
+static int product(struct decode_nxr *e, const float *a, nxr_weights_t *w, float *c,
+                   bool accumulate)
+{
+    struct nxr_sgemm_packed_args g = {.m = 1,
+                                      .alpha = 1.0f,
+                                      .a = a,
+                                      .lda = nxr_weights_k(w),
+                                      .w = w,
+                                      .beta = accumulate ? 1.0f : 0.0f,
+                                      .c = c,
+                                      .ldc = nxr_weights_n(w)};
+    return nxr_sgemm_packed(e->ctx, &g, NULL);
+}
+
+/* One layer's attention at pos, a head per iteration. */
+struct attention {
+    struct decode_nxr *e;
+    const float *q, *kc, *vc; /* this layer's cache */
+    size_t pos;
+    int rc; /* the first failure of a body, 0 if none */
+};
+
+static void attention_heads(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    struct attention *a = arg;
+    const struct decode_shape *s = &a->e->m->shape;
+    const size_t hs = decode_head_size(s), kv = decode_kv_dim(s), n = a->pos + 1;
+    for (size_t h = begin; h < end; h++) {
+        const size_t off = h / (s->heads / s->kv_heads) * hs;
+        float *att = a->e->att + h * s->seq, *out = a->e->xb + h * hs;
+        /* scores = q_h K^T / sqrt(hs), K's rows strided by kv_dim in the cache. */
+        struct nxr_sgemm_args scores = {.trans_b = true,
+                                        .m = 1,
+                                        .n = n,
+                                        .k = hs,
+                                        .alpha = 1.0f / sqrtf((float)hs),
+                                        .a = a->q + h * hs,
+                                        .lda = hs,
+                                        .b = a->kc + off,
+                                        .ldb = kv,
+                                        .c = att,
+                                        .ldc = n};
+        /* out = softmax(scores) V. */
+        struct nxr_sgemm_args mix = {.m = 1,
+                                     .n = hs,
+                                     .k = n,
+                                     .alpha = 1.0f,
+                                     .a = att,
+                                     .lda = n,
+                                     .b = a->vc + off,
+                                     .ldb = kv,
+                                     .c = out,
+                                     .ldc = hs};
+        int rc = nxr_sgemm(a->e->ctx, &scores);
+        if (rc == 0)
+            rc = nxr_softmax(a->e->ctx, 1, n, att, n, att, n);
+        if (rc == 0)
+            rc = nxr_sgemm(a->e->ctx, &mix);
+        if (rc != 0)
+            __atomic_compare_exchange_n(&a->rc, &(int){0}, rc, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED);
+    }
+}
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != 0)                                                                              \
+            return rc_;                                                                            \
+    } while (0)
+
+/* Runs call, adding its seconds to tm->bucket; what no call covers is the
+ * gaps between them (decode_nxr_times). */
+#define TIMED(bucket, call)                                                                        \
+    do {                                                                                           \
+        const double t0_ = bench_now();                                                            \
+        int rc_ = (call);                                                                          \
+        tm->bucket += bench_now() - t0_;                                                           \
+        if (rc_ != 0)                                                                              \
+            return rc_;                                                                            \
+    } while (0)
+
+/* RoPE on q and k, then k and v into the cache at pos (plain code). */
+static int rope_and_cache(struct decode_nxr *e, size_t pos, float *kc, float *vc)
+{
+    const struct decode_shape *s = &e->m->shape;
+    const size_t dim = s->dim, kv = decode_kv_dim(s);
+    float *q = e->qkv, *k = e->qkv + dim, *v = e->qkv + dim + kv;
+    decode_rope(s, pos, q, k);
+    memcpy(kc + pos * kv, k, kv * sizeof(float));
+    memcpy(vc + pos * kv, v, kv * sizeof(float));
+    return 0;
+}
+
+static int attend(struct decode_nxr *e, size_t pos, const float *kc, const float *vc)
+{
+    struct attention a = {.e = e, .q = e->qkv, .kc = kc, .vc = vc, .pos = pos};
+    int rc = nxr_parallel_for(e->ctx, 0, e->m->shape.heads, 1, attention_heads, &a);
+    return rc != 0 ? rc : a.rc;
+}
+
+static int embed(struct decode_nxr *e, int token)
+{
+    const size_t dim = e->m->shape.dim;
+    memcpy(e->x, e->m->embed + (size_t)token * dim, dim * sizeof(float));
+    return 0;
+}
+
+static int forward(struct decode_nxr *e, int token, size_t pos, struct decode_nxr_times *tm)
+{
+    const struct decode_model *m = e->m;
+    const struct decode_shape *s = &m->shape;
+    const size_t dim = s->dim, kv = decode_kv_dim(s), hid = s->hidden;
+    nxr_ctx_t *ctx = e->ctx;
+    const double t_step = bench_now();
+    TIMED(rest, embed(e, token));
+    for (size_t l = 0; l < s->layers; l++) {
+        const struct decode_layer *L = &m->layer[l];
+        const struct packed_layer *P = &e->layer[l];
+        float *kc = e->kcache + l * s->seq * kv, *vc = e->vcache + l * s->seq * kv;
+        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_att, DECODE_EPS, e->xb, dim));
+        TIMED(projections, product(e, e->xb, P->wqkv, e->qkv, false));
+        TIMED(rest, rope_and_cache(e, pos, kc, vc));
+        TIMED(attention, attend(e, pos, kc, vc));
+        TIMED(projections, product(e, e->xb, P->wo, e->x, true));
+        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_ffn, DECODE_EPS, e->xb, dim));
+        TIMED(projections, product(e, e->xb, P->w13, e->hb, false));
+        TIMED(rest, nxr_unary(ctx, NXR_UNARY_SILU, hid, e->hb, e->hb));
+        TIMED(rest, nxr_binary(ctx, NXR_BINARY_MUL, hid, e->hb, e->hb + hid, e->hb));
+        TIMED(projections, product(e, e->hb, P->w2, e->x, true));
+    }
+    TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, m->rms_final, DECODE_EPS, e->x, dim));
+    TIMED(projections, product(e, e->x, e->wcls, e->logits, false));
+    tm->step += bench_now() - t_step;
+    tm->steps++;
+    return 0;
+}
+
+int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
+                        int *out, struct decode_nxr_times *times)
+{
+    struct decode_nxr_times scratch = {0};
+    struct decode_nxr_times *tm = times != NULL ? times : &scratch;
+    int token = prompt[0];
+    size_t made = 0;
+    for (size_t pos = 0; made < n; pos++) {
+        TRY(forward(e, token, pos, tm));
+        if (pos + 1 < prompt_len) {
+            token = prompt[pos + 1];
+        } else {
+            const double t0 = bench_now();
+            size_t best;
+            TIMED(rest, nxr_argmax(e->ctx, e->m->shape.vocab, e->logits, &best));
+            tm->step += bench_now() - t0;
+            token = (int)best;
+            out[made++] = token;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * bench/decode with nxr, the way the docs tell a user to write it (README,
+ * "Kernels"; runtime/nxr_weights.h): one context on the domain; every
+ * matrix packed once at load with nxr_weights_create (a layer's Wq, Wk, Wv
+ * as one matrix, its W1, W3 as one); each product one nxr_sgemm_packed with
+ * m = 1, the residual adds folded into the output and down projections
+ * (beta = 1 onto x); nxr_rmsnorm, nxr_unary (SiLU), nxr_binary and
+ * nxr_argmax for the rest; attention as an nxr_parallel_for over heads
+ * whose bodies call nxr_sgemm and nxr_softmax in place (the nesting table,
+ * executor/nxr_executor.h). RoPE, the embedding row and the cache writes
+ * are plain code on the calling thread.
+ */
+#ifndef NXR_BENCH_DECODE_NXR_H
+#define NXR_BENCH_DECODE_NXR_H
+
+#include <stddef.h>
+
+#include "bench/decode_model.h"
+#include "runtime/nxr.h"
+
+struct decode_nxr;
+
+/* Where a step's time went, in seconds summed over the steps of the calls
+ * to decode_nxr_generate: the packed products (projections and
+ * classifier), the attention loop, the rest of the calls (norms, SiLU, the
+ * product, argmax, RoPE, copies), and the whole step (the gaps between
+ * calls are the whole minus the three). */
+struct decode_nxr_times {
+    double projections, attention, rest, step;
+    size_t steps;
+};
+
+/* Packs m's matrices for ctx's domain and allocates the activations and
+ * the KV cache (m must outlive it, rt and ctx too). Returns 0 or the nxr
+ * error (its detail in nxr_last_error()). */
+int decode_nxr_create(const struct decode_model *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
+                      struct decode_nxr **out);
+void decode_nxr_destroy(struct decode_nxr *e);
+
+/* As decode_omp_generate; adds to *times (may be NULL). Returns 0 or the
+ * first nxr error. */
+int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
+                        int *out, struct decode_nxr_times *times);
+
+#endif /* NXR_BENCH_DECODE_NXR_H */
