@@ -69,8 +69,8 @@ ok "libnxr.a defines the same $(wc -l <"$work/a.txt") globals, no nxr__/je_ symb
 
 # ---- Exported == declared --------------------------------------------------------
 declared() { # headers...: every function declared NXR_API (one list-maker:
-    # tools/api_functions.py, which the error-channel test's table uses too)
-    python3 "$root/tools/api_functions.py" "$@"
+    # tests/support/api_functions.py, which the error-channel test's table uses too)
+    python3 "$root/tests/support/api_functions.py" "$@"
 }
 inc=$dist/include/nxr
 declared $(ls "$inc"/*.h | grep -v '/nxr_omp\.h$') >"$work/declared.txt"

@@ -2,7 +2,7 @@
  * The error-detail channel (nxr_last_error, base/nxr_status.h), over the
  * whole public API: ONE table with a row for every NXR_API function of the
  * installed headers. The list of functions is generated from the headers
- * (tools/api_functions.py, the genrule of this package) and the first test
+ * (tests/support/api_functions.py, the genrule of this package) and the first test
  * fails if a declared function has no row, so a new function cannot be
  * missed. A row is either
  *  - FALLIBLE: a call with one bad argument, and (where one can be made
