@@ -269,13 +269,13 @@ static int publish_entry(struct nxr__peers *p, hwloc_const_bitmap_t cpus, unsign
 /* "<pid>.<n>": the names entries have; anything else is not one. */
 static bool entry_name(const char *name, pid_t *pid)
 {
-    char *end;
-    if (!isdigit((unsigned char)name[0]))
+    /* Through the one bounded reader (base/internal/number.h), as every
+     * other number of an entry: the name is another process's text. */
+    unsigned long long v;
+    long len = nxr__parse_digits(name, 10, 0x3fffffff, &v);
+    if (len <= 0 || v == 0 || name[len] != '.' || !isdigit((unsigned char)name[len + 1]))
         return false;
-    long v = strtol(name, &end, 10);
-    if (*end != '.' || v <= 0 || v > 0x3fffffff || !isdigit((unsigned char)end[1]))
-        return false;
-    for (const char *q = end + 1; *q != '\0'; q++)
+    for (const char *q = name + len + 1; *q != '\0'; q++)
         if (!isdigit((unsigned char)*q))
             return false;
     *pid = (pid_t)v;
