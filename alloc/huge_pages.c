@@ -42,6 +42,11 @@ enum nxr__thp_mode nxr__thp_mode(void)
     return mode;
 }
 
+bool nxr__thp_mode_advisable(enum nxr__thp_mode mode)
+{
+    return mode == NXR__THP_MADVISE || mode == NXR__THP_ALWAYS;
+}
+
 const char *nxr__thp_mode_name(enum nxr__thp_mode mode)
 {
     return (unsigned)mode <= NXR__THP_ALWAYS ? mode_names[mode] : mode_names[NXR__THP_UNKNOWN];
@@ -59,8 +64,7 @@ size_t nxr__huge_round(size_t bytes)
 
 bool nxr__huge_advise(void *p, size_t bytes)
 {
-    enum nxr__thp_mode mode = nxr__thp_mode();
-    if (mode != NXR__THP_MADVISE && mode != NXR__THP_ALWAYS)
+    if (!nxr__thp_mode_advisable(nxr__thp_mode()))
         return false;
     return nxr__madvise(p, bytes, MADV_HUGEPAGE) == 0;
 }

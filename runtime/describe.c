@@ -291,9 +291,9 @@ static void emit_stalls(const nxr_runtime_t *rt, struct nxr__emit *e)
 static void emit_huge_pages(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
     enum nxr__thp_mode mode = nxr__thp_mode();
-    const char *weights = !rt->settings.huge_pages                              ? "off"
-                          : mode == NXR__THP_MADVISE || mode == NXR__THP_ALWAYS ? "advised"
-                                                                                : "unavailable";
+    const char *weights = !rt->settings.huge_pages          ? "off"
+                          : nxr__thp_mode_advisable(mode) ? "advised"
+                                                          : "unavailable";
     nxr__emit_object(e, "huge_pages", "huge pages: packed weights {weights} (THP mode {thp})\n");
     nxr__emit_str(e, "weights", weights, NULL);
     nxr__emit_str(e, "thp", nxr__thp_mode_name(mode), NULL);

@@ -34,6 +34,9 @@ enum nxr__thp_mode nxr__thp_mode_parse(const char *line);
 /* The system's mode now (read each call: an administrator may change it). */
 enum nxr__thp_mode nxr__thp_mode(void);
 
+/* Whether advised ranges can get huge pages in this mode (madvise, always). */
+bool nxr__thp_mode_advisable(enum nxr__thp_mode mode);
+
 /* "unknown", "never", "madvise" or "always". */
 const char *nxr__thp_mode_name(enum nxr__thp_mode mode);
 
