@@ -633,7 +633,7 @@ Test(runtime_two_runtimes, a_strict_runtime_never_sees_an_exclusive_runtimes_cou
 
 struct fair_case {
     nxr_ctx_t *c1, *c2, *ca;
-    unsigned b_cpu;
+    unsigned a_cpu, b_cpu;
     atomic_int seq;        /* order of the provider calls that record themselves */
     atomic_int r1_inside;  /* B's first strict call holds the gate */
     atomic_int release_r1; /* ... until this */
@@ -669,9 +669,15 @@ static void *r1_thread(void *p)
     return NULL;
 }
 
+/* W runs on a CPU of A's domain, so its exclusive call is made on W itself:
+ * W asleep inside the call is W queued at the gate. Off the domain the call
+ * would be handed to a worker, and W would sleep on that hand-off while the
+ * worker (sharing CPU b with R1 and R2) had not yet asked for the gate; R2
+ * could then join R1 with no writer waiting (seen once in the 4-node VM). */
 static void *w_thread(void *p)
 {
     struct fair_case *f = p;
+    pin_self(f->a_cpu);
     atomic_store(&f->w_tid, (int)tid_self());
     atomic_store(&f->w_calling, 1);
     f->w_rc = spy_call(f->ca);
@@ -705,7 +711,7 @@ Test(runtime_two_runtimes, a_stream_of_strict_calls_cannot_hold_an_exclusive_cal
 {
     unsigned a, b;
     two_cpus(&a, &b);
-    struct fair_case f = {.b_cpu = b};
+    struct fair_case f = {.a_cpu = a, .b_cpu = b};
     struct spy sa = {.during = exclusive_during, .arg = &f},
                sb = {.during = strict_during, .arg = &f};
     atomic_store(&library_count, 1);
