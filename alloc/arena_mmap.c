@@ -22,7 +22,7 @@
  * (nxr_pool_trim) and destroy unmap them. The pools and scopes above reuse
  * what they got, so in steady state they do not reach the arena;
  * nxr_domain_malloc/free does. What it costs against jemalloc is measured
- * by //bench:alloc_arenas (the README gives it).
+ * by //bench:alloc_arenas (docs/guide.md gives it).
  */
 #include <errno.h>
 #include <pthread.h>

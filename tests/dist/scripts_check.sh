@@ -107,7 +107,7 @@ check "ctypes.CDLL of the installed libnxr.so after and before importing numpy" 
 check "install.sh printed the PYTHONPATH line for the Python package" \
     grep -qF "export PYTHONPATH=$prefix/lib/python3/dist-packages" "$work/install.out"
 # The Python binding's tests (python/tests), against the installed package
-# and library: the README's PYTHONPATH line and nothing else set, Debian's
+# and library: the user guide's PYTHONPATH line and nothing else set, Debian's
 # interpreter (the one with python3-numpy).
 pydir=$prefix/lib/python3/dist-packages
 python_tests() {
