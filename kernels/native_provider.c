@@ -17,6 +17,7 @@
 #include "base/internal/last_error.h"
 #include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
+#include "kernels/internal/native_quant.h"
 #include "kernels/internal/provider.h"
 #include "base/internal/sys.h"
 
@@ -209,6 +210,28 @@ int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const struct nxr
     g.trans_b = !packed->panels;
     g.ldb = packed->panels ? packed->n : packed->ld;
     return gemm_run(isa, call, &g, epilogue, packed->panels ? packed : NULL);
+}
+
+int nxr__native_sgemm_quant(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *args, const struct nxr__packed_q *w,
+                            const struct nxr_sgemm_epilogue *epilogue)
+{
+    if (call == NULL || args == NULL || w == NULL || args->n != w->n || args->k != w->k)
+        return -EINVAL;
+    if (!reads_operands(args)) {
+        /* C = beta C (then the epilogue): W is not read, the tile loop
+         * scales C as for any GEMM. */
+        struct nxr_sgemm_args g = *args;
+        g.b = NULL;
+        return gemm_run(isa, call, &g, epilogue, NULL);
+    }
+    struct nxr__quant_job job;
+    nxr__quant_plan_init(&job.plan, isa, args, w, epilogue);
+    int rc = check_scratch(call, nxr__quant_scratch_bytes(w, args->m));
+    if (rc != 0)
+        return rc;
+    job.scratch = call->scratch;
+    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan), nxr__quant_chunk, &job);
 }
 
 static const struct nxr_gemm_ops native_gemm_ops = {
