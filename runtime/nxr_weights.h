@@ -77,8 +77,9 @@ NXR_API int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc 
 
 /*
  * Weight formats. A packed copy holds op(W) in one of these; the call's
- * activations, outputs and accumulation are f32 whatever the format, and
- * only W's values change on packing (nxr_sgemm_packed's error bound below):
+ * inputs, outputs and accumulation are f32 whatever the format (8-bit blocks
+ * may quantize A per block on CPUs with an integer dot product), and only
+ * W's values change on packing (nxr_sgemm_packed's error bound below):
  *   NXR_WEIGHTS_F32        W as given: the same bits as nxr_sgemm.
  *   NXR_WEIGHTS_BF16       each weight rounded to bfloat16 (the top 16 bits of
  *                          its f32, round to nearest, ties to even; NaN and
@@ -201,10 +202,16 @@ struct nxr_sgemm_packed_args {
  * with u = 2^-24 and e_p = max(2^-8 |W[p][j]|, 2^-134) (bf16) or
  * (1 + 2^-12) max|W| / 254 over p's block of column j (8-bit blocks): the
  * first term is the packing's, the others are f32 accumulation and the
- * alpha/beta update, as for any f32 product. The bits may differ between CPUs (vector widths), not
- * between calls or budgets on one CPU. Any m is allowed; the formats are
- * made for m <= 16 (a decode step's GEMV, a small batch): larger m runs as
- * groups of 16 rows, each streaming W again.
+ * alpha/beta update, as for any f32 product. With 8-bit blocks, CPUs whose
+ * kernel multiplies in integers (AVX2) quantize A's rows per block of 32 as
+ * well (t = max|a| / 127, round(a / t)), which adds
+ *     |alpha| sum_p (|W[p][j]| + e_p) (1 + 2^-12) max|A[i][.]| / 254
+ * (the max over p's block of A's row); a row group of A holding a NaN or
+ * an infinity is not quantized, so they reach C as in f32. The bits may
+ * differ between CPUs (vector widths, integer or f32 products), not between
+ * calls or budgets on one CPU. Any m is allowed; the formats are made for
+ * m <= 16 (a decode step's GEMV, a small batch): larger m runs as groups of
+ * 16 rows, each streaming W again.
  */
 NXR_API int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
                              const struct nxr_sgemm_epilogue *epilogue);

@@ -1,7 +1,9 @@
 /*
  * nxr native kernels against weights in bf16 or 8-bit blocks
  * (runtime/nxr_weights.h, "Weight formats"): the packed layout, its packing,
- * and the GEMM that reads it with f32 activations, outputs and accumulation.
+ * and the GEMM that reads it with f32 activations, outputs and accumulation
+ * (8-bit blocks on AVX2 quantize the activations per block and multiply in
+ * integers: native_quant.inc says why and what it costs in error).
  *
  * Layout. Whatever the source's orientation, a packed copy is op(W)^T: n
  * rows of kpad = k rounded up to 32 values, row j holding column j of op(W)

@@ -86,7 +86,8 @@ class Kernels(unittest.TestCase):
     def test_packed_formats_within_their_bound(self):
         # runtime/nxr_weights.h's bound: |alpha| sum |a| e + 2 (k + 2) u sum |a w| (+ the
         # alpha/beta rounding), e = 2^-8 |w| (bf16) or (1 + 2^-12) max|w| / 254 per
-        # block of 32 along k (q8).
+        # block of 32 along k (q8), and for q8 the activations' term where A is quantized
+        # too: sum (|w| + e) (1 + 2^-12) max|a| / 254 over a's block.
         k, n, u = 100, 70, 2.0**-24
         w = rand(k, n)
         wd = f64(w)
@@ -105,6 +106,11 @@ class Kernels(unittest.TestCase):
                 ref = f64(a) @ wd
                 bound = np.abs(f64(a)) @ e + 2 * (k + 2) * u * (np.abs(f64(a)) @ np.abs(wd)) \
                     + 2 * u * np.abs(ref)
+                if fmt == "q8":
+                    amax = np.concatenate(
+                        [np.repeat(np.abs(f64(a)[:, b : b + 32]).max(axis=1, keepdims=True),
+                                   min(32, k - b), axis=1) for b in range(0, k, 32)], axis=1)
+                    bound += (1 + 2.0**-12) * (amax / 254) @ (np.abs(wd) + e)
                 for p in (packed, packed_t):
                     got = f64(self.ctx.sgemm_packed(a, p))
                     self.assertTrue(np.all(np.abs(got - ref) <= bound * (1 + 1e-6)),
@@ -115,22 +121,26 @@ class Kernels(unittest.TestCase):
         self.assertEqual(self.rt.pack(w).format, "f32")
 
     def test_packed_formats_hold_their_values(self):
-        # A row of the identity reads one weight of each column back exactly: bf16 rounds
-        # to nearest even, q8 is round(w / s) * s with s = max|w| / 127 over 32 along k.
+        # 127 times a row of the identity reads one weight of each column back, times 127,
+        # with one f32 rounding (127 quantizes to itself where q8 quantizes A too): bf16
+        # rounds to nearest even, q8 is round(w / s) * s with s = max|w| / 127 over 32
+        # along k, read as (127 q) * s.
         k, n = 40, 3
         w = rand(k, n)
         w[5] = [0.01, -0.3, 1.0 + 2.0**-8]  # 1 + 2^-8: a tie, to even (1.0)
         bits = w.view(np.uint32).astype(np.uint64)
         bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+        bf16 = np.float32(127) * bf16
         q8 = np.empty_like(w)
         for b in range(0, k, 32):
             s = (np.abs(w[b : b + 32]).max(axis=0) / np.float32(127)).astype(np.float32)
-            q8[b : b + 32] = np.clip(np.rint(w[b : b + 32] / s), -127, 127).astype(np.float32) * s
+            q = np.clip(np.rint(w[b : b + 32] / s), -127, 127).astype(np.float32)
+            q8[b : b + 32] = (np.float32(127) * q) * s
         for fmt, want in (("bf16", bf16), ("q8", q8)):
             packed = self.rt.pack(w, format=fmt)
             for p in (0, 5, 33, 39):
                 e = np.zeros(k, np.float32)
-                e[p] = 1
+                e[p] = 127
                 got = self.ctx.sgemm_packed(e, packed)
                 self.assertTrue(np.array_equal(got, want[p]), "%s row %d: %r, want %r"
                                 % (fmt, p, got, want[p]))

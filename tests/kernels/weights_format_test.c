@@ -14,6 +14,11 @@
  * exact f32-weight result ref,
  *   |C - ref| <= |alpha| sum |a| e + 2 (k + 2) u |alpha| sum |a| |w| (1 + 2^-7)
  *                + 2 u (|ref| + |beta c|) + (the same bound) * 2 u.
+ * Where 8-bit blocks multiply in integers (the AVX2 kernels: A's rows are
+ * quantized per block of 32 too, t = max|a| / 127, |round(a / t) t - a| <=
+ * t / 2 = max|a| / 254), the product w' a' is off from w' a by at most
+ * |w'| max|a| / 254 <= (|w| + e) max|a| / 254, times 1 + 2^-12 for the f32
+ * rounding of t and of s t: that term is added for them.
  * Every edge size along k and n (1, 15, 16, 17, 31, 32, 33), m = 1..16 and
  * 17 (two passes over W), strides and transposes, alpha and beta; the fused
  * epilogue gives exactly the unfused product followed by the epilogue row;
@@ -116,6 +121,21 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
     cr_expect(!nxr__quant_first_nonfinite(false, 2, 3, nf, 3, &bp, &bj));
 }
 
+/* Whether isa's 8-bit kernel quantizes A (native_quant.inc, Q8_INT). */
+static bool quantizes_a(const struct nxr__native_isa *isa)
+{
+    return strcmp(isa->name, "avx2") == 0;
+}
+
+/* The largest |a| of p's block in row i of op(A). */
+static double a_block_max(const float *a, size_t lda, bool ta, size_t k, size_t i, size_t p)
+{
+    double m = 0;
+    for (size_t q = p / 32 * 32; q < k && q < p / 32 * 32 + 32; ++q)
+        m = fmax(m, fabs(ta ? a[q * lda + i] : a[i * lda + q]));
+    return m;
+}
+
 /* The largest |w| of p's block in column j of op(W). */
 static double block_max(const float *w, size_t ld, bool trans, size_t k, size_t p, size_t j)
 {
@@ -184,6 +204,9 @@ static void check_case(const struct nxr__native_isa *isa, struct qcase t, uint64
                                      ? fmax(0x1p-8 * fabs(wv), 0x1p-134)
                                      : (1 + 0x1p-12) * block_max(w, ldw, t.tw, t.k, p, j) / 254;
                 pack_err += fabs(av) * e;
+                if (t.f == NXR__QFORMAT_Q8_BLOCK32 && quantizes_a(isa))
+                    pack_err +=
+                        (fabs(wv) + e) * (1 + 0x1p-12) * a_block_max(a, lda, t.ta, t.k, i, p) / 254;
             }
             const double cin = c0[i * ldc + j];
             ref = t.alpha * ref + (t.beta != 0 ? t.beta * cin : 0);
@@ -308,4 +331,35 @@ Test(kernels_weights_format, epilogue_and_splits_change_no_bit)
     free(bias);
     free(c1);
     free(c2);
+}
+
+/* A NaN or an infinity in A reaches C as in any f32 product (the 8-bit
+ * kernels that quantize A take the f32 path for such a group of rows). */
+Test(kernels_weights_format, a_nan_in_a_reaches_its_row_of_c)
+{
+    const struct nxr__native_isa *isas[3];
+    const size_t nisa = ref_isas(isas);
+    const size_t m = 3, n = 9, k = 40;
+    float *a = ref_fill(m * k, 21, -1, 1), *w = ref_fill(k * n, 22, -1, 1);
+    a[1 * k + 33] = NAN;
+    float c[3 * 9];
+    for (size_t ii = 0; ii < nisa; ++ii)
+        for (size_t fi = 0; fi < 2; ++fi) {
+            struct nxr__packed_q v;
+            void *packed = pack(formats[fi], false, k, n, w, n, &v);
+            const struct nxr_sgemm_args g = {
+                .m = m, .n = n, .k = k, .alpha = 1.0f, .a = a, .lda = k, .c = c, .ldc = n};
+            struct nxr__quant_plan plan;
+            nxr__quant_plan_init(&plan, isas[ii], &g, &v, NULL);
+            run(isas[ii], &plan, NULL, 0);
+            for (size_t j = 0; j < n; ++j) {
+                cr_assert(isnan(c[1 * n + j]), "%s format %d: C[1][%zu] = %g", isas[ii]->name,
+                          formats[fi], j, (double)c[1 * n + j]);
+                cr_assert(isfinite(c[j]) && isfinite(c[2 * n + j]), "%s: rows 0 and 2 finite",
+                          isas[ii]->name);
+            }
+            free(packed);
+        }
+    free(a);
+    free(w);
 }

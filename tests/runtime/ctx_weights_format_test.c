@@ -40,6 +40,15 @@ static double pack_err(enum nxr_weights_format f, const float *w, size_t ldw, bo
     return (1 + 0x1p-12) * mx / 254;
 }
 
+/* The largest |a| of p's block of 32 in row i of op(A). */
+static double a_block_max(const float *a, size_t lda, bool ta, size_t k, size_t i, size_t p)
+{
+    double mx = 0;
+    for (size_t q = p / 32 * 32; q < k && q < p / 32 * 32 + 32; q++)
+        mx = fmax(mx, fabs(op_at(a, lda, ta, i, q)));
+    return mx;
+}
+
 /* One case on every budget's context: within the bound, the same bits on
  * each budget. */
 static void check_case(struct ctx_rt *rs, size_t nrt, struct fcase t, uint64_t seed)
@@ -93,7 +102,12 @@ static void check_case(struct ctx_rt *rs, size_t nrt, struct fcase t, uint64_t s
                 const double av = op_at(a, lda, t.ta, i, p), wv = op_at(w, ldw, t.tw, p, j);
                 ref += av * wv;
                 mag += fabs(av * wv);
-                perr += fabs(av) * pack_err(t.f, w, ldw, t.tw, t.k, p, j);
+                const double e = pack_err(t.f, w, ldw, t.tw, t.k, p, j);
+                perr += fabs(av) * e;
+                /* 8-bit blocks may quantize A per block too (AVX2): its term. */
+                if (t.f == NXR_WEIGHTS_Q8_BLOCK32)
+                    perr +=
+                        (fabs(wv) + e) * (1 + 0x1p-12) * a_block_max(a, lda, t.ta, t.k, i, p) / 254;
             }
             ref = t.alpha * ref + (t.beta != 0 ? t.beta * cin : 0);
             const double bound =
