@@ -48,7 +48,7 @@
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
  * and the 4 MiB GEMV only, and the weight formats at 4 MiB.
  * --formats-mib: f32 MiB of W in the weight-formats rows (kernels_formats.h;
- * default 64).
+ * default 64). --only-formats: those rows alone (after the other options).
  * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
@@ -455,6 +455,18 @@ int main(int argc, char **argv)
             sgemm_n[1] = 256;
         } else if (strcmp(argv[i], "--formats-mib") == 0 && i + 1 < argc) {
             formats_mib = (size_t)atol(argv[++i]);
+        } else if (strcmp(argv[i], "--only-formats") == 0) {
+            /* The weight-format rows alone, at the options given before it. */
+            struct formats_report fr;
+            formats_section(&fr, formats_mib, reps);
+            if (json) {
+                printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
+                formats_print_json(&fr);
+                printf("}\n");
+            } else {
+                formats_print_text(&fr);
+            }
+            return 0;
         } else if (strcmp(argv[i], "--no-small") == 0) {
             skip_small = true;
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
@@ -462,7 +474,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
                             "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--only-small] "
-                            "[--no-small]\n");
+                            "[--only-formats] [--no-small]\n");
             return 2;
         }
     }
