@@ -48,7 +48,7 @@
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
  * and the 4 MiB GEMV only, and the weight formats at 4 MiB.
  * --formats-mib: f32 MiB of W in the weight-formats rows (kernels_formats.h;
- * default 64). --only-formats: those rows alone (after the other options).
+ * default 64). --only-formats: those rows alone.
  * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
@@ -425,6 +425,7 @@ int main(int argc, char **argv)
     bool json = false, skip_small = false;
     int reps = 12;
     size_t triad_mib = 64, formats_mib = 64;
+    bool only_formats = false;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sgemm-child") == 0 && i + 1 < argc)
@@ -456,17 +457,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--formats-mib") == 0 && i + 1 < argc) {
             formats_mib = (size_t)atol(argv[++i]);
         } else if (strcmp(argv[i], "--only-formats") == 0) {
-            /* The weight-format rows alone, at the options given before it. */
-            struct formats_report fr;
-            formats_section(&fr, formats_mib, reps);
-            if (json) {
-                printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
-                formats_print_json(&fr);
-                printf("}\n");
-            } else {
-                formats_print_text(&fr);
-            }
-            return 0;
+            only_formats = true;
         } else if (strcmp(argv[i], "--no-small") == 0) {
             skip_small = true;
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
@@ -481,6 +472,18 @@ int main(int argc, char **argv)
     if (reps < 2 || reps > 1000 || triad_mib < 1 || formats_mib < 1 || formats_mib > 4096) {
         fprintf(stderr, "kernels: bad --reps, --triad-mib or --formats-mib\n");
         return 2;
+    }
+    if (only_formats) { /* the weight-format rows alone */
+        struct formats_report fr;
+        formats_section(&fr, formats_mib, reps);
+        if (json) {
+            printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
+            formats_print_json(&fr);
+            printf("}\n");
+        } else {
+            formats_print_text(&fr);
+        }
+        return 0;
     }
     if (getenv("OPENBLAS_CORETYPE") != NULL)
         fprintf(stderr, "kernels: note: OPENBLAS_CORETYPE=%s is set for the default rows too\n",
