@@ -82,7 +82,9 @@ static size_t native_sgemm_scratch(void *self, const struct nxr_sgemm_args *args
 static int run_epilogue(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
                         const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep);
 
-/* Every native GEMM, plain, fused or against packed weights, comes here.
+/* Every native GEMM, plain, fused or against packed f32 weights, comes here
+ * (bf16 and 8-bit weights: nxr__native_sgemm_quant, below, which comes here
+ * only to scale C when alpha is 0).
  * ep (NULL: none) rides in the plan and is applied per micro-tile as the
  * last kc slice is written back (native_gemm.inc). When A and B are not
  * read (alpha == 0, k == 0) there is no such write-back: C is scaled, then
