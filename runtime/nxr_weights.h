@@ -21,10 +21,12 @@
  * blocks, within a documented error instead). At shutdown,
  * nxr_weights_destroy before nxr_runtime_destroy.
  *
- * The layout follows the source's orientation (an untransposed W becomes
+ * The f32 layout follows the source's orientation (an untransposed W becomes
  * column panels of the GEMM micro-kernel's width over all of k; a
  * transposed one stays rows of k, re-strided and aligned): it is the one
- * that gives the same bits as the unpacked call. It is nxr's native
+ * that gives the same bits as the unpacked call. bf16 and 8-bit blocks
+ * ("Weight formats" below) are rows of k per column of op(W) whichever the
+ * orientation. Every layout is nxr's native
  * kernels' layout: a runtime whose GEMM provider is not nxr's own
  * (NXR_GEMM=openblas, an injected provider) refuses to pack
  * (NXR_EUNSUPPORTED), never silently runs another kernel.
