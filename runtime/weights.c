@@ -163,13 +163,6 @@ static int create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
                          "format %d is no enum nxr_weights_format (NXR_WEIGHTS_F32, "
                          "NXR_WEIGHTS_BF16, NXR_WEIGHTS_Q8_BLOCK32)",
                          (int)format);
-    size_t bad_p, bad_j;
-    if (format == NXR_WEIGHTS_Q8_BLOCK32 &&
-        nxr__quant_first_nonfinite(desc->trans, desc->k, desc->n, desc->w, desc->ldw, &bad_p,
-                                   &bad_j))
-        return nxr__fail(-EINVAL, call,
-                         "op(W)[%zu][%zu] is not finite; 8-bit blocks hold finite weights only",
-                         bad_p, bad_j);
     NXR__HANDLE_CHECK(rt, "runtime");
     if (nxr__runtime_forked(rt))
         return nxr__fail(NXR_EFORKED, call, "the runtime was created before this process forked");
@@ -177,6 +170,14 @@ static int create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
     if (!nxr__provider_native_gemm(nxr_provider_bundle_get(rt->providers, NXR_FAMILY_GEMM), &isa))
         return nxr__fail(NXR_EUNSUPPORTED, call,
                          "the runtime's GEMM provider is not nxr's native one, which packs");
+    /* A pass over W: after the cheap checks, before anything is allocated. */
+    size_t bad_p, bad_j;
+    if (format == NXR_WEIGHTS_Q8_BLOCK32 &&
+        nxr__quant_first_nonfinite(desc->trans, desc->k, desc->n, desc->w, desc->ldw, &bad_p,
+                                   &bad_j))
+        return nxr__fail(-EINVAL, call,
+                         "op(W)[%zu][%zu] is not finite; 8-bit blocks hold finite weights only",
+                         bad_p, bad_j);
     const size_t count = desc->domain_ids != NULL ? desc->domain_count : rt->domain_count;
     if (count > (SIZE_MAX - sizeof(nxr_weights_t)) / sizeof(struct nxr__weights_copy))
         return nxr__fail(-EINVAL, call, "desc->domain_count %zu is absurd", count);
