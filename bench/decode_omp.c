@@ -9,21 +9,21 @@
 #include "bench/kernels_peers.h"
 
 struct decode_omp {
-    const struct decode_model *m;
+    const struct svc_llama *m;
     int threads;
     float *x, *xb, *xb2, *hb, *hb2, *q, *att, *logits;
     float *kcache, *vcache; /* layers x seq x kv_dim */
 };
 
-int decode_omp_create(const struct decode_model *m, int threads, struct decode_omp **out)
+int decode_omp_create(const struct svc_llama *m, int threads, struct decode_omp **out)
 {
-    const struct decode_shape *s = &m->shape;
+    const struct svc_llama_shape *s = &m->shape;
     struct decode_omp *e = calloc(1, sizeof *e);
     if (e == NULL)
         return -ENOMEM;
     e->m = m;
     e->threads = threads;
-    const size_t cache = s->layers * s->seq * decode_kv_dim(s);
+    const size_t cache = s->layers * s->seq * svc_llama_kv_dim(s);
     e->x = calloc(s->dim, sizeof(float));
     e->xb = calloc(s->dim, sizeof(float));
     e->xb2 = calloc(s->dim, sizeof(float));
@@ -71,7 +71,7 @@ static void rmsnorm(float *out, const float *x, const float *gamma, size_t n)
     float ss = 0.0f;
     for (size_t i = 0; i < n; i++)
         ss += x[i] * x[i];
-    const float inv = 1.0f / sqrtf(ss / (float)n + DECODE_EPS);
+    const float inv = 1.0f / sqrtf(ss / (float)n + SVC_LLAMA_EPS);
     for (size_t i = 0; i < n; i++)
         out[i] = x[i] * inv * gamma[i];
 }
@@ -93,20 +93,20 @@ static void softmax(float *x, size_t n)
 /* One decode step: token at pos; the logits land in e->logits. */
 static void forward(struct decode_omp *e, int token, size_t pos)
 {
-    const struct decode_model *m = e->m;
-    const struct decode_shape *s = &m->shape;
-    const size_t dim = s->dim, hs = decode_head_size(s), kv = decode_kv_dim(s);
+    const struct svc_llama *m = e->m;
+    const struct svc_llama_shape *s = &m->shape;
+    const size_t dim = s->dim, hs = svc_llama_head_size(s), kv = svc_llama_kv_dim(s);
     const size_t hid = s->hidden, group = s->heads / s->kv_heads;
     memcpy(e->x, m->embed + (size_t)token * dim, dim * sizeof(float));
     for (size_t l = 0; l < s->layers; l++) {
-        const struct decode_layer *L = &m->layer[l];
+        const struct svc_llama_layer *L = &m->layer[l];
         float *kc = e->kcache + l * s->seq * kv, *vc = e->vcache + l * s->seq * kv;
         float *k = kc + pos * kv, *v = vc + pos * kv;
         rmsnorm(e->xb, e->x, L->rms_att, dim);
         matmul(e->q, e->xb, L->wqkv, dim, dim, e->threads);
         matmul(k, e->xb, L->wqkv + dim * dim, dim, kv, e->threads);
         matmul(v, e->xb, L->wqkv + (dim + kv) * dim, dim, kv, e->threads);
-        decode_rope(s, pos, e->q, k);
+        svc_llama_rope(s, pos, e->q, k);
         const float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for schedule(static) num_threads(e->threads)
         for (size_t h = 0; h < s->heads; h++) {

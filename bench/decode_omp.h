@@ -10,13 +10,13 @@
 
 #include <stddef.h>
 
-#include "bench/decode_model.h"
+#include "service/llama_model.h"
 
 struct decode_omp;
 
 /* The activations and the KV cache for m (which must outlive it), run on
  * `threads` OpenMP threads. Returns 0 or -ENOMEM. */
-int decode_omp_create(const struct decode_model *m, int threads, struct decode_omp **out);
+int decode_omp_create(const struct svc_llama *m, int threads, struct decode_omp **out);
 void decode_omp_destroy(struct decode_omp *e);
 
 /* Feeds the prompt one token at a time from position 0, then generates n
