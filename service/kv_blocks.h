@@ -28,10 +28,10 @@ struct svc_kv_blocks {
     size_t block_tokens; /* positions per block */
     size_t block_floats; /* layers * 2 * block_tokens * kv_dim */
     size_t layers, kv_dim;
-    size_t count;        /* blocks in the pool */
-    size_t free_count;   /* of which free */
-    size_t *free_list;   /* free block indices, free_count of them (a stack) */
-    const void **owner;  /* per block: its sequence, NULL when free */
+    size_t count;       /* blocks in the pool */
+    size_t free_count;  /* of which free */
+    size_t *free_list;  /* free block indices, free_count of them (a stack) */
+    const void **owner; /* per block: its sequence, NULL when free */
 };
 
 /* Whether freed blocks are poisoned (checked builds). */
@@ -77,8 +77,8 @@ static inline float *svc_kv_key(const struct svc_kv_blocks *p, const size_t *tab
            (layer * 2 * p->block_tokens + pos % p->block_tokens) * p->kv_dim;
 }
 
-static inline float *svc_kv_value(const struct svc_kv_blocks *p, const size_t *table,
-                                  size_t layer, size_t pos)
+static inline float *svc_kv_value(const struct svc_kv_blocks *p, const size_t *table, size_t layer,
+                                  size_t pos)
 {
     return svc_kv_key(p, table, layer, pos) + p->block_tokens * p->kv_dim;
 }

@@ -70,9 +70,9 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
     b->chunk = calloc(A, sizeof *b->chunk);
     b->logit_row = calloc(A, sizeof *b->logit_row);
     b->logit_token = calloc(A, sizeof *b->logit_token);
-    if (rc == 0 && (b->active == NULL || b->row_seq == NULL || b->row_token == NULL ||
-                    b->row_pos == NULL || b->chunk == NULL || b->logit_row == NULL ||
-                    b->logit_token == NULL))
+    if (rc == 0 &&
+        (b->active == NULL || b->row_seq == NULL || b->row_token == NULL || b->row_pos == NULL ||
+         b->chunk == NULL || b->logit_row == NULL || b->logit_token == NULL))
         rc = -ENOMEM;
     if (rc != 0 || (rc = domain_floats(ctx, T * dim, &b->x)) != 0 ||
         (rc = domain_floats(ctx, T * dim, &b->xb)) != 0 ||
@@ -316,23 +316,19 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     const size_t dim = s->dim, hid = s->hidden;
     nxr_ctx_t *ctx = b->ctx;
     for (size_t r = 0; r < rows; r++)
-        memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim,
-               dim * sizeof(float));
+        memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
     for (size_t l = 0; l < s->layers; l++) {
         const float *rms_att = b->side->rms_att0 + 2 * l * dim, *rms_ffn = rms_att + dim;
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_att, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WQKV), b->qkv,
-                    false));
+        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WQKV), b->qkv, false));
         rope_and_cache(b, rows, l);
         struct attention a = {.b = b, .layer = l};
         TRY(nxr_parallel_for(ctx, 0, rows * s->heads, 1, attention_rows_heads, &a));
         TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WO), b->x, true));
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_W13), b->hb,
-                    false));
+        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_W13), b->hb, false));
         TRY(nxr_parallel_for(ctx, 0, rows, 1, swiglu_rows, b));
-        TRY(product(b, rows, b->hb, 2 * hid, svc_llama_matrix(b->w, l, SVC_LLAMA_W2), b->x,
-                    true));
+        TRY(product(b, rows, b->hb, 2 * hid, svc_llama_matrix(b->w, l, SVC_LLAMA_W2), b->x, true));
     }
     if (logits == 0)
         return 0;

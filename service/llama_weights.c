@@ -17,8 +17,8 @@ int svc_llama_format_named(const char *name)
 }
 
 /* W stored out x in, packed as op(W) = W^T (k = in, n = out). */
-static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, const int *ids,
-                size_t n, nxr_weights_t **pw)
+static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, const int *ids, size_t n,
+                nxr_weights_t **pw)
 {
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
@@ -90,8 +90,8 @@ int svc_llama_weights_create(struct svc_llama_weights *out, nxr_runtime_t *rt,
     out->side = calloc(n, sizeof *out->side);
     for (size_t i = 0; ids != NULL && i < n; i++)
         ids[i] = nxr_domain_id(domains[i]);
-    int rc = master == NULL || ids == NULL || out->side == NULL ? -ENOMEM
-                                                                : pack_all(out, rt, ids, n);
+    int rc =
+        master == NULL || ids == NULL || out->side == NULL ? -ENOMEM : pack_all(out, rt, ids, n);
     if (rc == 0) {
         memcpy(master, m->embed, s->vocab * s->dim * sizeof(float));
         float *g = master + s->vocab * s->dim;

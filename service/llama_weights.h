@@ -46,8 +46,8 @@ struct svc_llama_weights {
 
 enum { SVC_LLAMA_WQKV, SVC_LLAMA_WO, SVC_LLAMA_W13, SVC_LLAMA_W2, SVC_LLAMA_MATRICES };
 
-static inline const nxr_weights_t *svc_llama_matrix(const struct svc_llama_weights *w,
-                                                    size_t layer, int which)
+static inline const nxr_weights_t *svc_llama_matrix(const struct svc_llama_weights *w, size_t layer,
+                                                    int which)
 {
     return w->packed.m[layer * SVC_LLAMA_MATRICES + (size_t)which];
 }

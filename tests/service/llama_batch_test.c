@@ -38,8 +38,8 @@ static void setup(void)
     cr_assert_eq(svc_llama_shape_named("short", &s), 0);
     cr_assert_eq(svc_llama_create(&s, 7, &model), 0);
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    cr_assert_eq(svc_llama_weights_create(&weights, rt, &model, SVC_LLAMA_F32, &d, 1), 0,
-                 "%s", nxr_last_error());
+    cr_assert_eq(svc_llama_weights_create(&weights, rt, &model, SVC_LLAMA_F32, &d, 1), 0, "%s",
+                 nxr_last_error());
 }
 
 static void teardown(void)
@@ -137,7 +137,7 @@ static void reference(const int *prompt, size_t plen, size_t gen, int *out)
 
 /* ---- Requests and engines. ---- */
 
-#define MAX_GEN 12
+#define MAX_GEN    12
 #define MAX_PROMPT 16
 
 struct request {
@@ -358,10 +358,8 @@ Test(service_llama_batch, other_formats_are_not_yet_supported)
 {
     struct svc_llama_weights w;
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_BF16, &d, 1),
-                 NXR_EUNSUPPORTED);
-    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_INT8, &d, 1),
-                 NXR_EUNSUPPORTED);
+    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_BF16, &d, 1), NXR_EUNSUPPORTED);
+    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_INT8, &d, 1), NXR_EUNSUPPORTED);
     cr_expect_eq(svc_llama_format_named("f32"), SVC_LLAMA_F32);
     cr_expect_eq(svc_llama_format_named("f16"), -1);
 }
