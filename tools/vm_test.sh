@@ -146,7 +146,7 @@ if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host. --machine 0:
     # measuring the GEMM peak under TCG took 525 of the 4-node VM's 664 s.
     t0=\$(date +%s)
-    if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
+    if timeout 900 $work/bin/nxr demo --model mlp --requests 64 --clients 4 --batch 1-8 --hidden 64 \
         --layers 2 --machine 0 --span --json >/tmp/demo.json 2>/tmp/demo.err; then
         echo "vm-demo-json \$(cat /tmp/demo.json)"
         echo "vm: nxr demo ran (\$((\$(date +%s) - t0)) s)"
