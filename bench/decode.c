@@ -4,7 +4,7 @@
  * SwiGLU FFN, classifier; random f32 weights from a seed) generating tokens
  * greedily, one decode step at a time, from a fixed prompt, written twice:
  * with nxr as the docs tell a user to (decode_nxr.c) and as a plain OpenMP
- * row-loop engine (decode_omp.c). Both must produce the same tokens.
+ * row-loop engine (service/llama_omp.c). Both must produce the same tokens.
  *
  * Decode is memory-bound: a step reads every weight once, so its limit is
  * the step's weight bytes over the machine's streaming-read bandwidth. The
@@ -46,6 +46,7 @@
 #include "service/llama_model.h"
 #include "bench/decode_nxr.h"
 #include "bench/decode_omp.h"
+#include "service/llama_omp.h"
 #include "bench/kernels_peers.h"
 #include "bench/timing.h"
 #include "runtime/nxr.h"
@@ -197,7 +198,7 @@ static void settle(void)
 
 struct run {
     struct decode_nxr *nxr;
-    struct decode_omp *omp;
+    struct svc_llama_omp *omp;
     int prompt[SVC_LLAMA_PROMPT_LEN];
     size_t tokens;
 };
@@ -215,7 +216,7 @@ static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
 static double time_omp(struct run *r, int *out)
 {
     const double t0 = bench_now();
-    decode_omp_generate(r->omp, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out);
+    svc_llama_omp_generate(r->omp, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out, NULL, NULL);
     return bench_now() - t0;
 }
 
@@ -260,7 +261,7 @@ int main(int argc, char **argv)
     svc_llama_prompt(s, r.prompt);
     if ((rc = decode_nxr_create(&model, rt, ctx, &r.nxr)) != 0)
         die("packing the weights", rc);
-    if ((rc = decode_omp_create(&model, (int)threads, &r.omp)) != 0)
+    if ((rc = svc_llama_omp_create(&model, (int)threads, &r.omp)) != 0)
         die("the OpenMP engine", rc);
 
     int *tok_nxr = calloc(o.tokens, sizeof(int)), *tok_omp = calloc(o.tokens, sizeof(int));
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
         }
     }
     free(tok_nxr), free(tok_omp), free(again);
-    decode_omp_destroy(r.omp);
+    svc_llama_omp_destroy(r.omp);
     decode_nxr_destroy(r.nxr);
     svc_llama_destroy(&model);
     nxr_ctx_destroy(ctx);
