@@ -4,8 +4,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <hwloc.h>
+#include <sched.h>
 
 #include "runtime/nxr.h"
+#include "service/llama_omp_path.h"
 #include "service/llama_serve.h"
 
 #define MAX_DOMAINS 64
@@ -59,13 +64,31 @@ static int append(struct samples *s, const struct svc_llama_serve_result *r)
     return 0;
 }
 
+enum { PATH_NXR, PATH_UNBATCHED, PATH_FLAT, PATH_OMP, PATHS };
+static const char *const path_names[PATHS] = {"nxr", "unbatched", "flat", "OpenMP"};
+
+/* What a path serves with: a runtime and its weights (nxr's paths), or
+ * the model and threads (OpenMP). */
+struct path {
+    nxr_runtime_t *rt;
+    const struct svc_llama_weights *w;
+    bool batched;
+    const struct svc_llama *model;
+    int threads;
+    int *tokens;
+    struct svc_llama_path_result *res;
+    struct svc_llama_domain_result *doms; /* per domain figures (nxr's only) */
+    struct samples smp;
+};
+
 /* One path's round: sequences [first, first + count), tokens into tokens. */
-static int serve_round(nxr_runtime_t *rt, const struct svc_llama_weights *w,
-                       const struct svc_llama_demo_config *c, bool batched, size_t first,
-                       size_t count, int *tokens, struct svc_llama_path_result *p,
-                       struct svc_llama_domain_result *doms, struct samples *smp, char *err,
-                       size_t errsz)
+static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, size_t first,
+                       size_t count, char *err, size_t errsz)
 {
+    const bool batched = pa->batched;
+    struct svc_llama_path_result *p = pa->res;
+    struct svc_llama_domain_result *doms = pa->doms;
+    int *tokens = pa->tokens + first * c->gen_max;
     struct svc_llama_serve_config sc = {
         .stream = {.seed = c->seed,
                    .prompt_min = c->prompt_min,
@@ -82,9 +105,13 @@ static int serve_round(nxr_runtime_t *rt, const struct svc_llama_weights *w,
     sc.batch.kv_bytes = c->kv_mib << 20;
     sc.batch.block_tokens = c->block_tokens;
     struct svc_llama_serve_result r;
-    int rc = svc_llama_serve(rt, w, &sc, tokens, &r, err, errsz);
-    if (rc != 0)
+    int rc = pa->rt != NULL ? svc_llama_serve(pa->rt, pa->w, &sc, tokens, &r, err, errsz)
+                            : svc_llama_omp_serve(pa->model, pa->threads, &sc, tokens, &r);
+    if (rc != 0) {
+        if (pa->rt == NULL)
+            snprintf(err, errsz, "%s", nxr_strerror(rc));
         return rc;
+    }
     p->ran = true;
     p->sequences += r.sequences;
     p->tokens += r.tokens;
@@ -97,10 +124,42 @@ static int serve_round(nxr_runtime_t *rt, const struct svc_llama_weights *w,
         doms[d].batch_mean += (double)r.domain[d].batch_sum;
         doms[d].kv_on_node = r.domain[d].kv_on_node;
     }
-    rc = append(smp, &r);
+    rc = append(&pa->smp, &r);
     free(r.ttft_ms);
     free(r.itl_ms);
     return rc;
+}
+
+/* The flat runtime: one declared domain over rt's whole allowed set. */
+static int flat_runtime(nxr_runtime_t *rt, struct svc_llama_demo_result *res, nxr_runtime_t **out)
+{
+    hwloc_const_bitmap_t allowed = nxr_runtime_allowed_cpus(rt);
+    char decl[160];
+    snprintf(decl, sizeof decl, "0:");
+    hwloc_bitmap_list_snprintf(decl + 2, sizeof decl - 2, allowed);
+    hwloc_bitmap_list_snprintf(res->flat_cpus, sizeof res->flat_cpus, allowed);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = decl;
+    return nxr_runtime_create(&o, out);
+}
+
+/* Long enough for the previous path's idle threads to stop spinning
+ * (nxr's NXR_SPIN ~0.1 ms, libgomp's a few ms): no path pays for another's
+ * spin (as the MLP demo, service/demo.c). */
+static void settle(void)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static unsigned allowed_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    const int n = CPU_COUNT(&set);
+    return n > 0 ? (unsigned)n : 1;
 }
 
 int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_demo_result *res,
@@ -131,11 +190,10 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
                  c->format == SVC_LLAMA_BF16 ? "bf16" : "int8");
         return -EINVAL;
     }
-    nxr_runtime_t *rt = NULL;
+    nxr_runtime_t *rt = NULL, *flat_rt = NULL;
     struct svc_llama model = {0};
-    struct svc_llama_weights w = {0};
-    int *tok_nxr = NULL, *tok_un = NULL;
-    struct samples s_nxr = {0}, s_un = {0};
+    struct svc_llama_weights w = {0}, wflat = {0};
+    struct path paths[PATHS] = {0};
     char why[256] = "";
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
@@ -173,44 +231,58 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         res->domains[i].weights_on_node = svc_llama_weights_on_node(&w, i);
         res->domains[i].kv_on_node = -1;
     }
+    if (c->compare) {
+        nxr_domain_t *fd = NULL;
+        if ((rc = flat_runtime(rt, res, &flat_rt)) != 0 ||
+            (fd = nxr_runtime_domain_at(flat_rt, 0),
+             rc = svc_llama_weights_create(&wflat, flat_rt, &model, c->format, &fd, 1)) != 0) {
+            snprintf(res->error, sizeof res->error, "flat path: %s: %s", nxr_strerror(rc),
+                     nxr_last_error());
+            goto out;
+        }
+    }
     if (c->machine_s > 0 &&
         (rc = svc_machine_measure(rt, c->machine_s, &res->machine, why, sizeof why)) != 0) {
         snprintf(res->error, sizeof res->error, "measuring the machine: %s", why);
         goto out;
     }
-    tok_nxr = calloc(c->sequences * c->gen_max, sizeof(int));
-    tok_un = calloc(c->sequences * c->gen_max, sizeof(int));
-    if (tok_nxr == NULL || tok_un == NULL) {
-        rc = -ENOMEM;
-        snprintf(res->error, sizeof res->error, "out of memory for the tokens");
-        goto out;
-    }
+    const size_t npaths = c->compare ? PATHS : 1;
+    paths[PATH_NXR] =
+        (struct path){.rt = rt, .w = &w, .batched = true, .res = &res->nxr, .doms = res->domains};
+    paths[PATH_UNBATCHED] = (struct path){.rt = rt, .w = &w, .res = &res->unbatched};
+    paths[PATH_FLAT] =
+        (struct path){.rt = flat_rt, .w = &wflat, .batched = true, .res = &res->flat};
+    paths[PATH_OMP] =
+        (struct path){.model = &model,
+                      .threads = (int)(c->omp_threads != 0 ? c->omp_threads : allowed_cpus()),
+                      .res = &res->omp};
+    for (size_t k = 0; k < npaths; k++)
+        if ((paths[k].tokens = calloc(c->sequences * c->gen_max, sizeof(int))) == NULL) {
+            rc = -ENOMEM;
+            snprintf(res->error, sizeof res->error, "out of memory for the tokens");
+            goto out;
+        }
     /* Rounds: each path serves the round's sequences, the order rotating. */
     const size_t rounds = c->rounds < c->sequences ? c->rounds : c->sequences;
     for (size_t r = 0; r < rounds && rc == 0; r++) {
         const size_t first = c->sequences * r / rounds;
         const size_t count = c->sequences * (r + 1) / rounds - first;
-        for (size_t k = 0; k < (c->compare ? 2u : 1u) && rc == 0; k++) {
-            const bool batched = !c->compare || (k + r) % 2 == 0;
-            rc = batched ? serve_round(rt, &w, c, true, first, count, tok_nxr + first * c->gen_max,
-                                       &res->nxr, res->domains, &s_nxr, why, sizeof why)
-                         : serve_round(rt, &w, c, false, first, count, tok_un + first * c->gen_max,
-                                       &res->unbatched, NULL, &s_un, why, sizeof why);
-            if (rc != 0) {
+        for (size_t k = 0; k < npaths && rc == 0; k++) {
+            const size_t p = (k + r) % npaths;
+            settle();
+            if ((rc = serve_round(c, &paths[p], first, count, why, sizeof why)) != 0) {
                 *bad_input = rc == -EINVAL;
-                snprintf(res->error, sizeof res->error, "%s path: %s",
-                         batched ? "nxr" : "unbatched", why);
+                snprintf(res->error, sizeof res->error, "%s path: %s", path_names[p], why);
             }
         }
     }
     if (rc != 0)
         goto out;
-    struct svc_llama_path_result *paths[] = {&res->nxr, &res->unbatched};
-    struct samples *smp[] = {&s_nxr, &s_un};
-    for (size_t i = 0; i < 2; i++) {
-        if (paths[i]->steps > 0)
-            paths[i]->batch_mean /= (double)paths[i]->steps;
-        summarise(paths[i], smp[i]->ttft, smp[i]->nttft, smp[i]->itl, smp[i]->nitl);
+    for (size_t k = 0; k < npaths; k++) {
+        struct svc_llama_path_result *p = paths[k].res;
+        if (p->steps > 0)
+            p->batch_mean /= (double)p->steps;
+        summarise(p, paths[k].smp.ttft, paths[k].smp.nttft, paths[k].smp.itl, paths[k].smp.nitl);
     }
     for (size_t i = 0; i < n; i++)
         if (res->domains[i].steps > 0)
@@ -222,14 +294,25 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
             res->machine.read_gbs * 1e9 / res->weight_bytes * res->nxr.batch_mean;
     }
     if (c->compare) {
+        const size_t bytes = c->sequences * c->gen_max * sizeof(int);
         res->sequences_compared = c->sequences;
-        res->tokens_match = memcmp(tok_nxr, tok_un, c->sequences * c->gen_max * sizeof(int)) == 0;
+        res->tokens_match =
+            memcmp(paths[PATH_NXR].tokens, paths[PATH_UNBATCHED].tokens, bytes) == 0 &&
+            memcmp(paths[PATH_NXR].tokens, paths[PATH_FLAT].tokens, bytes) == 0;
+        for (size_t j = 0; j < c->sequences; j++)
+            res->omp_sequences_same +=
+                memcmp(paths[PATH_NXR].tokens + j * c->gen_max,
+                       paths[PATH_OMP].tokens + j * c->gen_max, c->gen_max * sizeof(int)) == 0;
     }
 out:
-    free(tok_nxr), free(tok_un);
-    free(s_nxr.ttft), free(s_nxr.itl), free(s_un.ttft), free(s_un.itl);
+    for (size_t k = 0; k < PATHS; k++) {
+        free(paths[k].tokens);
+        free(paths[k].smp.ttft), free(paths[k].smp.itl);
+    }
+    svc_llama_weights_destroy(&wflat);
     svc_llama_weights_destroy(&w);
     svc_llama_destroy(&model);
+    nxr_runtime_destroy(flat_rt);
     nxr_runtime_destroy(rt);
     return rc;
 }

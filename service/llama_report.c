@@ -41,6 +41,13 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
     }
     path_line(f, "nxr", &r->nxr, NULL);
     path_line(f, "unbatched", &r->unbatched, &r->nxr);
+    path_line(f, "flat", &r->flat, &r->nxr);
+    path_line(f, "OpenMP", &r->omp, &r->nxr);
+    if (r->flat.ran)
+        fprintf(f,
+                "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
+                "at a time, prompts token by token)\n",
+                r->flat_cpus);
     if (r->fraction_of_limit >= 0)
         fprintf(f,
                 "  limit: read %.1f GB/s measured in this run; nxr's weight reads are %.2f of it "
@@ -48,11 +55,12 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
                 r->machine.read_gbs, r->fraction_of_limit, r->bound_tokens_per_s,
                 r->nxr.batch_mean);
     if (r->sequences_compared > 0)
-        fprintf(f, "  tokens: %s across paths (%zu sequences, greedy, f32)\n",
-                r->tokens_match ? "identical" : "DIFFER", r->sequences_compared);
-    fprintf(
-        f,
-        "  (ratios from alternated rounds of one run; not yet here: the flat and OpenMP peers)\n");
+        fprintf(f,
+                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, f32); OpenMP "
+                "made the same tokens for %zu of them (another summation order)\n",
+                r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
+                r->omp_sequences_same);
+    fprintf(f, "  (ratios from alternated rounds of one run)\n");
 }
 
 static void path_json(FILE *f, const struct svc_llama_path_result *p)
@@ -94,21 +102,28 @@ void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
         fraction_json(f, "kv_on_node", d->kv_on_node);
         fputc('}', f);
     }
-    fprintf(f, "],\"unbatched\":");
-    if (r->unbatched.ran) {
-        fputc('{', f);
-        path_json(f, &r->unbatched);
-        fputc('}', f);
-    } else {
-        fprintf(f, "null");
+    fputc(']', f);
+    const struct {
+        const char *key;
+        const struct svc_llama_path_result *p;
+    } peers[] = {{"unbatched", &r->unbatched}, {"flat", &r->flat}, {"omp", &r->omp}};
+    for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
+        fprintf(f, ",\"%s\":", peers[i].key);
+        if (peers[i].p->ran) {
+            fputc('{', f);
+            path_json(f, peers[i].p);
+            fputc('}', f);
+        } else {
+            fprintf(f, "null");
+        }
     }
-    fprintf(f, ",\"flat\":null,\"omp\":null,\"read_gbs\":%.3f,", r->machine.read_gbs);
+    fprintf(f, ",\"read_gbs\":%.3f,", r->machine.read_gbs);
     fraction_json(f, "fraction_of_limit", r->fraction_of_limit);
     fputc(',', f);
     fraction_json(f, "bound_tokens_per_s", r->bound_tokens_per_s);
     if (r->sequences_compared > 0)
-        fprintf(f, ",\"tokens_match\":%s,\"sequences_compared\":%zu}\n",
-                r->tokens_match ? "true" : "false", r->sequences_compared);
+        fprintf(f, ",\"tokens_match\":%s,\"sequences_compared\":%zu,\"omp_sequences_same\":%zu}\n",
+                r->tokens_match ? "true" : "false", r->sequences_compared, r->omp_sequences_same);
     else
         fprintf(f, ",\"tokens_match\":null,\"sequences_compared\":0}\n");
 }

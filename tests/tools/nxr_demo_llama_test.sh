@@ -2,8 +2,9 @@
 # `nxr demo` (the language model, the default) end to end, on a tiny
 # decoder (no timing is checked anywhere):
 #  - its JSON has every key the issue lists; every sequence is served, its
-#    token count within --gen; the unbatched peer serves one sequence a
-#    step; the tokens of every sequence match between the paths;
+#    token count within --gen, by every path; the unbatched and OpenMP
+#    peers serve one sequence a step; the tokens of every sequence match
+#    between nxr's paths (batched, unbatched, flat);
 #  - every domain's weights and KV cache are on its node where memory is
 #    bound (the page check); two domains (declared on one CPU) both serve;
 #  - the read-bandwidth limit line when measured, null when not;
@@ -29,6 +30,10 @@ assert d["tokens_match"] is True and d["sequences_compared"] == 9, d
 assert 1.0 <= d["batch_mean"] <= 3.0, d
 u = d["unbatched"]
 assert u["sequences"] == 9 and u["tokens"] == d["tokens"] and u["batch_mean"] == 1.0, u
+fl, om = d["flat"], d["omp"]
+assert fl["sequences"] == 9 and fl["tokens"] == d["tokens"] and fl["batch_mean"] >= 1.0, fl
+assert om["sequences"] == 9 and om["tokens"] == d["tokens"] and om["batch_mean"] == 1.0, om
+assert 0 <= d["omp_sequences_same"] <= 9, d
 for k in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms"):
     assert u[k] >= 0 and d[k] >= 0, k
 assert d["ttft_p50_ms"] <= d["ttft_p99_ms"] and d["itl_p50_ms"] <= d["itl_p99_ms"], d
@@ -53,7 +58,7 @@ check llama.json 1 1
 "$nxr" demo --model llama "${tiny[@]}" --machine 0 --json > unmeasured.json
 check unmeasured.json 1 0
 "$nxr" demo "${tiny[@]}" --machine 0 > llama.txt
-grep -q "tokens: identical across paths" llama.txt
+grep -q "tokens: identical on nxr, unbatched and flat" llama.txt
 # Two domains on one CPU: new sequences go to the one with most free cache.
 "$nxr" demo "${tiny[@]}" --machine 0 --domains "0:$first;1:$first shared" --json > two.json
 check two.json 2 0
