@@ -30,6 +30,7 @@ void svc_llama_demo_config_init(struct svc_llama_demo_config *c)
     c->seed = 1;
     c->compare = true;
     c->rounds = 2;
+    c->time_budget_s = 40;
     c->machine_s = 1.0;
 }
 
@@ -264,7 +265,16 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         }
     /* Rounds: each path serves the round's sequences, the order rotating. */
     const size_t rounds = c->rounds < c->sequences ? c->rounds : c->sequences;
+    res->rounds_planned = rounds;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t r = 0; r < rounds && rc == 0; r++) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (r > 0 && c->time_budget_s > 0 &&
+            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 >
+                c->time_budget_s)
+            break;
+        res->rounds_run = r + 1;
         const size_t first = c->sequences * r / rounds;
         const size_t count = c->sequences * (r + 1) / rounds - first;
         for (size_t k = 0; k < npaths && rc == 0; k++) {
@@ -294,12 +304,14 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
             res->machine.read_gbs * 1e9 / res->weight_bytes * res->nxr.batch_mean;
     }
     if (c->compare) {
-        const size_t bytes = c->sequences * c->gen_max * sizeof(int);
-        res->sequences_compared = c->sequences;
+        /* The rounds run served sequences [0, served) on every path. */
+        const size_t served = c->sequences * res->rounds_run / rounds;
+        const size_t bytes = served * c->gen_max * sizeof(int);
+        res->sequences_compared = served;
         res->tokens_match =
             memcmp(paths[PATH_NXR].tokens, paths[PATH_UNBATCHED].tokens, bytes) == 0 &&
             memcmp(paths[PATH_NXR].tokens, paths[PATH_FLAT].tokens, bytes) == 0;
-        for (size_t j = 0; j < c->sequences; j++)
+        for (size_t j = 0; j < served; j++)
             res->omp_sequences_same +=
                 memcmp(paths[PATH_NXR].tokens + j * c->gen_max,
                        paths[PATH_OMP].tokens + j * c->gen_max, c->gen_max * sizeof(int)) == 0;

@@ -45,11 +45,15 @@ struct svc_llama_demo_config {
     bool compare;         /* false with --no-compare: the batched path only */
     unsigned omp_threads; /* the OpenMP peer's threads; 0: every allowed CPU */
     size_t rounds;        /* rounds the sequences are cut into */
-    double machine_s;     /* seconds measuring the read bandwidth (0: not measured) */
+    /* Seconds of serving after which the run stops at the next round
+     * boundary (every path has then served the same sequences); 0: none. */
+    double time_budget_s;
+    double machine_s; /* seconds measuring the read bandwidth (0: not measured) */
 };
 
 /* 15m, f32, 8 clients, 16 sequences, prompts 16-256, gen 16-128, 256 MiB of
- * cache, 64 tokens a step, blocks of 16, seed 1, 2 rounds, 1 s of machine. */
+ * cache, 64 tokens a step, blocks of 16, seed 1, 2 rounds, a 40 s budget,
+ * 1 s of machine. */
 void svc_llama_demo_config_init(struct svc_llama_demo_config *c);
 
 struct svc_llama_path_result {
@@ -79,7 +83,8 @@ struct svc_llama_demo_result {
     double bound_tokens_per_s; /* what the read bandwidth allows at nxr's batch (-1: unknown) */
     bool tokens_match;         /* unbatched and flat: every token of every sequence */
     size_t sequences_compared;
-    size_t omp_sequences_same; /* sequences whose tokens OpenMP made exactly */
+    size_t rounds_planned, rounds_run; /* fewer run when the time budget cut the run */
+    size_t omp_sequences_same;         /* sequences whose tokens OpenMP made exactly */
     char error[256];
 };
 

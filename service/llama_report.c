@@ -60,6 +60,11 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
                 "made the same tokens for %zu of them (another summation order)\n",
                 r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
                 r->omp_sequences_same);
+    if (r->rounds_run < r->rounds_planned)
+        fprintf(f,
+                "  (the time budget stopped the run after %zu of %zu rounds: every path served "
+                "the same sequences)\n",
+                r->rounds_run, r->rounds_planned);
     fprintf(f, "  (ratios from alternated rounds of one run)\n");
 }
 
@@ -117,7 +122,8 @@ void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
             fprintf(f, "null");
         }
     }
-    fprintf(f, ",\"read_gbs\":%.3f,", r->machine.read_gbs);
+    fprintf(f, ",\"rounds_planned\":%zu,\"rounds_run\":%zu,\"read_gbs\":%.3f,", r->rounds_planned,
+            r->rounds_run, r->machine.read_gbs);
     fraction_json(f, "fraction_of_limit", r->fraction_of_limit);
     fputc(',', f);
     fraction_json(f, "bound_tokens_per_s", r->bound_tokens_per_s);

@@ -27,6 +27,8 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
+    "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
+    "                              0: none, every path serves every sequence)\n"
     "             --no-compare     serve batched only (no unbatched peer)\n"
     "             --json           one JSON object instead of the table\n";
 
@@ -72,9 +74,9 @@ int nxr_tool_demo_llama(int argc, char **argv)
             continue;
         }
         static const char *const with_value[] = {
-            "--size",   "--weights",     "--clients", "--sequences", "--prompt",  "--gen",
-            "--kv-mib", "--step-tokens", "--domains", "--seed",      "--machine", "--dim",
-            "--hidden", "--layers",      "--heads",   "--kv-heads",  "--vocab"};
+            "--size",   "--weights",     "--clients", "--sequences", "--prompt",   "--gen",
+            "--kv-mib", "--step-tokens", "--domains", "--seed",      "--machine",  "--time-budget",
+            "--dim",    "--hidden",      "--layers",  "--heads",     "--kv-heads", "--vocab"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -123,6 +125,9 @@ int nxr_tool_demo_llama(int argc, char **argv)
         } else if (strcmp(flag, "--machine") == 0) {
             if ((rc = nxr_tool_demo_size(flag, value, 0, 600, &x)) == 0)
                 c.machine_s = (double)x;
+        } else if (strcmp(flag, "--time-budget") == 0) {
+            if ((rc = nxr_tool_demo_size(flag, value, 0, 86400, &x)) == 0)
+                c.time_budget_s = (double)x;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return nxr_tool_demo_bad(flag, "%sis empty", "");

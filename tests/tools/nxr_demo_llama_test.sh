@@ -12,7 +12,7 @@
 set -euo pipefail
 nxr=$1
 tiny=(--dim 64 --hidden 176 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --prompt 3-20
-      --gen 2-9 --clients 3 --sequences 9 --kv-mib 4 --step-tokens 8 --seed 5)
+      --gen 2-9 --clients 3 --sequences 9 --kv-mib 4 --step-tokens 8 --seed 5 --time-budget 0)
 first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
 
 check() { # file domains machine-measured
@@ -27,6 +27,7 @@ for k in ("model", "size", "weights", "clients", "tokens_per_s", "ttft_p50_ms", 
 assert d["model"] == "llama" and d["size"] == "custom" and d["weights"] == "f32", d
 assert d["sequences"] == 9 and 9 * 2 <= d["tokens"] <= 9 * 9, d
 assert d["tokens_match"] is True and d["sequences_compared"] == 9, d
+assert d["rounds_run"] == d["rounds_planned"] == 2, d
 assert 1.0 <= d["batch_mean"] <= 3.0, d
 u = d["unbatched"]
 assert u["sequences"] == 9 and u["tokens"] == d["tokens"] and u["batch_mean"] == 1.0, u
@@ -98,6 +99,7 @@ bad --clients --clients 65
 bad --kv-mib --kv-mib 0
 bad --kv-mib "${tiny[@]}" --kv-mib 1 --prompt 3-8000 --machine 0
 bad --step-tokens --step-tokens x
+bad --time-budget --time-budget -1
 bad --heads --dim 30 --heads 4
 bad --json --json=yes
 bad --requests --requests 10
