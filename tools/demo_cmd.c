@@ -18,7 +18,7 @@
 #include "service/report.h"
 
 const char nxr_tool_demo_usage[] =
-    "  demo     serve a language model (the default; see --model llama below) or, with\n"
+    "  demo     serve a language model (the default, --model llama: flags below) or, with\n"
     "           --model mlp, run an embedded MLP inference service, one context per domain,\n"
     "           against a flat team and OpenMP on the same requests; --model mlp flags:\n"
     "             --requests N     requests per path (default 4000)\n"

@@ -29,7 +29,7 @@ const char nxr_tool_demo_llama_usage[] =
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
     "                              0: none, every path serves every sequence)\n"
-    "             --no-compare     serve batched only (no unbatched peer)\n"
+    "             --no-compare     serve batched only (no peers)\n"
     "             --json           one JSON object instead of the table\n";
 
 /* The explicit dimensions: flag, field of the shape. */

@@ -23,7 +23,7 @@ static int usage(void)
             "usage: nxr demo [flags] | nxr info [--json]\n%s%s"
             "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
             "           --json: one JSON object instead of text\n",
-            nxr_tool_demo_llama_usage, nxr_tool_demo_usage);
+            nxr_tool_demo_usage, nxr_tool_demo_llama_usage);
     return 2;
 }
 
