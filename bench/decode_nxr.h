@@ -37,7 +37,7 @@ int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *c
                       struct decode_nxr **out);
 void decode_nxr_destroy(struct decode_nxr *e);
 
-/* As decode_omp_generate; adds to *times (may be NULL). Returns 0 or the
+/* As svc_llama_omp_generate; adds to *times (may be NULL). Returns 0 or the
  * first nxr error. */
 int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
                         int *out, struct decode_nxr_times *times);
