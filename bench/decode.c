@@ -4,7 +4,7 @@
  * SwiGLU FFN, classifier; random f32 weights from a seed) generating tokens
  * greedily, one decode step at a time, from a fixed prompt, written twice:
  * with nxr as the docs tell a user to (decode_nxr.c) and as a plain OpenMP
- * row-loop engine (decode_omp.c). Both must produce the same tokens.
+ * row-loop engine (service/llama_omp.c). Both must produce the same tokens.
  *
  * Decode is memory-bound: a step reads every weight once, so its limit is
  * the step's weight bytes over the machine's streaming-read bandwidth. The
@@ -43,9 +43,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/decode_model.h"
+#include "service/llama_model.h"
 #include "bench/decode_nxr.h"
 #include "bench/decode_omp.h"
+#include "service/llama_omp.h"
 #include "bench/kernels_peers.h"
 #include "bench/timing.h"
 #include "runtime/nxr.h"
@@ -53,7 +54,7 @@
 #define MAX_ROUNDS 101
 
 struct options {
-    struct decode_shape shape;
+    struct svc_llama_shape shape;
     size_t tokens;
     int rounds;
     uint64_t seed;
@@ -72,7 +73,7 @@ static int usage(void)
 static int parse(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.tokens = 64, .rounds = 5, .seed = 1};
-    decode_shape_named("15m", &o->shape);
+    svc_llama_shape_named("15m", &o->shape);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0) {
@@ -80,7 +81,7 @@ static int parse(int argc, char **argv, struct options *o)
             continue;
         }
         if (strcmp(a, "--short") == 0) {
-            decode_shape_named("short", &o->shape);
+            svc_llama_shape_named("short", &o->shape);
             o->tokens = 8;
             o->rounds = 1;
             continue;
@@ -100,7 +101,7 @@ static int parse(int argc, char **argv, struct options *o)
             *dim = (size_t)strtoull(v, NULL, 10);
             o->shape.name = "custom";
         } else if (strcmp(a, "--shape") == 0) {
-            if (decode_shape_named(v, &o->shape) != 0) {
+            if (svc_llama_shape_named(v, &o->shape) != 0) {
                 fprintf(stderr, "decode: --shape %s: not a shape (15m, 110m, short)\n", v);
                 return 2;
             }
@@ -126,14 +127,14 @@ static int parse(int argc, char **argv, struct options *o)
             return usage();
         }
     }
-    const char *problem = decode_shape_problem(&o->shape);
+    const char *problem = svc_llama_shape_problem(&o->shape);
     if (problem != NULL) {
         fprintf(stderr, "decode: %s\n", problem);
         return 2;
     }
-    if (o->tokens < 1 || DECODE_PROMPT_LEN - 1 + o->tokens > o->shape.seq) {
+    if (o->tokens < 1 || SVC_LLAMA_PROMPT_LEN - 1 + o->tokens > o->shape.seq) {
         fprintf(stderr, "decode: --tokens must be 1..%zu (the prompt is %d tokens, --seq %zu)\n",
-                o->shape.seq + 1 - DECODE_PROMPT_LEN, DECODE_PROMPT_LEN, o->shape.seq);
+                o->shape.seq + 1 - SVC_LLAMA_PROMPT_LEN, SVC_LLAMA_PROMPT_LEN, o->shape.seq);
         return 2;
     }
     if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
@@ -163,7 +164,7 @@ static void read_chunk(void *arg, size_t begin, size_t end, unsigned worker)
 }
 
 /* Seconds to read m's streamed bytes once, split evenly over ctx's threads. */
-static double read_once(nxr_ctx_t *ctx, const struct decode_model *m)
+static double read_once(nxr_ctx_t *ctx, const struct svc_llama *m)
 {
     static struct read_job job;
     job.w = m->streamed;
@@ -179,7 +180,7 @@ static double read_once(nxr_ctx_t *ctx, const struct decode_model *m)
 static volatile float read_sink;
 
 /* The same read on the OpenMP engine's threads (decode_omp_read). */
-static double omp_read_once(const struct decode_model *m, int threads)
+static double omp_read_once(const struct svc_llama *m, int threads)
 {
     const double t0 = bench_now();
     read_sink = decode_omp_read(m->streamed, m->streamed_floats, threads);
@@ -197,15 +198,15 @@ static void settle(void)
 
 struct run {
     struct decode_nxr *nxr;
-    struct decode_omp *omp;
-    int prompt[DECODE_PROMPT_LEN];
+    struct svc_llama_omp *omp;
+    int prompt[SVC_LLAMA_PROMPT_LEN];
     size_t tokens;
 };
 
 static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
 {
     const double t0 = bench_now();
-    int rc = decode_nxr_generate(r->nxr, r->prompt, DECODE_PROMPT_LEN, r->tokens, out, tm);
+    int rc = decode_nxr_generate(r->nxr, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out, tm);
     const double t = bench_now() - t0;
     if (rc != 0)
         die("nxr decode", rc);
@@ -215,7 +216,7 @@ static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
 static double time_omp(struct run *r, int *out)
 {
     const double t0 = bench_now();
-    decode_omp_generate(r->omp, r->prompt, DECODE_PROMPT_LEN, r->tokens, out);
+    svc_llama_omp_generate(r->omp, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out, NULL, NULL);
     return bench_now() - t0;
 }
 
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
     int status = parse(argc, argv, &o);
     if (status >= 0)
         return status;
-    const struct decode_shape *s = &o.shape;
+    const struct svc_llama_shape *s = &o.shape;
 
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx;
@@ -253,14 +254,14 @@ int main(int argc, char **argv)
         die("context", rc);
     const unsigned threads = nxr_ctx_budget(ctx);
 
-    struct decode_model model;
-    if ((rc = decode_model_create(s, o.seed, &model)) != 0)
+    struct svc_llama model;
+    if ((rc = svc_llama_create(s, o.seed, &model)) != 0)
         die("the model's weights", rc);
     struct run r = {.tokens = o.tokens};
-    decode_prompt(s, r.prompt);
+    svc_llama_prompt(s, r.prompt);
     if ((rc = decode_nxr_create(&model, rt, ctx, &r.nxr)) != 0)
         die("packing the weights", rc);
-    if ((rc = decode_omp_create(&model, (int)threads, &r.omp)) != 0)
+    if ((rc = svc_llama_omp_create(&model, (int)threads, &r.omp)) != 0)
         die("the OpenMP engine", rc);
 
     int *tok_nxr = calloc(o.tokens, sizeof(int)), *tok_omp = calloc(o.tokens, sizeof(int));
@@ -273,8 +274,8 @@ int main(int argc, char **argv)
     time_omp(&r, tok_omp);
     bool match = memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0;
 
-    const size_t steps = DECODE_PROMPT_LEN - 1 + o.tokens;
-    const double bytes = (double)decode_step_bytes(&model);
+    const size_t steps = SVC_LLAMA_PROMPT_LEN - 1 + o.tokens;
+    const double bytes = (double)svc_llama_step_bytes(&model);
     double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_read[MAX_ROUNDS], t_omp_read[MAX_ROUNDS];
     struct decode_nxr_times tm = {0};
     for (int i = 0; i < o.rounds; i++) {
@@ -335,7 +336,7 @@ int main(int argc, char **argv)
                bytes * 1e-6);
         printf("%u threads; %zu tokens after a %d-token prompt (%zu steps); %d rounds, "
                "medians; load average %s\n",
-               threads, o.tokens, DECODE_PROMPT_LEN, steps, o.rounds, load);
+               threads, o.tokens, SVC_LLAMA_PROMPT_LEN, steps, o.rounds, load);
         printf("%-28s %10s %12s %14s\n", "", "tok/s", "weight GB/s", "of the limit");
         printf("%-28s %10.1f %12.2f %14.3f\n", "nxr (packed, kernels)", tok_s_nxr, gbs_nxr,
                gbs_nxr / read_gbs);
@@ -362,9 +363,9 @@ int main(int argc, char **argv)
         }
     }
     free(tok_nxr), free(tok_omp), free(again);
-    decode_omp_destroy(r.omp);
+    svc_llama_omp_destroy(r.omp);
     decode_nxr_destroy(r.nxr);
-    decode_model_destroy(&model);
+    svc_llama_destroy(&model);
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
     return match ? 0 : 1;

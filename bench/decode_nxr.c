@@ -12,7 +12,7 @@ struct packed_layer {
 };
 
 struct decode_nxr {
-    const struct decode_model *m;
+    const struct svc_llama *m;
     nxr_ctx_t *ctx;
     struct packed_layer *layer;
     nxr_weights_t *wcls;
@@ -42,11 +42,11 @@ static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
     return rc;
 }
 
-int decode_nxr_create(const struct decode_model *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
+int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
                       struct decode_nxr **out)
 {
-    const struct decode_shape *s = &m->shape;
-    const size_t dim = s->dim, kv = decode_kv_dim(s), hid = s->hidden;
+    const struct svc_llama_shape *s = &m->shape;
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
     struct decode_nxr *e = calloc(1, sizeof *e);
     if (e == NULL || (e->layer = calloc(s->layers, sizeof *e->layer)) == NULL) {
         free(e);
@@ -56,7 +56,7 @@ int decode_nxr_create(const struct decode_model *m, nxr_runtime_t *rt, nxr_ctx_t
     e->ctx = ctx;
     int rc = 0;
     for (size_t l = 0; l < s->layers && rc == 0; l++) {
-        const struct decode_layer *L = &m->layer[l];
+        const struct svc_llama_layer *L = &m->layer[l];
         struct packed_layer *P = &e->layer[l];
         if ((rc = pack(rt, L->wqkv, dim + 2 * kv, dim, &P->wqkv)) != 0 ||
             (rc = pack(rt, L->wo, dim, dim, &P->wo)) != 0 ||
@@ -125,8 +125,8 @@ static void attention_heads(void *arg, size_t begin, size_t end, unsigned worker
 {
     (void)worker;
     struct attention *a = arg;
-    const struct decode_shape *s = &a->e->m->shape;
-    const size_t hs = decode_head_size(s), kv = decode_kv_dim(s), n = a->pos + 1;
+    const struct svc_llama_shape *s = &a->e->m->shape;
+    const size_t hs = svc_llama_head_size(s), kv = svc_llama_kv_dim(s), n = a->pos + 1;
     for (size_t h = begin; h < end; h++) {
         const size_t off = h / (s->heads / s->kv_heads) * hs;
         float *att = a->e->att + h * s->seq, *out = a->e->xb + h * hs;
@@ -185,10 +185,10 @@ static void attention_heads(void *arg, size_t begin, size_t end, unsigned worker
 /* RoPE on q and k, then k and v into the cache at pos (plain code). */
 static int rope_and_cache(struct decode_nxr *e, size_t pos, float *kc, float *vc)
 {
-    const struct decode_shape *s = &e->m->shape;
-    const size_t dim = s->dim, kv = decode_kv_dim(s);
+    const struct svc_llama_shape *s = &e->m->shape;
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s);
     float *q = e->qkv, *k = e->qkv + dim, *v = e->qkv + dim + kv;
-    decode_rope(s, pos, q, k);
+    svc_llama_rope(s, pos, q, k);
     memcpy(kc + pos * kv, k, kv * sizeof(float));
     memcpy(vc + pos * kv, v, kv * sizeof(float));
     return 0;
@@ -210,28 +210,28 @@ static int embed(struct decode_nxr *e, int token)
 
 static int forward(struct decode_nxr *e, int token, size_t pos, struct decode_nxr_times *tm)
 {
-    const struct decode_model *m = e->m;
-    const struct decode_shape *s = &m->shape;
-    const size_t dim = s->dim, kv = decode_kv_dim(s), hid = s->hidden;
+    const struct svc_llama *m = e->m;
+    const struct svc_llama_shape *s = &m->shape;
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
     nxr_ctx_t *ctx = e->ctx;
     const double t_step = bench_now();
     TIMED(rest, embed(e, token));
     for (size_t l = 0; l < s->layers; l++) {
-        const struct decode_layer *L = &m->layer[l];
+        const struct svc_llama_layer *L = &m->layer[l];
         const struct packed_layer *P = &e->layer[l];
         float *kc = e->kcache + l * s->seq * kv, *vc = e->vcache + l * s->seq * kv;
-        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_att, DECODE_EPS, e->xb, dim));
+        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_att, SVC_LLAMA_EPS, e->xb, dim));
         TIMED(projections, product(e, e->xb, P->wqkv, e->qkv, false));
         TIMED(rest, rope_and_cache(e, pos, kc, vc));
         TIMED(attention, attend(e, pos, kc, vc));
         TIMED(projections, product(e, e->xb, P->wo, e->x, true));
-        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_ffn, DECODE_EPS, e->xb, dim));
+        TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, L->rms_ffn, SVC_LLAMA_EPS, e->xb, dim));
         TIMED(projections, product(e, e->xb, P->w13, e->hb, false));
         TIMED(rest, nxr_unary(ctx, NXR_UNARY_SILU, hid, e->hb, e->hb));
         TIMED(rest, nxr_binary(ctx, NXR_BINARY_MUL, hid, e->hb, e->hb + hid, e->hb));
         TIMED(projections, product(e, e->hb, P->w2, e->x, true));
     }
-    TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, m->rms_final, DECODE_EPS, e->x, dim));
+    TIMED(rest, nxr_rmsnorm(ctx, 1, dim, e->x, dim, m->rms_final, SVC_LLAMA_EPS, e->x, dim));
     TIMED(projections, product(e, e->x, e->wcls, e->logits, false));
     tm->step += bench_now() - t_step;
     tm->steps++;

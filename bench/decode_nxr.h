@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "bench/decode_model.h"
+#include "service/llama_model.h"
 #include "runtime/nxr.h"
 
 struct decode_nxr;
@@ -33,11 +33,11 @@ struct decode_nxr_times {
 /* Packs m's matrices for ctx's domain and allocates the activations and
  * the KV cache (m must outlive it, rt and ctx too). Returns 0 or the nxr
  * error (its detail in nxr_last_error()). */
-int decode_nxr_create(const struct decode_model *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
+int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
                       struct decode_nxr **out);
 void decode_nxr_destroy(struct decode_nxr *e);
 
-/* As decode_omp_generate; adds to *times (may be NULL). Returns 0 or the
+/* As svc_llama_omp_generate; adds to *times (may be NULL). Returns 0 or the
  * first nxr error. */
 int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
                         int *out, struct decode_nxr_times *times);

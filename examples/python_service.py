@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The demo's inference service (`nxr demo`, service/) served from Python
+"""The demo's inference service (`nxr demo --model mlp`, service/) served from Python
 through the nxr binding, beside the same service in plain numpy, in one run.
 
 The model is the demo's: 8 MLP blocks (pre-norm RMSNorm, x W_up + b with

@@ -18,8 +18,9 @@
 #include "service/report.h"
 
 const char nxr_tool_demo_usage[] =
-    "  demo     run an embedded inference service, one context per domain, against a flat\n"
-    "           team and OpenMP on the same requests; flags:\n"
+    "  demo     serve a language model (the default, --model llama: flags below) or, with\n"
+    "           --model mlp, run an embedded MLP inference service, one context per domain,\n"
+    "           against a flat team and OpenMP on the same requests; --model mlp flags:\n"
     "             --requests N     requests per path (default 4000)\n"
     "             --clients N      concurrent closed-loop clients (default 4)\n"
     "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
@@ -45,7 +46,7 @@ const char nxr_tool_demo_usage[] =
     "             --plot FILE.svg  also write each path's latency distribution (a CDF) to FILE\n"
     "             --json           one JSON object instead of the table\n";
 
-static int bad(const char *flag, const char *fmt, const char *value)
+int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value)
 {
     fprintf(stderr, "nxr demo: %s: ", flag);
     fprintf(stderr, fmt, value);
@@ -54,15 +55,15 @@ static int bad(const char *flag, const char *fmt, const char *value)
 }
 
 /* A decimal integer in [lo, hi], the whole string. */
-static int parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;
     errno = 0;
     if (v[0] < '0' || v[0] > '9')
-        return bad(flag, "'%s' is not a non-negative integer", v);
+        return nxr_tool_demo_bad(flag, "'%s' is not a non-negative integer", v);
     unsigned long long x = strtoull(v, &end, 10);
     if (errno != 0 || *end != '\0')
-        return bad(flag, "'%s' is not a non-negative integer", v);
+        return nxr_tool_demo_bad(flag, "'%s' is not a non-negative integer", v);
     if (x < lo || x > hi) {
         fprintf(stderr, "nxr demo: %s: %s is outside %" PRIu64 "..%" PRIu64 "\n", flag, v, lo, hi);
         return 2;
@@ -71,21 +72,23 @@ static int parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi,
     return 0;
 }
 
-static int parse_batch(const char *v, size_t *lo, size_t *hi)
+int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,
+                        size_t *hi)
 {
     const char *dash = strchr(v, '-');
     char a[32], b[32];
     if (dash == NULL || (size_t)(dash - v) >= sizeof(a) || strlen(dash + 1) >= sizeof(b) ||
         dash == v || dash[1] == '\0')
-        return bad("--batch", "'%s' is not MIN-MAX (e.g. 1-16)", v);
+        return nxr_tool_demo_bad(flag, "'%s' is not MIN-MAX (e.g. 1-16)", v);
     memcpy(a, v, (size_t)(dash - v));
     a[dash - v] = '\0';
     strcpy(b, dash + 1);
     uint64_t x, y;
-    if (parse_size("--batch", a, 1, 1024, &x) != 0 || parse_size("--batch", b, 1, 1024, &y) != 0)
+    if (nxr_tool_demo_size(flag, a, min, max, &x) != 0 ||
+        nxr_tool_demo_size(flag, b, min, max, &y) != 0)
         return 2;
     if (x > y)
-        return bad("--batch", "'%s': MIN is above MAX", v);
+        return nxr_tool_demo_bad(flag, "'%s': MIN is above MAX", v);
     *lo = (size_t)x;
     *hi = (size_t)y;
     return 0;
@@ -125,6 +128,32 @@ static void openblas_single_threaded(char **argv_full)
 int nxr_tool_demo(int argc, char **argv)
 {
     openblas_single_threaded(argv - 2);
+    /* --model picks the run: the language model (the default) or the MLP
+     * service, whose flags and JSON stay as they were (scripts read them). */
+    const char *model = "llama";
+    for (int i = 0; i < argc; i++) {
+        int taken = 0;
+        if (strcmp(argv[i], "--model") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "nxr demo: --model: needs a value\n");
+                return 2;
+            }
+            model = argv[i + 1];
+            taken = 2;
+        } else if (strncmp(argv[i], "--model=", 8) == 0) {
+            model = argv[i] + 8;
+            taken = 1;
+        }
+        if (taken > 0) {
+            memmove(argv + i, argv + i + taken, (size_t)(argc - i - taken) * sizeof(argv[0]));
+            argc -= taken;
+            break;
+        }
+    }
+    if (strcmp(model, "llama") == 0)
+        return nxr_tool_demo_llama(argc, argv);
+    if (strcmp(model, "mlp") != 0)
+        return nxr_tool_demo_bad("--model", "'%s' is not llama or mlp", model);
     struct svc_demo_config c;
     svc_demo_config_init(&c);
     bool json = false, weights_given = false;
@@ -142,7 +171,7 @@ int nxr_tool_demo(int argc, char **argv)
         if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0 ||
             strcmp(flag, "--span") == 0) {
             if (value != NULL)
-                return bad(flag, "takes no value (got '%s')", value);
+                return nxr_tool_demo_bad(flag, "takes no value (got '%s')", value);
             if (strcmp(flag, "--json") == 0)
                 json = true;
             else if (strcmp(flag, "--span") == 0)
@@ -172,37 +201,37 @@ int nxr_tool_demo(int argc, char **argv)
         uint64_t x;
         int rc = 0;
         if (strcmp(flag, "--requests") == 0) {
-            if ((rc = parse_size(flag, value, 1, 10000000, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 1, 10000000, &x)) == 0)
                 c.requests = (size_t)x;
         } else if (strcmp(flag, "--clients") == 0) {
-            if ((rc = parse_size(flag, value, 1, 256, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)
                 c.clients = (unsigned)x;
         } else if (strcmp(flag, "--batch") == 0) {
-            rc = parse_batch(value, &c.batch_min, &c.batch_max);
+            rc = nxr_tool_demo_range(flag, value, 1, 1024, &c.batch_min, &c.batch_max);
         } else if (strcmp(flag, "--hidden") == 0) {
-            if ((rc = parse_size(flag, value, 8, 8192, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 8, 8192, &x)) == 0)
                 c.hidden = (size_t)x;
         } else if (strcmp(flag, "--layers") == 0) {
-            if ((rc = parse_size(flag, value, 1, 256, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)
                 c.layers = (size_t)x;
         } else if (strcmp(flag, "--seed") == 0) {
-            if ((rc = parse_size(flag, value, 0, UINT64_MAX, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 0, UINT64_MAX, &x)) == 0)
                 c.seed = x;
         } else if (strcmp(flag, "--max-batch") == 0) {
-            if ((rc = parse_size(flag, value, 1, 4096, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 1, 4096, &x)) == 0)
                 c.max_batch = (size_t)x;
         } else if (strcmp(flag, "--time-budget") == 0) {
-            if ((rc = parse_size(flag, value, 0, 86400, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 0, 86400, &x)) == 0)
                 c.time_budget_s = (double)x;
         } else if (strcmp(flag, "--machine") == 0) {
-            if ((rc = parse_size(flag, value, 0, 600, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 0, 600, &x)) == 0)
                 c.machine_s = (double)x;
         } else if (strcmp(flag, "--compete") == 0) {
-            if ((rc = parse_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
+            if ((rc = nxr_tool_demo_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
                 c.compete = (unsigned)x;
         } else if (strcmp(flag, "--plot") == 0) {
             if (value[0] == '\0')
-                return bad(flag, "%sis empty (a file name: FILE.svg)", "");
+                return nxr_tool_demo_bad(flag, "%sis empty (a file name: FILE.svg)", "");
             /* Refused before the run, not after it: the file's directory
              * must exist and be writable. */
             char dir[4096];
@@ -210,19 +239,19 @@ int nxr_tool_demo(int argc, char **argv)
             snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : (int)(slash - value + 1),
                      slash == NULL ? "." : value);
             if (access(dir, W_OK) != 0)
-                return bad(flag, "cannot write in the directory of '%s'", value);
+                return nxr_tool_demo_bad(flag, "cannot write in the directory of '%s'", value);
             c.plot_path = value;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
-                return bad(flag, "%sis empty", "");
+                return nxr_tool_demo_bad(flag, "%sis empty", "");
             c.domains = value;
         } else if (strcmp(flag, "--weights") == 0) {
             if (svc_weights_parse(value, &c.weights) != 0)
-                return bad(flag, "'%s' is not packed or plain", value);
+                return nxr_tool_demo_bad(flag, "'%s' is not packed or plain", value);
             weights_given = true;
         } else if (strcmp(flag, "--executor") == 0) {
             if (svc_executor_parse(value, &c.executor) != 0)
-                return bad(flag, "'%s' is not nxr, openmp or pool", value);
+                return nxr_tool_demo_bad(flag, "'%s' is not nxr, openmp or pool", value);
         }
         if (rc != 0)
             return rc;

@@ -2,13 +2,30 @@
 #ifndef NXR_TOOLS_DEMO_CMD_H
 #define NXR_TOOLS_DEMO_CMD_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* Runs `nxr demo` with argv[0..argc) the flags after "demo" (argv - 2 must
  * be the program's own argv: the command may re-execute itself, see
  * demo_cmd.c). Returns the exit status: 0, 1 (the run failed), 2 (bad
  * input: one line naming the flag on stderr). */
 int nxr_tool_demo(int argc, char **argv);
 
-/* The usage lines of `nxr demo`. */
+/* The usage lines of `nxr demo` (--model mlp) and of its language model. */
 extern const char nxr_tool_demo_usage[];
+extern const char nxr_tool_demo_llama_usage[];
+
+/* `nxr demo [--model llama]`: argv as nxr_tool_demo's, --model removed
+ * (tools/demo_llama_cmd.c). The same exit statuses. */
+int nxr_tool_demo_llama(int argc, char **argv);
+
+/* The flag parsers both share: each prints one line naming the flag on
+ * stderr and returns 2 when the value is bad, else 0. */
+int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value);
+/* A decimal integer in [lo, hi], the whole string. */
+int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
+/* MIN-MAX, each in [min, max], MIN <= MAX. */
+int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,
+                        size_t *hi);
 
 #endif /* NXR_TOOLS_DEMO_CMD_H */

@@ -1,8 +1,10 @@
 /*
  * nxr: the command-line face of the runtime.
  *
- *     nxr demo [flags]      run an embedded inference service, one context per
- *                           domain, against a flat team and OpenMP (tools/demo_cmd.c)
+ *     nxr demo [flags]      serve a language model with continuous batching, one
+ *                           context per domain (tools/demo_llama_cmd.c); with
+ *                           --model mlp the MLP service against a flat team and
+ *                           OpenMP (tools/demo_cmd.c)
  *     nxr info [--json]     describe the runtime nxr builds on this machine
  *
  * Exit status: 0 on success, 1 when the runtime cannot be created or the
@@ -17,10 +19,11 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: nxr demo [flags] | nxr info [--json]\n%s"
-                    "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
-                    "           --json: one JSON object instead of text\n",
-            nxr_tool_demo_usage);
+    fprintf(stderr,
+            "usage: nxr demo [flags] | nxr info [--json]\n%s%s"
+            "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
+            "           --json: one JSON object instead of text\n",
+            nxr_tool_demo_usage, nxr_tool_demo_llama_usage);
     return 2;
 }
 

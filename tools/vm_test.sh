@@ -22,7 +22,9 @@
 # CPUs, one domain per node, and matching outputs; --no-demo skips it. With
 # the demo it also runs examples/span_decode (one decode over a span of every
 # node, weights sharded): the span must have one member per node, every
-# shard on its own node, and the tokens of the one-domain reference.
+# shard on its own node, and the tokens of the one-domain reference. And
+# `nxr demo` (the language model) on a tiny decoder: every domain serves,
+# its weights and KV cache on its own node (weights_on_node, kv_on_node 1.0).
 # Under TCG on a 2-CPU host a boot takes 10-40 s, the whole suite a few
 # minutes per VM.
 set -euo pipefail
@@ -146,13 +148,26 @@ if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host. --machine 0:
     # measuring the GEMM peak under TCG took 525 of the 4-node VM's 664 s.
     t0=\$(date +%s)
-    if timeout 900 $work/bin/nxr demo --requests 64 --clients 4 --batch 1-8 --hidden 64 \
+    if timeout 900 $work/bin/nxr demo --model mlp --requests 64 --clients 4 --batch 1-8 --hidden 64 \
         --layers 2 --machine 0 --span --json >/tmp/demo.json 2>/tmp/demo.err; then
         echo "vm-demo-json \$(cat /tmp/demo.json)"
         echo "vm: nxr demo ran (\$((\$(date +%s) - t0)) s)"
     else
         fail=\$((fail + 1))
         echo "vm: nxr demo: FAILED: \$(cat /tmp/demo.err)"
+    fi
+    # The language model (nxr demo's default) on a tiny decoder: every
+    # domain serves, its weights and KV cache on its node (checked on the host).
+    t0=\$(date +%s)
+    if timeout 900 $work/bin/nxr demo --dim 64 --hidden 176 --layers 2 --heads 4 --kv-heads 2 \
+        --vocab 512 --prompt 3-20 --gen 2-9 --clients 4 --sequences 12 --kv-mib 4 \
+        --step-tokens 8 --machine 0 --time-budget 0 --no-compare --json \
+        >/tmp/llama.json 2>/tmp/llama.err; then
+        echo "vm-llama-json \$(cat /tmp/llama.json)"
+        echo "vm: nxr demo (llama) ran (\$((\$(date +%s) - t0)) s)"
+    else
+        fail=\$((fail + 1))
+        echo "vm: nxr demo (llama): FAILED: \$(cat /tmp/llama.err)"
     fi
 fi
 if [ -x $work/bin/span_decode ]; then
@@ -215,7 +230,7 @@ for nodes in "${node_counts[@]}"; do
     rc=0
     run_vm "$nodes" "$cpn" "$work/vm-$nodes.log" "$work/run-suite-$nodes.sh" || rc=$?
     # Only numa-vm's own lines, the guest's banner and the payload's lines.
-    grep -aE '^(vm|numa-vm|VM-EXIT)' "$work/vm-$nodes.log" | grep -v '^vm-demo-json ' || true
+    grep -aE '^(vm|numa-vm|VM-EXIT)' "$work/vm-$nodes.log" | grep -vE '^vm-(demo|llama)-json ' || true
     if ((demo)); then
         grep -a '^vm-demo-json ' "$work/vm-$nodes.log" | tail -n 1 | cut -d' ' -f2- >"$work/demo-$nodes.json" || true
         python3 - "$work/demo-$nodes.json" "$nodes" <<'PY' || rc=1
@@ -249,6 +264,36 @@ for b in bad:
 if not bad:
     print("vm: nxr demo check: ok: %s" % ", ".join("domain %d node %d cpus %s weights_on_node %.2f ran on %s"
           % (x["id"], x["node"], x["cpus"], x["weights_on_node"], x["ran_on"]) for x in d["domains"]))
+sys.exit(1 if bad else 0)
+PY
+    fi
+    if ((demo)); then
+        grep -a '^vm-llama-json ' "$work/vm-$nodes.log" | tail -n 1 | cut -d' ' -f2- >"$work/llama-$nodes.json" || true
+        python3 - "$work/llama-$nodes.json" "$nodes" <<'PY' || rc=1
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit("vm: nxr demo (llama) check: no JSON from the VM")
+nodes = int(sys.argv[2])
+bad = []
+if len(d["domains"]) != nodes:
+    bad.append("%d domains for %d nodes" % (len(d["domains"]), nodes))
+for x in d["domains"]:
+    if x["weights_on_node"] != 1.0 or x["kv_on_node"] != 1.0:
+        bad.append("domain %d: weights_on_node %s, kv_on_node %s"
+                   % (x["id"], x["weights_on_node"], x["kv_on_node"]))
+    if x["tokens"] == 0:
+        bad.append("domain %d served nothing" % x["id"])
+if d["sequences"] != 12:
+    bad.append("%d of 12 sequences served" % d["sequences"])
+for b in bad:
+    print("vm: nxr demo (llama) check: FAILED:", b)
+if not bad:
+    print("vm: nxr demo (llama) check: ok: %s" % ", ".join(
+        "domain %d node %d tokens %d weights_on_node %.2f kv_on_node %.2f"
+        % (x["id"], x["node"], x["tokens"], x["weights_on_node"], x["kv_on_node"])
+        for x in d["domains"]))
 sys.exit(1 if bad else 0)
 PY
     fi

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# `nxr demo` end to end, on tiny sizes (no timing is checked anywhere):
+# `nxr demo --model mlp` (the MLP service) end to end, on tiny sizes (no
+# timing is checked anywhere; the language model, the default, has its own
+# test: nxr_demo_llama_test.sh):
 #  - its JSON has every key the issue lists, the request counts add up, every
 #    domain served from its own CPUs with its placement verified, the weights
 #    are on the domain's node wherever memory could be bound there;
@@ -15,7 +17,7 @@
 set -euo pipefail
 nxr=$1
 # No time budget: every path serves every request however loaded the machine.
-tiny=(--requests 48 --clients 3 --batch 1-9 --hidden 32 --layers 2 --seed 7 --time-budget 0)
+tiny=(--model mlp --requests 48 --clients 3 --batch 1-9 --hidden 32 --layers 2 --seed 7 --time-budget 0)
 
 check() { # file [executor]
     python3 - "$@" <<'PY'
@@ -217,7 +219,7 @@ bad() { # flag-named-in-message args...
     local want=$1
     shift
     set +e
-    "$nxr" demo "$@" > bad.out 2> bad.err
+    "$nxr" demo --model mlp "$@" > bad.out 2> bad.err
     local rc=$?
     set -e
     [[ $rc -eq 2 ]] || { echo "demo $*: exit $rc, want 2"; cat bad.err; exit 1; }

@@ -1,8 +1,9 @@
 /*
- * bench/decode's model: the shape of a llama-architecture decoder, its f32
- * weights (random, from a seed), the rotary position embedding and the
- * prompt, shared by the two engines that decode it (decode_nxr.c,
- * decode_omp.c) so that they run the same model on the same bytes.
+ * The llama-architecture decoder, written once: its shape, its f32 weights
+ * (random, from a seed), the rotary position embedding and a fixed prompt.
+ * The service's continuous-batching engine (service/llama_batch.h) and
+ * bench/decode's two engines (decode_nxr.c, decode_omp.c) all run this
+ * model, so that they decode the same bytes.
  *
  * Weights follow the usual checkpoint layout: every matrix is out x in,
  * row-major (y = W x reads W row by row). Everything a decode step reads
@@ -12,35 +13,35 @@
  * W1, W3 adjacent (one 2 hidden x dim matrix); the embedding table, of which
  * a step reads one row, is apart. A step's weight bytes are `streamed`'s.
  */
-#ifndef NXR_BENCH_DECODE_MODEL_H
-#define NXR_BENCH_DECODE_MODEL_H
+#ifndef NXR_SERVICE_LLAMA_MODEL_H
+#define NXR_SERVICE_LLAMA_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct decode_shape {
-    const char *name; /* "15m", "110m", "short" or "custom" */
+struct svc_llama_shape {
+    const char *name; /* "15m", "110m", "1b", "short" or "custom" */
     size_t dim, hidden, layers, heads, kv_heads, vocab, seq;
 };
 
 /* Fills *s with a named shape; returns 0, or -1 for an unknown name. */
-int decode_shape_named(const char *name, struct decode_shape *s);
+int svc_llama_shape_named(const char *name, struct svc_llama_shape *s);
 
 /* NULL when the shape is usable, else what is wrong with it. */
-const char *decode_shape_problem(const struct decode_shape *s);
+const char *svc_llama_shape_problem(const struct svc_llama_shape *s);
 
-static inline size_t decode_head_size(const struct decode_shape *s)
+static inline size_t svc_llama_head_size(const struct svc_llama_shape *s)
 {
     return s->dim / s->heads;
 }
 
-static inline size_t decode_kv_dim(const struct decode_shape *s)
+static inline size_t svc_llama_kv_dim(const struct svc_llama_shape *s)
 {
-    return decode_head_size(s) * s->kv_heads;
+    return svc_llama_head_size(s) * s->kv_heads;
 }
 
 /* One layer's weights, pointers into the model's `streamed`. */
-struct decode_layer {
+struct svc_llama_layer {
     const float *rms_att; /* dim */
     const float *wqkv;    /* (dim + 2 kv_dim) x dim: Wq, then Wk, then Wv */
     const float *wo;      /* dim x dim */
@@ -49,12 +50,12 @@ struct decode_layer {
     const float *w2;      /* dim x hidden */
 };
 
-struct decode_model {
-    struct decode_shape shape;
+struct svc_llama {
+    struct svc_llama_shape shape;
     float *streamed;        /* what a step reads in full (see above) */
     size_t streamed_floats; /* its length, a multiple of 64 (zero padded) */
     float *embed;           /* vocab x dim */
-    struct decode_layer *layer;
+    struct svc_llama_layer *layer;
     const float *rms_final; /* dim */
     const float *wcls;      /* vocab x dim */
 };
@@ -62,11 +63,11 @@ struct decode_model {
 /* Allocates the weights and fills them from `seed` (each matrix uniform in
  * +-1/sqrt(in), the norms' gains near 1, the embedding uniform in +-1).
  * Returns 0 or -ENOMEM (nothing left allocated). */
-int decode_model_create(const struct decode_shape *s, uint64_t seed, struct decode_model *m);
-void decode_model_destroy(struct decode_model *m);
+int svc_llama_create(const struct svc_llama_shape *s, uint64_t seed, struct svc_llama *m);
+void svc_llama_destroy(struct svc_llama *m);
 
 /* The weight bytes one decode step reads. */
-static inline size_t decode_step_bytes(const struct decode_model *m)
+static inline size_t svc_llama_step_bytes(const struct svc_llama *m)
 {
     return m->streamed_floats * sizeof(float);
 }
@@ -74,13 +75,13 @@ static inline size_t decode_step_bytes(const struct decode_model *m)
 /* Rotates q (heads x head_size) and k (kv_heads x head_size) for position
  * pos, each pair (2i, 2i + 1) of a head by pos / 10000^(2i / head_size).
  * Both engines call this one, so their rotations are the same bits. */
-void decode_rope(const struct decode_shape *s, size_t pos, float *q, float *k);
+void svc_llama_rope(const struct svc_llama_shape *s, size_t pos, float *q, float *k);
 
-/* The prompt every run starts from (DECODE_PROMPT_LEN tokens < vocab). */
-#define DECODE_PROMPT_LEN 4
-void decode_prompt(const struct decode_shape *s, int prompt[DECODE_PROMPT_LEN]);
+/* The prompt every run starts from (SVC_LLAMA_PROMPT_LEN tokens < vocab). */
+#define SVC_LLAMA_PROMPT_LEN 4
+void svc_llama_prompt(const struct svc_llama_shape *s, int prompt[SVC_LLAMA_PROMPT_LEN]);
 
 /* The RMSNorm epsilon both engines use. */
-#define DECODE_EPS 1e-5f
+#define SVC_LLAMA_EPS 1e-5f
 
-#endif /* NXR_BENCH_DECODE_MODEL_H */
+#endif /* NXR_SERVICE_LLAMA_MODEL_H */

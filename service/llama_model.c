@@ -1,17 +1,19 @@
-/* bench/decode's model (see decode_model.h). */
-#include "bench/decode_model.h"
+/* bench/decode's model (see svc_llama.h). */
+#include "service/llama_model.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int decode_shape_named(const char *name, struct decode_shape *s)
+int svc_llama_shape_named(const char *name, struct svc_llama_shape *s)
 {
-    static const struct decode_shape named[] = {
+    static const struct svc_llama_shape named[] = {
         /* The two shapes of the issue: a 15M- and a 110M-parameter llama. */
         {"15m", 288, 768, 6, 6, 6, 32000, 256},
         {"110m", 768, 2048, 12, 12, 12, 32000, 1024},
+        /* A 1.1B-parameter shape (TinyLlama's): grouped-query attention. */
+        {"1b", 2048, 5632, 22, 32, 4, 32000, 2048},
         /* CI's bench stage and the test: small, with grouped-query attention. */
         {"short", 64, 176, 2, 4, 2, 512, 32},
     };
@@ -23,18 +25,18 @@ int decode_shape_named(const char *name, struct decode_shape *s)
     return -1;
 }
 
-const char *decode_shape_problem(const struct decode_shape *s)
+const char *svc_llama_shape_problem(const struct svc_llama_shape *s)
 {
     if (s->dim == 0 || s->hidden == 0 || s->layers == 0 || s->heads == 0 || s->kv_heads == 0 ||
         s->vocab == 0 || s->seq == 0)
         return "every dimension must be at least 1";
     if (s->dim % s->heads != 0)
         return "--dim must be a multiple of --heads";
-    if (decode_head_size(s) % 2 != 0)
+    if (svc_llama_head_size(s) % 2 != 0)
         return "the head size (dim / heads) must be even (RoPE rotates pairs)";
     if (s->kv_heads > s->heads || s->heads % s->kv_heads != 0)
         return "--kv-heads must divide --heads";
-    if (s->vocab < DECODE_PROMPT_LEN + 1)
+    if (s->vocab < SVC_LLAMA_PROMPT_LEN + 1)
         return "--vocab must be larger than the prompt";
     if (s->dim > (1u << 16) || s->hidden > (1u << 18) || s->layers > 1024 ||
         s->vocab > (1u << 20) || s->seq > (1u << 16))
@@ -60,11 +62,11 @@ static void fill(uint64_t *state, float *w, size_t n, float scale, float offset)
         w[i] = offset + uniform(state, scale);
 }
 
-int decode_model_create(const struct decode_shape *s, uint64_t seed, struct decode_model *m)
+int svc_llama_create(const struct svc_llama_shape *s, uint64_t seed, struct svc_llama *m)
 {
     memset(m, 0, sizeof *m);
     m->shape = *s;
-    const size_t dim = s->dim, kv = decode_kv_dim(s), hid = s->hidden;
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
     const size_t per_layer = 2 * dim + (dim + 2 * kv) * dim + dim * dim + 2 * hid * dim + dim * hid;
     const size_t floats = s->layers * per_layer + dim + s->vocab * dim;
     m->streamed_floats = (floats + 63) / 64 * 64;
@@ -72,14 +74,14 @@ int decode_model_create(const struct decode_shape *s, uint64_t seed, struct deco
     m->embed = aligned_alloc(64, (s->vocab * dim * sizeof(float) + 63) / 64 * 64);
     m->layer = calloc(s->layers, sizeof *m->layer);
     if (m->streamed == NULL || m->embed == NULL || m->layer == NULL) {
-        decode_model_destroy(m);
+        svc_llama_destroy(m);
         return -ENOMEM;
     }
     uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
     const float in_dim = 1.0f / sqrtf((float)dim), in_hid = 1.0f / sqrtf((float)hid);
     float *p = m->streamed;
     for (size_t l = 0; l < s->layers; l++) {
-        struct decode_layer *L = &m->layer[l];
+        struct svc_llama_layer *L = &m->layer[l];
         fill(&state, p, dim, 0.1f, 1.0f);
         L->rms_att = p, p += dim;
         fill(&state, p, (dim + 2 * kv) * dim, in_dim, 0.0f);
@@ -102,7 +104,7 @@ int decode_model_create(const struct decode_shape *s, uint64_t seed, struct deco
     return 0;
 }
 
-void decode_model_destroy(struct decode_model *m)
+void svc_llama_destroy(struct svc_llama *m)
 {
     free(m->streamed);
     free(m->embed);
@@ -110,9 +112,9 @@ void decode_model_destroy(struct decode_model *m)
     memset(m, 0, sizeof *m);
 }
 
-void decode_rope(const struct decode_shape *s, size_t pos, float *q, float *k)
+void svc_llama_rope(const struct svc_llama_shape *s, size_t pos, float *q, float *k)
 {
-    const size_t hs = decode_head_size(s);
+    const size_t hs = svc_llama_head_size(s);
     for (size_t i = 0; i < hs; i += 2) {
         const float freq = 1.0f / powf(10000.0f, (float)i / (float)hs);
         const float angle = (float)pos * freq, c = cosf(angle), sn = sinf(angle);
@@ -129,9 +131,9 @@ void decode_rope(const struct decode_shape *s, size_t pos, float *q, float *k)
     }
 }
 
-void decode_prompt(const struct decode_shape *s, int prompt[DECODE_PROMPT_LEN])
+void svc_llama_prompt(const struct svc_llama_shape *s, int prompt[SVC_LLAMA_PROMPT_LEN])
 {
-    static const int fixed[DECODE_PROMPT_LEN] = {1, 450, 4996, 17354};
-    for (int i = 0; i < DECODE_PROMPT_LEN; i++)
+    static const int fixed[SVC_LLAMA_PROMPT_LEN] = {1, 450, 4996, 17354};
+    for (int i = 0; i < SVC_LLAMA_PROMPT_LEN; i++)
         prompt[i] = (int)((size_t)fixed[i] % s->vocab);
 }

@@ -1,0 +1,398 @@
+/* Continuous batching of the llama decoder on one domain (see llama_batch.h). */
+#include "service/llama_batch.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct svc_llama_batch {
+    const struct svc_llama_weights *w;
+    const struct svc_llama_side *side;
+    const struct svc_llama_shape *s;
+    nxr_ctx_t *ctx;
+    struct svc_llama_batch_opts o;
+    struct svc_kv_blocks kv;
+    struct svc_llama_seq **active; /* admission order, n_active of them */
+    size_t n_active;
+    struct svc_llama_seq *wait_head, *wait_tail;
+    size_t n_waiting;
+    /* The step's rows (step_tokens at most): whose, which token, where. */
+    struct svc_llama_seq **row_seq;
+    int *row_token;
+    size_t *row_pos;
+    size_t *chunk; /* per active sequence: prompt tokens fed this step */
+    /* Logit rows (max_active at most): the row each comes from, its token. */
+    size_t *logit_row;
+    int *logit_token;
+    /* Activations, in the domain's memory. */
+    float *x, *xb, *qkv, *hb, *att, *lx, *logits;
+};
+
+void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->step_tokens = 64;
+    o->max_active = 16;
+    o->kv_bytes = (size_t)64 << 20;
+    o->block_tokens = 16;
+}
+
+static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
+{
+    return nxr_domain_malloc(nxr_ctx_domain(ctx), n * sizeof(float), 64, (void **)p);
+}
+
+int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_ctx_t *ctx,
+                           const struct svc_llama_batch_opts *o, struct svc_llama_batch **out)
+{
+    *out = NULL;
+    if (side >= w->domains || o->step_tokens == 0 || o->max_active == 0 ||
+        o->max_active > o->step_tokens || o->block_tokens == 0)
+        return -EINVAL;
+    const struct svc_llama_shape *s = &w->model->shape;
+    const size_t T = o->step_tokens, A = o->max_active, dim = s->dim;
+    const size_t kv = svc_llama_kv_dim(s), hid = s->hidden;
+    struct svc_llama_batch *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return -ENOMEM;
+    b->w = w;
+    b->side = &w->side[side];
+    b->s = s;
+    b->ctx = ctx;
+    b->o = *o;
+    int rc = svc_kv_blocks_create(&b->kv, nxr_ctx_domain(ctx), o->kv_bytes, o->block_tokens,
+                                  s->layers, kv);
+    b->active = calloc(A, sizeof *b->active);
+    b->row_seq = calloc(T, sizeof *b->row_seq);
+    b->row_token = calloc(T, sizeof *b->row_token);
+    b->row_pos = calloc(T, sizeof *b->row_pos);
+    b->chunk = calloc(A, sizeof *b->chunk);
+    b->logit_row = calloc(A, sizeof *b->logit_row);
+    b->logit_token = calloc(A, sizeof *b->logit_token);
+    if (rc == 0 &&
+        (b->active == NULL || b->row_seq == NULL || b->row_token == NULL || b->row_pos == NULL ||
+         b->chunk == NULL || b->logit_row == NULL || b->logit_token == NULL))
+        rc = -ENOMEM;
+    if (rc != 0 || (rc = domain_floats(ctx, T * dim, &b->x)) != 0 ||
+        (rc = domain_floats(ctx, T * dim, &b->xb)) != 0 ||
+        (rc = domain_floats(ctx, T * (dim + 2 * kv), &b->qkv)) != 0 ||
+        (rc = domain_floats(ctx, T * 2 * hid, &b->hb)) != 0 ||
+        (rc = domain_floats(ctx, T * s->heads * s->seq, &b->att)) != 0 ||
+        (rc = domain_floats(ctx, A * dim, &b->lx)) != 0 ||
+        (rc = domain_floats(ctx, A * s->vocab, &b->logits)) != 0) {
+        svc_llama_batch_destroy(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static void drop_blocks(struct svc_llama_batch *b, struct svc_llama_seq *s)
+{
+    svc_kv_give(&b->kv, s, s->nblocks, s->blocks);
+    free(s->blocks);
+    s->blocks = NULL;
+    s->nblocks = 0;
+}
+
+void svc_llama_batch_destroy(struct svc_llama_batch *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->n_active; i++)
+        drop_blocks(b, b->active[i]);
+    void *domain_mem[] = {b->x, b->xb, b->qkv, b->hb, b->att, b->lx, b->logits};
+    for (size_t i = 0; i < sizeof domain_mem / sizeof domain_mem[0]; i++)
+        if (domain_mem[i] != NULL)
+            nxr_domain_free(domain_mem[i]);
+    svc_kv_blocks_destroy(&b->kv);
+    free(b->active), free(b->row_seq), free(b->row_token), free(b->row_pos);
+    free(b->chunk), free(b->logit_row), free(b->logit_token);
+    free(b);
+}
+
+/* Cache positions s needs: the prompt's, then every token it makes but the
+ * last (which no later step feeds). */
+static size_t positions(const struct svc_llama_seq *s)
+{
+    return s->prompt_len + s->gen - 1;
+}
+
+int svc_llama_batch_submit(struct svc_llama_batch *b, struct svc_llama_seq *s)
+{
+    if (s == NULL || s->prompt == NULL || s->out == NULL || s->prompt_len == 0 || s->gen == 0 ||
+        positions(s) > b->s->seq || svc_kv_blocks_for(&b->kv, positions(s)) > b->kv.count)
+        return -EINVAL;
+    for (size_t i = 0; i < s->prompt_len; i++)
+        if (s->prompt[i] < 0 || (size_t)s->prompt[i] >= b->s->vocab)
+            return -EINVAL;
+    s->fed = 0;
+    s->made = 0;
+    s->blocks = NULL;
+    s->nblocks = 0;
+    s->next = NULL;
+    if (b->wait_tail != NULL)
+        b->wait_tail->next = s;
+    else
+        b->wait_head = s;
+    b->wait_tail = s;
+    b->n_waiting++;
+    return 0;
+}
+
+bool svc_llama_batch_idle(const struct svc_llama_batch *b)
+{
+    return b->n_active == 0 && b->n_waiting == 0;
+}
+
+size_t svc_llama_batch_active(const struct svc_llama_batch *b)
+{
+    return b->n_active;
+}
+
+size_t svc_llama_batch_waiting(const struct svc_llama_batch *b)
+{
+    return b->n_waiting;
+}
+
+size_t svc_llama_batch_free_blocks(const struct svc_llama_batch *b)
+{
+    return b->kv.free_count;
+}
+
+const struct svc_kv_blocks *svc_llama_batch_cache(const struct svc_llama_batch *b)
+{
+    return &b->kv;
+}
+
+/* The first waiting sequence joins if the cache holds its whole length. */
+static bool admit(struct svc_llama_batch *b)
+{
+    struct svc_llama_seq *s = b->wait_head;
+    if (s == NULL || b->n_active == b->o.max_active)
+        return false;
+    const size_t n = svc_kv_blocks_for(&b->kv, positions(s));
+    if (n > b->kv.free_count)
+        return false;
+    size_t *table = malloc(n * sizeof *table);
+    if (table == NULL)
+        return false; /* it waits; a later step tries again */
+    svc_kv_take(&b->kv, s, n, table);
+    s->blocks = table;
+    s->nblocks = n;
+    b->wait_head = s->next;
+    if (b->wait_head == NULL)
+        b->wait_tail = NULL;
+    s->next = NULL;
+    b->n_waiting--;
+    b->chunk[b->n_active] = 0;
+    b->active[b->n_active++] = s;
+    return true;
+}
+
+static void add_row(struct svc_llama_batch *b, size_t *rows, struct svc_llama_seq *s, int token,
+                    size_t pos)
+{
+    b->row_seq[*rows] = s;
+    b->row_token[*rows] = token;
+    b->row_pos[*rows] = pos;
+    (*rows)++;
+}
+
+/* Feeds active sequence i's next prompt chunk, as much as the budget
+ * leaves; a chunk that ends the prompt asks for logits. */
+static void add_chunk(struct svc_llama_batch *b, size_t i, size_t *rows, size_t *logits)
+{
+    struct svc_llama_seq *s = b->active[i];
+    const size_t room = b->o.step_tokens - *rows, left = s->prompt_len - s->fed;
+    const size_t c = left < room ? left : room;
+    for (size_t j = 0; j < c; j++)
+        add_row(b, rows, s, s->prompt[s->fed + j], s->fed + j);
+    b->chunk[i] = c;
+    if (c > 0 && c == left)
+        b->logit_row[(*logits)++] = *rows - 1;
+}
+
+/* One (row, head) of attention per iteration, over the row's own cache. */
+struct attention {
+    struct svc_llama_batch *b;
+    size_t layer;
+};
+
+static void attention_rows_heads(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    const struct attention *a = arg;
+    struct svc_llama_batch *b = a->b;
+    const struct svc_llama_shape *s = b->s;
+    const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
+    const size_t group = s->heads / s->kv_heads;
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (size_t it = begin; it < end; it++) {
+        const size_t r = it / s->heads, h = it % s->heads, off = h / group * hs;
+        const struct svc_llama_seq *q_seq = b->row_seq[r];
+        const size_t n = b->row_pos[r] + 1;
+        const float *q = b->qkv + r * (dim + 2 * kv) + h * hs;
+        float *att = b->att + it * s->seq, *out = b->xb + r * dim + h * hs;
+        float max = -INFINITY;
+        for (size_t t = 0; t < n; t++) {
+            const float *k = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t) + off;
+            float dot = 0.0f;
+            for (size_t i = 0; i < hs; i++)
+                dot += q[i] * k[i];
+            att[t] = dot * scale;
+            max = att[t] > max ? att[t] : max;
+        }
+        float sum = 0.0f;
+        for (size_t t = 0; t < n; t++) {
+            att[t] = expf(att[t] - max);
+            sum += att[t];
+        }
+        memset(out, 0, hs * sizeof(float));
+        for (size_t t = 0; t < n; t++) {
+            const float *v = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t) + off;
+            const float p = att[t] / sum;
+            for (size_t i = 0; i < hs; i++)
+                out[i] += p * v[i];
+        }
+    }
+}
+
+/* SwiGLU in place on each row of hb: gate = silu(gate) * up. */
+static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    const struct svc_llama_batch *b = arg;
+    const size_t hid = b->s->hidden;
+    for (size_t r = begin; r < end; r++) {
+        float *g = b->hb + r * 2 * hid, *u = g + hid;
+        for (size_t i = 0; i < hid; i++)
+            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+}
+
+/* c[rows x n] = a W^T (+ c when accumulate: the residual add). */
+static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda,
+                   const nxr_weights_t *w, float *c, bool accumulate)
+{
+    struct nxr_sgemm_packed_args g = {.m = rows,
+                                      .alpha = 1.0f,
+                                      .a = a,
+                                      .lda = lda,
+                                      .w = w,
+                                      .beta = accumulate ? 1.0f : 0.0f,
+                                      .c = c,
+                                      .ldc = nxr_weights_n(w)};
+    return nxr_sgemm_packed(b->ctx, &g, NULL);
+}
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != 0)                                                                              \
+            return rc_;                                                                            \
+    } while (0)
+
+/* RoPE on each row's q and k at its position, then its k and v into its
+ * sequence's cache: every row's keys are in place before any row attends,
+ * so a chunk's later tokens see its earlier ones. */
+static void rope_and_cache(struct svc_llama_batch *b, size_t rows, size_t layer)
+{
+    const struct svc_llama_shape *s = b->s;
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s);
+    for (size_t r = 0; r < rows; r++) {
+        float *q = b->qkv + r * (dim + 2 * kv), *k = q + dim, *v = k + kv;
+        const struct svc_llama_seq *sq = b->row_seq[r];
+        svc_llama_rope(s, b->row_pos[r], q, k);
+        memcpy(svc_kv_key(&b->kv, sq->blocks, layer, b->row_pos[r]), k, kv * sizeof(float));
+        memcpy(svc_kv_value(&b->kv, sq->blocks, layer, b->row_pos[r]), v, kv * sizeof(float));
+    }
+}
+
+static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
+{
+    const struct svc_llama_shape *s = b->s;
+    const size_t dim = s->dim, hid = s->hidden;
+    nxr_ctx_t *ctx = b->ctx;
+    for (size_t r = 0; r < rows; r++)
+        memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
+    for (size_t l = 0; l < s->layers; l++) {
+        const float *rms_att = b->side->rms_att0 + 2 * l * dim, *rms_ffn = rms_att + dim;
+        TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_att, SVC_LLAMA_EPS, b->xb, dim));
+        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WQKV), b->qkv, false));
+        rope_and_cache(b, rows, l);
+        struct attention a = {.b = b, .layer = l};
+        TRY(nxr_parallel_for(ctx, 0, rows * s->heads, 1, attention_rows_heads, &a));
+        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WO), b->x, true));
+        TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
+        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_W13), b->hb, false));
+        TRY(nxr_parallel_for(ctx, 0, rows, 1, swiglu_rows, b));
+        TRY(product(b, rows, b->hb, 2 * hid, svc_llama_matrix(b->w, l, SVC_LLAMA_W2), b->x, true));
+    }
+    if (logits == 0)
+        return 0;
+    /* Only the rows that make a token go through the classifier. */
+    for (size_t i = 0; i < logits; i++)
+        memcpy(b->lx + i * dim, b->x + b->logit_row[i] * dim, dim * sizeof(float));
+    TRY(nxr_rmsnorm(ctx, logits, dim, b->lx, dim, b->side->rms_final, SVC_LLAMA_EPS, b->lx, dim));
+    TRY(product(b, logits, b->lx, dim, svc_llama_classifier(b->w), b->logits, false));
+    for (size_t i = 0; i < logits; i++) {
+        size_t best;
+        TRY(nxr_argmax(ctx, s->vocab, b->logits + i * s->vocab, &best));
+        b->logit_token[i] = (int)best;
+    }
+    return 0;
+}
+
+int svc_llama_batch_step(struct svc_llama_batch *b, struct svc_llama_step *out)
+{
+    struct svc_llama_step st = {0};
+    size_t rows = 0, logits = 0;
+    /* Decoders first: one row each, whatever the budget. */
+    for (size_t i = 0; i < b->n_active; i++) {
+        struct svc_llama_seq *s = b->active[i];
+        b->chunk[i] = 0;
+        if (s->fed == s->prompt_len) {
+            b->logit_row[logits++] = rows;
+            add_row(b, &rows, s, s->out[s->made - 1], s->prompt_len + s->made - 1);
+        }
+    }
+    st.decode_rows = rows;
+    /* Then the prompts being fed, in admission order, then newcomers. */
+    for (size_t i = 0; i < b->n_active && rows < b->o.step_tokens; i++)
+        if (b->active[i]->fed < b->active[i]->prompt_len)
+            add_chunk(b, i, &rows, &logits);
+    while (rows < b->o.step_tokens && admit(b)) {
+        st.admitted++;
+        add_chunk(b, b->n_active - 1, &rows, &logits);
+    }
+    st.rows = rows;
+    st.prefill_rows = rows - st.decode_rows;
+    if (rows > 0)
+        TRY(forward(b, rows, logits));
+    for (size_t i = 0; i < b->n_active; i++)
+        b->active[i]->fed += b->chunk[i];
+    for (size_t i = 0; i < logits; i++) {
+        struct svc_llama_seq *s = b->row_seq[b->logit_row[i]];
+        s->out[s->made++] = b->logit_token[i];
+    }
+    /* Leavers give their blocks back before anyone hears of their tokens:
+     * a callback may reuse the sequence at once. */
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_active; i++) {
+        struct svc_llama_seq *s = b->active[i];
+        if (s->made == s->gen) {
+            drop_blocks(b, s);
+            st.left++;
+        } else {
+            b->active[kept++] = s;
+        }
+    }
+    b->n_active = kept;
+    for (size_t i = 0; i < logits && b->o.on_token != NULL; i++)
+        b->o.on_token(b->o.arg, b->row_seq[b->logit_row[i]], b->logit_token[i]);
+    if (out != NULL)
+        *out = st;
+    return 0;
+}

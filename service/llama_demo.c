@@ -1,0 +1,330 @@
+/* `nxr demo`'s language model run (see llama_demo.h). */
+#include "service/llama_demo.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hwloc.h>
+#include <sched.h>
+
+#include "runtime/nxr.h"
+#include "service/llama_omp_path.h"
+#include "service/llama_serve.h"
+
+#define MAX_DOMAINS 64
+
+void svc_llama_demo_config_init(struct svc_llama_demo_config *c)
+{
+    memset(c, 0, sizeof *c);
+    svc_llama_shape_named("15m", &c->shape);
+    c->format = SVC_LLAMA_F32;
+    c->clients = 8;
+    c->sequences = 16;
+    c->prompt_min = 16, c->prompt_max = 256;
+    c->gen_min = 16, c->gen_max = 128;
+    c->kv_mib = 256;
+    c->step_tokens = 64;
+    c->block_tokens = 16;
+    c->seed = 1;
+    c->compare = true;
+    c->rounds = 2;
+    c->time_budget_s = 40;
+    c->machine_s = 1.0;
+}
+
+/* Sums samples into a path's result (the samples are sorted in place). */
+static void summarise(struct svc_llama_path_result *p, double *ttft, size_t nttft, double *itl,
+                      size_t nitl)
+{
+    p->ttft = svc_latency_summarise(ttft, nttft);
+    p->itl = svc_latency_summarise(itl, nitl);
+    p->tokens_per_s = p->wall_s > 0 ? (double)p->tokens / p->wall_s : 0;
+}
+
+struct samples {
+    double *ttft, *itl;
+    size_t nttft, nitl;
+};
+
+static int append(struct samples *s, const struct svc_llama_serve_result *r)
+{
+    double *t = realloc(s->ttft, (s->nttft + r->sequences) * sizeof(double));
+    if (t == NULL)
+        return -ENOMEM;
+    s->ttft = t;
+    double *i = realloc(s->itl, (s->nitl + r->itl_count + 1) * sizeof(double));
+    if (i == NULL)
+        return -ENOMEM;
+    s->itl = i;
+    memcpy(s->ttft + s->nttft, r->ttft_ms, r->sequences * sizeof(double));
+    memcpy(s->itl + s->nitl, r->itl_ms, r->itl_count * sizeof(double));
+    s->nttft += r->sequences;
+    s->nitl += r->itl_count;
+    return 0;
+}
+
+enum { PATH_NXR, PATH_UNBATCHED, PATH_FLAT, PATH_OMP, PATHS };
+static const char *const path_names[PATHS] = {"nxr", "unbatched", "flat", "OpenMP"};
+
+/* What a path serves with: a runtime and its weights (nxr's paths), or
+ * the model and threads (OpenMP). */
+struct path {
+    nxr_runtime_t *rt;
+    const struct svc_llama_weights *w;
+    bool batched;
+    const struct svc_llama *model;
+    int threads;
+    int *tokens;
+    struct svc_llama_path_result *res;
+    struct svc_llama_domain_result *doms; /* per domain figures (nxr's only) */
+    struct samples smp;
+};
+
+/* One path's round: sequences [first, first + count), tokens into tokens. */
+static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, size_t first,
+                       size_t count, char *err, size_t errsz)
+{
+    const bool batched = pa->batched;
+    struct svc_llama_path_result *p = pa->res;
+    struct svc_llama_domain_result *doms = pa->doms;
+    int *tokens = pa->tokens + first * c->gen_max;
+    struct svc_llama_serve_config sc = {
+        .stream = {.seed = c->seed,
+                   .prompt_min = c->prompt_min,
+                   .prompt_max = c->prompt_max,
+                   .gen_min = c->gen_min,
+                   .gen_max = c->gen_max},
+        .first = first,
+        .count = count,
+        .clients = c->clients,
+    };
+    svc_llama_batch_opts_init(&sc.batch);
+    sc.batch.step_tokens = c->step_tokens;
+    sc.batch.max_active = batched ? (c->clients < c->step_tokens ? c->clients : c->step_tokens) : 1;
+    sc.batch.kv_bytes = c->kv_mib << 20;
+    sc.batch.block_tokens = c->block_tokens;
+    struct svc_llama_serve_result r;
+    int rc = pa->rt != NULL ? svc_llama_serve(pa->rt, pa->w, &sc, tokens, &r, err, errsz)
+                            : svc_llama_omp_serve(pa->model, pa->threads, &sc, tokens, &r);
+    if (rc != 0) {
+        if (pa->rt == NULL)
+            snprintf(err, errsz, "%s", nxr_strerror(rc));
+        return rc;
+    }
+    p->ran = true;
+    p->sequences += r.sequences;
+    p->tokens += r.tokens;
+    p->steps += r.steps;
+    p->wall_s += r.wall_s;
+    p->batch_mean += (double)r.batch_sum; /* divided by the steps at the end */
+    for (size_t d = 0; doms != NULL && d < r.domains; d++) {
+        doms[d].tokens += r.domain[d].tokens;
+        doms[d].steps += r.domain[d].steps;
+        doms[d].batch_mean += (double)r.domain[d].batch_sum;
+        doms[d].kv_on_node = r.domain[d].kv_on_node;
+    }
+    rc = append(&pa->smp, &r);
+    free(r.ttft_ms);
+    free(r.itl_ms);
+    return rc;
+}
+
+/* The flat runtime: one declared domain over rt's whole allowed set. */
+static int flat_runtime(nxr_runtime_t *rt, struct svc_llama_demo_result *res, nxr_runtime_t **out)
+{
+    hwloc_const_bitmap_t allowed = nxr_runtime_allowed_cpus(rt);
+    char decl[160];
+    snprintf(decl, sizeof decl, "0:");
+    hwloc_bitmap_list_snprintf(decl + 2, sizeof decl - 2, allowed);
+    hwloc_bitmap_list_snprintf(res->flat_cpus, sizeof res->flat_cpus, allowed);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = decl;
+    return nxr_runtime_create(&o, out);
+}
+
+/* Long enough for the previous path's idle threads to stop spinning
+ * (nxr's NXR_SPIN ~0.1 ms, libgomp's a few ms): no path pays for another's
+ * spin (as the MLP demo, service/demo.c). */
+static void settle(void)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static unsigned allowed_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    const int n = CPU_COUNT(&set);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_demo_result *res,
+                       bool *bad_input)
+{
+    memset(res, 0, sizeof *res);
+    res->config = *c;
+    res->size = c->shape.name;
+    res->fraction_of_limit = -1;
+    res->bound_tokens_per_s = -1;
+    *bad_input = false;
+    struct svc_llama_shape shape = c->shape;
+    /* The context is a serving parameter, not a weight: long enough for
+     * the longest sequence of the stream. */
+    if (shape.seq < c->prompt_max + c->gen_max - 1)
+        shape.seq = c->prompt_max + c->gen_max - 1;
+    res->config.shape = shape;
+    const char *problem = svc_llama_shape_problem(&shape);
+    if (problem != NULL || c->clients == 0 || c->sequences == 0 || c->rounds == 0) {
+        *bad_input = true;
+        snprintf(res->error, sizeof res->error, "%s",
+                 problem != NULL ? problem : "--clients and --sequences must be at least 1");
+        return -EINVAL;
+    }
+    if (c->format != SVC_LLAMA_F32) {
+        *bad_input = true;
+        snprintf(res->error, sizeof res->error, "--weights %s: not yet supported (f32 only)",
+                 c->format == SVC_LLAMA_BF16 ? "bf16" : "int8");
+        return -EINVAL;
+    }
+    nxr_runtime_t *rt = NULL, *flat_rt = NULL;
+    struct svc_llama model = {0};
+    struct svc_llama_weights w = {0}, wflat = {0};
+    struct path paths[PATHS] = {0};
+    char why[256] = "";
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.domains = c->domains;
+    int rc = nxr_runtime_create(&o, &rt);
+    if (rc != 0) {
+        *bad_input = c->domains != NULL;
+        snprintf(res->error, sizeof res->error, "%s%s: %s", c->domains ? "--domains: " : "runtime",
+                 nxr_strerror(rc), nxr_last_error());
+        return rc;
+    }
+    const size_t n = nxr_runtime_domain_count(rt);
+    nxr_domain_t *domains[MAX_DOMAINS];
+    if (n > MAX_DOMAINS) {
+        rc = -EINVAL;
+        snprintf(res->error, sizeof res->error, "%zu domains (at most %d)", n, MAX_DOMAINS);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        domains[i] = nxr_runtime_domain_at(rt, i);
+    if ((rc = svc_llama_create(&shape, c->seed, &model)) != 0) {
+        snprintf(res->error, sizeof res->error, "the model's weights: %s", nxr_strerror(rc));
+        goto out;
+    }
+    if ((rc = svc_llama_weights_create(&w, rt, &model, c->format, domains, n)) != 0) {
+        snprintf(res->error, sizeof res->error, "packing the weights: %s: %s", nxr_strerror(rc),
+                 nxr_last_error());
+        goto out;
+    }
+    res->weight_bytes = (double)svc_llama_weights_step_bytes(&w);
+    res->domain_count = n;
+    for (size_t i = 0; i < n; i++) {
+        res->domains[i].id = nxr_domain_id(domains[i]);
+        res->domains[i].node = nxr_domain_node(domains[i]);
+        res->domains[i].weights_on_node = svc_llama_weights_on_node(&w, i);
+        res->domains[i].kv_on_node = -1;
+    }
+    if (c->compare) {
+        nxr_domain_t *fd = NULL;
+        if ((rc = flat_runtime(rt, res, &flat_rt)) != 0 ||
+            (fd = nxr_runtime_domain_at(flat_rt, 0),
+             rc = svc_llama_weights_create(&wflat, flat_rt, &model, c->format, &fd, 1)) != 0) {
+            snprintf(res->error, sizeof res->error, "flat path: %s: %s", nxr_strerror(rc),
+                     nxr_last_error());
+            goto out;
+        }
+    }
+    if (c->machine_s > 0 &&
+        (rc = svc_machine_measure(rt, c->machine_s, &res->machine, why, sizeof why)) != 0) {
+        snprintf(res->error, sizeof res->error, "measuring the machine: %s", why);
+        goto out;
+    }
+    const size_t npaths = c->compare ? PATHS : 1;
+    paths[PATH_NXR] =
+        (struct path){.rt = rt, .w = &w, .batched = true, .res = &res->nxr, .doms = res->domains};
+    paths[PATH_UNBATCHED] = (struct path){.rt = rt, .w = &w, .res = &res->unbatched};
+    paths[PATH_FLAT] =
+        (struct path){.rt = flat_rt, .w = &wflat, .batched = true, .res = &res->flat};
+    paths[PATH_OMP] =
+        (struct path){.model = &model,
+                      .threads = (int)(c->omp_threads != 0 ? c->omp_threads : allowed_cpus()),
+                      .res = &res->omp};
+    for (size_t k = 0; k < npaths; k++)
+        if ((paths[k].tokens = calloc(c->sequences * c->gen_max, sizeof(int))) == NULL) {
+            rc = -ENOMEM;
+            snprintf(res->error, sizeof res->error, "out of memory for the tokens");
+            goto out;
+        }
+    /* Rounds: each path serves the round's sequences, the order rotating. */
+    const size_t rounds = c->rounds < c->sequences ? c->rounds : c->sequences;
+    res->rounds_planned = rounds;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t r = 0; r < rounds && rc == 0; r++) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (r > 0 && c->time_budget_s > 0 &&
+            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 >
+                c->time_budget_s)
+            break;
+        res->rounds_run = r + 1;
+        const size_t first = c->sequences * r / rounds;
+        const size_t count = c->sequences * (r + 1) / rounds - first;
+        for (size_t k = 0; k < npaths && rc == 0; k++) {
+            const size_t p = (k + r) % npaths;
+            settle();
+            if ((rc = serve_round(c, &paths[p], first, count, why, sizeof why)) != 0) {
+                *bad_input = rc == -EINVAL;
+                snprintf(res->error, sizeof res->error, "%s path: %s", path_names[p], why);
+            }
+        }
+    }
+    if (rc != 0)
+        goto out;
+    for (size_t k = 0; k < npaths; k++) {
+        struct svc_llama_path_result *p = paths[k].res;
+        if (p->steps > 0)
+            p->batch_mean /= (double)p->steps;
+        summarise(p, paths[k].smp.ttft, paths[k].smp.nttft, paths[k].smp.itl, paths[k].smp.nitl);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (res->domains[i].steps > 0)
+            res->domains[i].batch_mean /= (double)res->domains[i].steps;
+    if (res->machine.read_gbs > 0 && res->nxr.wall_s > 0) {
+        const double bytes_per_s = res->weight_bytes * (double)res->nxr.steps / res->nxr.wall_s;
+        res->fraction_of_limit = bytes_per_s / (res->machine.read_gbs * 1e9);
+        res->bound_tokens_per_s =
+            res->machine.read_gbs * 1e9 / res->weight_bytes * res->nxr.batch_mean;
+    }
+    if (c->compare) {
+        /* The rounds run served sequences [0, served) on every path. */
+        const size_t served = c->sequences * res->rounds_run / rounds;
+        const size_t bytes = served * c->gen_max * sizeof(int);
+        res->sequences_compared = served;
+        res->tokens_match =
+            memcmp(paths[PATH_NXR].tokens, paths[PATH_UNBATCHED].tokens, bytes) == 0 &&
+            memcmp(paths[PATH_NXR].tokens, paths[PATH_FLAT].tokens, bytes) == 0;
+        for (size_t j = 0; j < served; j++)
+            res->omp_sequences_same +=
+                memcmp(paths[PATH_NXR].tokens + j * c->gen_max,
+                       paths[PATH_OMP].tokens + j * c->gen_max, c->gen_max * sizeof(int)) == 0;
+    }
+out:
+    for (size_t k = 0; k < PATHS; k++) {
+        free(paths[k].tokens);
+        free(paths[k].smp.ttft), free(paths[k].smp.itl);
+    }
+    svc_llama_weights_destroy(&wflat);
+    svc_llama_weights_destroy(&w);
+    svc_llama_destroy(&model);
+    nxr_runtime_destroy(flat_rt);
+    nxr_runtime_destroy(rt);
+    return rc;
+}

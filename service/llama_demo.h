@@ -1,0 +1,100 @@
+/*
+ * `nxr demo` (the default model): a language model served with continuous
+ * batching, one context and one engine per domain (service/llama_serve.h),
+ * against, in the same run: its own engine unbatched (one sequence a step
+ * per domain), flat (the same batched server on a second runtime with one
+ * domain over every allowed CPU, weights on that one domain's memory: a
+ * NUMA-unaware service) and OpenMP (the single-file engine,
+ * service/llama_omp_path.h: one sequence at a time, prompts token by token):
+ *  1. a runtime with one domain per NUMA node (or --domains); the decoder's
+ *     weights packed and replicated into every domain's node memory, every
+ *     page checked (service/llama_weights.h);
+ *  2. the machine's streaming-read bandwidth measured on those domains
+ *     (service/machine.h), the limit a decode step is set against;
+ *  3. the same sequences (service/llama_serve.h's stream) served by each
+ *     path in alternating rounds, the order rotating each round;
+ *  4. every sequence's tokens compared between the paths. Decoding is
+ *     greedy and f32: nxr's paths (one engine) must match exactly; the
+ *     OpenMP engine sums in another order, so its tokens may part from
+ *     nxr's where two logits nearly tie (counted, not required).
+ */
+#ifndef NXR_SERVICE_LLAMA_DEMO_H
+#define NXR_SERVICE_LLAMA_DEMO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "service/llama_model.h"
+#include "service/llama_weights.h"
+#include "service/machine.h"
+#include "service/stats.h"
+
+struct svc_llama_demo_config {
+    struct svc_llama_shape shape;                    /* --size or the explicit dimensions */
+    enum svc_llama_format format;                    /* --weights */
+    size_t clients;                                  /* --clients: sequences in flight */
+    size_t sequences;                                /* --sequences: per path */
+    size_t prompt_min, prompt_max, gen_min, gen_max; /* --prompt, --gen */
+    size_t kv_mib;                                   /* --kv-mib: each domain's cache budget */
+    size_t step_tokens;   /* --step-tokens: rows per step (decode + prefill) */
+    size_t block_tokens;  /* positions per cache block */
+    uint64_t seed;        /* --seed: weights and the stream */
+    const char *domains;  /* --domains (NXR_DOMAINS grammar); NULL: one per node */
+    bool compare;         /* false with --no-compare: the batched path only */
+    unsigned omp_threads; /* the OpenMP peer's threads; 0: every allowed CPU */
+    size_t rounds;        /* rounds the sequences are cut into */
+    /* Seconds of serving after which the run stops at the next round
+     * boundary (every path has then served the same sequences); 0: none. */
+    double time_budget_s;
+    double machine_s; /* seconds measuring the read bandwidth (0: not measured) */
+};
+
+/* 15m, f32, 8 clients, 16 sequences, prompts 16-256, gen 16-128, 256 MiB of
+ * cache, 64 tokens a step, blocks of 16, seed 1, 2 rounds, a 40 s budget,
+ * 1 s of machine. */
+void svc_llama_demo_config_init(struct svc_llama_demo_config *c);
+
+struct svc_llama_path_result {
+    bool ran;
+    size_t sequences, tokens, steps;
+    double wall_s, tokens_per_s, batch_mean;
+    struct svc_latency ttft, itl;
+};
+
+struct svc_llama_domain_result {
+    int id, node;
+    size_t tokens, steps;
+    double batch_mean;
+    double weights_on_node, kv_on_node; /* -1: the domain has no node */
+};
+
+struct svc_llama_demo_result {
+    struct svc_llama_demo_config config;
+    const char *size;
+    double weight_bytes; /* one step's (the packed matrices) */
+    struct svc_llama_path_result nxr, unbatched, flat, omp;
+    char flat_cpus[128];
+    size_t domain_count;
+    struct svc_llama_domain_result domains[64];
+    struct svc_machine machine;
+    double fraction_of_limit;  /* nxr's weight bytes/s over the read bandwidth (-1: unknown) */
+    double bound_tokens_per_s; /* what the read bandwidth allows at nxr's batch (-1: unknown) */
+    bool tokens_match;         /* unbatched and flat: every token of every sequence */
+    size_t sequences_compared;
+    size_t rounds_planned, rounds_run; /* fewer run when the time budget cut the run */
+    size_t omp_sequences_same;         /* sequences whose tokens OpenMP made exactly */
+    char error[256];
+};
+
+/* Runs it. 0 and *res filled; -EINVAL with *bad_input and res->error
+ * naming the flag; another failure with res->error saying what failed.
+ * Nothing is left running or allocated either way. */
+int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_demo_result *res,
+                       bool *bad_input);
+
+void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r);
+void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r);
+
+#endif /* NXR_SERVICE_LLAMA_DEMO_H */

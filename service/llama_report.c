@@ -1,0 +1,135 @@
+/* `nxr demo`'s language model report: the table and the JSON (see llama_demo.h). */
+#include <stdio.h>
+
+#include "service/llama_demo.h"
+
+static void path_line(FILE *f, const char *name, const struct svc_llama_path_result *p,
+                      const struct svc_llama_path_result *ref)
+{
+    if (!p->ran)
+        return;
+    fprintf(f,
+            "  %-10s %9.1f tok/s  TTFT p50 %8.2f ms p99 %8.2f ms  ITL p50 %7.2f ms p99 %7.2f ms"
+            "  batch %5.2f",
+            name, p->tokens_per_s, p->ttft.p50_ms, p->ttft.p99_ms, p->itl.p50_ms, p->itl.p99_ms,
+            p->batch_mean);
+    if (ref != NULL && ref != p && p->tokens_per_s > 0)
+        fprintf(f, "  (nxr %.2fx)", ref->tokens_per_s / p->tokens_per_s);
+    fputc('\n', f);
+}
+
+void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
+{
+    const struct svc_llama_demo_config *c = &r->config;
+    const struct svc_llama_shape *s = &c->shape;
+    fprintf(f,
+            "nxr demo: llama %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
+            "vocab %zu), f32, %.1f MiB of weights per step\n",
+            r->size, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab,
+            r->weight_bytes / (1 << 20));
+    fprintf(f,
+            "  %zu clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens a "
+            "step, %zu MiB of cache per domain\n",
+            c->clients, c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max,
+            c->step_tokens, c->kv_mib);
+    for (size_t i = 0; i < r->domain_count; i++) {
+        const struct svc_llama_domain_result *d = &r->domains[i];
+        fprintf(f,
+                "  domain %d (node %d): %zu tokens, batch %.2f, weights on node %.2f, KV on node "
+                "%.2f\n",
+                d->id, d->node, d->tokens, d->batch_mean, d->weights_on_node, d->kv_on_node);
+    }
+    path_line(f, "nxr", &r->nxr, NULL);
+    path_line(f, "unbatched", &r->unbatched, &r->nxr);
+    path_line(f, "flat", &r->flat, &r->nxr);
+    path_line(f, "OpenMP", &r->omp, &r->nxr);
+    if (r->flat.ran)
+        fprintf(f,
+                "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
+                "at a time, prompts token by token)\n",
+                r->flat_cpus);
+    if (r->fraction_of_limit >= 0)
+        fprintf(f,
+                "  limit: read %.1f GB/s measured in this run; nxr's weight reads are %.2f of it "
+                "(%.0f tok/s allowed at batch %.2f)\n",
+                r->machine.read_gbs, r->fraction_of_limit, r->bound_tokens_per_s,
+                r->nxr.batch_mean);
+    if (r->sequences_compared > 0)
+        fprintf(f,
+                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, f32); OpenMP "
+                "made the same tokens for %zu of them (another summation order)\n",
+                r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
+                r->omp_sequences_same);
+    if (r->rounds_run < r->rounds_planned)
+        fprintf(f,
+                "  (the time budget stopped the run after %zu of %zu rounds: every path served "
+                "the same sequences)\n",
+                r->rounds_run, r->rounds_planned);
+    fprintf(f, "  (ratios from alternated rounds of one run)\n");
+}
+
+static void path_json(FILE *f, const struct svc_llama_path_result *p)
+{
+    fprintf(f,
+            "\"sequences\":%zu,\"tokens\":%zu,\"wall_s\":%.4f,\"tokens_per_s\":%.2f,"
+            "\"ttft_p50_ms\":%.4f,\"ttft_p99_ms\":%.4f,\"itl_p50_ms\":%.4f,\"itl_p99_ms\":%.4f,"
+            "\"batch_mean\":%.4f,\"steps\":%zu",
+            p->sequences, p->tokens, p->wall_s, p->tokens_per_s, p->ttft.p50_ms, p->ttft.p99_ms,
+            p->itl.p50_ms, p->itl.p99_ms, p->batch_mean, p->steps);
+}
+
+static void fraction_json(FILE *f, const char *key, double v)
+{
+    if (v < 0)
+        fprintf(f, "\"%s\":null", key);
+    else
+        fprintf(f, "\"%s\":%.4f", key, v);
+}
+
+void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
+{
+    const struct svc_llama_demo_config *c = &r->config;
+    const struct svc_llama_shape *s = &c->shape;
+    fprintf(f,
+            "{\"model\":\"llama\",\"size\":\"%s\",\"weights\":\"f32\",\"clients\":%zu,"
+            "\"shape\":{\"dim\":%zu,\"hidden\":%zu,\"layers\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
+            "\"vocab\":%zu,\"seq\":%zu},\"weight_bytes_per_step\":%.0f,",
+            r->size, c->clients, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab,
+            s->seq, r->weight_bytes);
+    path_json(f, &r->nxr);
+    fprintf(f, ",\"domains\":[");
+    for (size_t i = 0; i < r->domain_count; i++) {
+        const struct svc_llama_domain_result *d = &r->domains[i];
+        fprintf(f, "%s{\"id\":%d,\"node\":%d,\"tokens\":%zu,\"batch_mean\":%.4f,", i ? "," : "",
+                d->id, d->node, d->tokens, d->batch_mean);
+        fraction_json(f, "weights_on_node", d->weights_on_node);
+        fputc(',', f);
+        fraction_json(f, "kv_on_node", d->kv_on_node);
+        fputc('}', f);
+    }
+    fputc(']', f);
+    const struct {
+        const char *key;
+        const struct svc_llama_path_result *p;
+    } peers[] = {{"unbatched", &r->unbatched}, {"flat", &r->flat}, {"omp", &r->omp}};
+    for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
+        fprintf(f, ",\"%s\":", peers[i].key);
+        if (peers[i].p->ran) {
+            fputc('{', f);
+            path_json(f, peers[i].p);
+            fputc('}', f);
+        } else {
+            fprintf(f, "null");
+        }
+    }
+    fprintf(f, ",\"rounds_planned\":%zu,\"rounds_run\":%zu,\"read_gbs\":%.3f,", r->rounds_planned,
+            r->rounds_run, r->machine.read_gbs);
+    fraction_json(f, "fraction_of_limit", r->fraction_of_limit);
+    fputc(',', f);
+    fraction_json(f, "bound_tokens_per_s", r->bound_tokens_per_s);
+    if (r->sequences_compared > 0)
+        fprintf(f, ",\"tokens_match\":%s,\"sequences_compared\":%zu,\"omp_sequences_same\":%zu}\n",
+                r->tokens_match ? "true" : "false", r->sequences_compared, r->omp_sequences_same);
+    else
+        fprintf(f, ",\"tokens_match\":null,\"sequences_compared\":0}\n");
+}

@@ -1,0 +1,80 @@
+/*
+ * The llama decoder's weights as the service serves them: every matrix
+ * packed once per serving domain (nxr_weights_create: a copy in each
+ * domain's node memory, the layout nxr's GEMM reads), and the rest (the
+ * embedding table and the norms' gains) replicated per domain
+ * (svc_replica: node memory, every page checked). The format of the packed
+ * matrices is one argument: f32 today; the 16- and 8-bit block formats
+ * (issue 28) come in through it.
+ */
+#ifndef NXR_SERVICE_LLAMA_WEIGHTS_H
+#define NXR_SERVICE_LLAMA_WEIGHTS_H
+
+#include <stddef.h>
+
+#include "runtime/nxr.h"
+#include "service/llama_model.h"
+#include "service/weights.h"
+
+enum svc_llama_format {
+    SVC_LLAMA_F32,
+    SVC_LLAMA_BF16, /* not yet supported */
+    SVC_LLAMA_INT8, /* not yet supported */
+};
+
+/* "f32", "bf16", "int8" -> the format; -1 for another name. */
+int svc_llama_format_named(const char *name);
+
+/* The side weights one domain reads by pointer: embed (vocab x dim), then
+ * per layer the attention and FFN norms' gains (dim each), then the final
+ * norm's. */
+struct svc_llama_side {
+    struct svc_replica replica; /* owns the floats */
+    const float *embed, *rms_final;
+    const float *rms_att0; /* layer l's: rms_att0 + 2 l dim; its FFN gains + dim */
+};
+
+struct svc_llama_weights {
+    const struct svc_llama *model; /* borrowed: its shape and master weights */
+    enum svc_llama_format format;
+    /* The packed matrices (op(W) = W^T: k = in, n = out), layer l's Wqkv,
+     * Wo, W13, W2 at m[4 l + 0..3], the classifier last (owned). */
+    struct svc_packed packed;
+    struct svc_llama_side *side; /* one per domain of `ids` (owned) */
+    size_t domains;
+};
+
+enum { SVC_LLAMA_WQKV, SVC_LLAMA_WO, SVC_LLAMA_W13, SVC_LLAMA_W2, SVC_LLAMA_MATRICES };
+
+static inline const nxr_weights_t *svc_llama_matrix(const struct svc_llama_weights *w, size_t layer,
+                                                    int which)
+{
+    return w->packed.m[layer * SVC_LLAMA_MATRICES + (size_t)which];
+}
+
+static inline const nxr_weights_t *svc_llama_classifier(const struct svc_llama_weights *w)
+{
+    return w->packed.m[w->packed.count - 1];
+}
+
+/* Packs and replicates m for the n domains of rt in `domains` (side[i] is
+ * domains[i]'s). Returns 0; NXR_EUNSUPPORTED for a format other than f32 (not
+ * yet supported) or a runtime whose GEMM provider is not nxr's;
+ * nxr_weights_create's and nxr_domain_malloc's errors. On failure *out is
+ * zeroed and nothing stays allocated. m may be destroyed afterwards only
+ * if the caller no longer asks for out->model's master weights. */
+int svc_llama_weights_create(struct svc_llama_weights *out, nxr_runtime_t *rt,
+                             const struct svc_llama *m, enum svc_llama_format format,
+                             nxr_domain_t *const *domains, size_t n);
+
+/* Frees every copy; a zeroed one is a no-op. Before the runtime goes. */
+void svc_llama_weights_destroy(struct svc_llama_weights *w);
+
+/* The fraction of the pages of domain i's copies (side and packed) on the
+ * domain's node (svc_replica's check; -1 when the domain has no node). */
+double svc_llama_weights_on_node(struct svc_llama_weights *w, size_t i);
+
+/* The weight bytes one decode step streams (the packed matrices). */
+size_t svc_llama_weights_step_bytes(const struct svc_llama_weights *w);
+
+#endif /* NXR_SERVICE_LLAMA_WEIGHTS_H */

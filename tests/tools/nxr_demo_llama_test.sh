@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `nxr demo` (the language model, the default) end to end, on a tiny
+# decoder (no timing is checked anywhere):
+#  - its JSON has every key the issue lists; every sequence is served, its
+#    token count within --gen, by every path; the unbatched and OpenMP
+#    peers serve one sequence a step; the tokens of every sequence match
+#    between nxr's paths (batched, unbatched, flat);
+#  - every domain's weights and KV cache are on its node where memory is
+#    bound (the page check); two domains (declared on one CPU) both serve;
+#  - the read-bandwidth limit line when measured, null when not;
+#  - bad input exits 2 with one line naming the flag, nothing on stdout.
+set -euo pipefail
+nxr=$1
+tiny=(--dim 64 --hidden 176 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --prompt 3-20
+      --gen 2-9 --clients 3 --sequences 9 --kv-mib 4 --step-tokens 8 --seed 5 --time-budget 0)
+first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
+
+check() { # file domains machine-measured
+    python3 - "$@" <<'PY'
+import json, sys
+path, ndom, measured = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+d = json.load(open(path))
+for k in ("model", "size", "weights", "clients", "tokens_per_s", "ttft_p50_ms", "ttft_p99_ms",
+          "itl_p50_ms", "itl_p99_ms", "batch_mean", "domains", "unbatched", "flat", "omp",
+          "fraction_of_limit", "tokens_match"):
+    assert k in d, ("missing key", k)
+assert d["model"] == "llama" and d["size"] == "custom" and d["weights"] == "f32", d
+assert d["sequences"] == 9 and 9 * 2 <= d["tokens"] <= 9 * 9, d
+assert d["tokens_match"] is True and d["sequences_compared"] == 9, d
+assert d["rounds_run"] == d["rounds_planned"] == 2, d
+assert 1.0 <= d["batch_mean"] <= 3.0, d
+u = d["unbatched"]
+assert u["sequences"] == 9 and u["tokens"] == d["tokens"] and u["batch_mean"] == 1.0, u
+fl, om = d["flat"], d["omp"]
+assert fl["sequences"] == 9 and fl["tokens"] == d["tokens"] and fl["batch_mean"] >= 1.0, fl
+assert om["sequences"] == 9 and om["tokens"] == d["tokens"] and om["batch_mean"] == 1.0, om
+assert 0 <= d["omp_sequences_same"] <= 9, d
+for k in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms"):
+    assert u[k] >= 0 and d[k] >= 0, k
+assert d["ttft_p50_ms"] <= d["ttft_p99_ms"] and d["itl_p50_ms"] <= d["itl_p99_ms"], d
+assert len(d["domains"]) == ndom, d["domains"]
+assert sum(x["tokens"] for x in d["domains"]) == d["tokens"], d["domains"]
+for x in d["domains"]:
+    assert x["tokens"] > 0, ("a domain served nothing", x)
+    for k in ("weights_on_node", "kv_on_node"):
+        assert x[k] is None or 0.0 <= x[k] <= 1.0, (k, x)
+if measured:
+    assert d["read_gbs"] > 0 and d["fraction_of_limit"] > 0, d
+    assert d["bound_tokens_per_s"] > 0, d
+else:
+    assert d["fraction_of_limit"] is None, d
+print("%s: %d domain(s), %d tokens, batch %.2f, tokens match" %
+      (path, ndom, d["tokens"], d["batch_mean"]))
+PY
+}
+
+"$nxr" demo "${tiny[@]}" --json > llama.json
+check llama.json 1 1
+"$nxr" demo --model llama "${tiny[@]}" --machine 0 --json > unmeasured.json
+check unmeasured.json 1 0
+"$nxr" demo "${tiny[@]}" --machine 0 > llama.txt
+grep -q "tokens: identical on nxr, unbatched and flat" llama.txt
+# Two domains on one CPU: new sequences go to the one with most free cache.
+"$nxr" demo "${tiny[@]}" --machine 0 --domains "0:$first;1:$first shared" --json > two.json
+check two.json 2 0
+# Where memory is bound to a node, the weights and the cache are on it.
+python3 - llama.json <<'PY'
+import json, sys
+for x in json.load(open(sys.argv[1]))["domains"]:
+    if x["node"] >= 0 and x["weights_on_node"] is not None:
+        assert x["weights_on_node"] == 1.0 and x["kv_on_node"] == 1.0, x
+PY
+
+# Bad input: exit 2, one line on stderr naming the flag, nothing on stdout.
+bad() { # flag-named-in-message args...
+    local want=$1
+    shift
+    set +e
+    "$nxr" demo "$@" > bad.out 2> bad.err
+    local rc=$?
+    set -e
+    [[ $rc -eq 2 ]] || { echo "demo $*: exit $rc, want 2"; cat bad.err; exit 1; }
+    [[ $(wc -l < bad.err) -eq 1 ]] || { echo "demo $*: not one line:"; cat bad.err; exit 1; }
+    grep -q -- "$want" bad.err || { echo "demo $*: message does not name $want:"; cat bad.err; exit 1; }
+    [[ ! -s bad.out ]] || { echo "demo $*: printed on stdout"; exit 1; }
+}
+bad --model --model gpt
+bad --model --model
+bad --size --size 2b
+bad --size --size short
+bad --weights --weights bf16
+bad --weights --weights int8
+bad --weights --weights f64
+bad --prompt --prompt 9-3
+bad --prompt --prompt 0-3
+bad --gen --gen 5
+bad --clients --clients 0
+bad --clients --clients 65
+bad --kv-mib --kv-mib 0
+bad --kv-mib "${tiny[@]}" --kv-mib 1 --prompt 3-8000 --machine 0
+bad --step-tokens --step-tokens x
+bad --time-budget --time-budget -1
+bad --heads --dim 30 --heads 4
+bad --json --json=yes
+bad --requests --requests 10
+bad --bogus --bogus
+echo "bad input: all exit 2"
