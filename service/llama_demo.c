@@ -185,12 +185,6 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
                  problem != NULL ? problem : "--clients and --sequences must be at least 1");
         return -EINVAL;
     }
-    if (c->format != SVC_LLAMA_F32) {
-        *bad_input = true;
-        snprintf(res->error, sizeof res->error, "--weights %s: not yet supported (f32 only)",
-                 c->format == SVC_LLAMA_BF16 ? "bf16" : "int8");
-        return -EINVAL;
-    }
     nxr_runtime_t *rt = NULL, *flat_rt = NULL;
     struct svc_llama model = {0};
     struct svc_llama_weights w = {0}, wflat = {0};

@@ -24,9 +24,9 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
     const struct svc_llama_shape *s = &c->shape;
     fprintf(f,
             "nxr demo: llama %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
-            "vocab %zu), f32, %.1f MiB of weights per step\n",
+            "vocab %zu), %s weights, %.1f MiB of them per step\n",
             r->size, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab,
-            r->weight_bytes / (1 << 20));
+            svc_llama_format_name(c->format), r->weight_bytes / (1 << 20));
     fprintf(f,
             "  %zu clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens a "
             "step, %zu MiB of cache per domain\n",
@@ -56,10 +56,10 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
                 r->nxr.batch_mean);
     if (r->sequences_compared > 0)
         fprintf(f,
-                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, f32); OpenMP "
-                "made the same tokens for %zu of them (another summation order)\n",
+                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, %s); OpenMP "
+                "(f32) made the same tokens for %zu of them (another summation order)\n",
                 r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
-                r->omp_sequences_same);
+                svc_llama_format_name(c->format), r->omp_sequences_same);
     if (r->rounds_run < r->rounds_planned)
         fprintf(f,
                 "  (the time budget stopped the run after %zu of %zu rounds: every path served "
@@ -91,11 +91,11 @@ void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
     const struct svc_llama_demo_config *c = &r->config;
     const struct svc_llama_shape *s = &c->shape;
     fprintf(f,
-            "{\"model\":\"llama\",\"size\":\"%s\",\"weights\":\"f32\",\"clients\":%zu,"
+            "{\"model\":\"llama\",\"size\":\"%s\",\"weights\":\"%s\",\"clients\":%zu,"
             "\"shape\":{\"dim\":%zu,\"hidden\":%zu,\"layers\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
             "\"vocab\":%zu,\"seq\":%zu},\"weight_bytes_per_step\":%.0f,",
-            r->size, c->clients, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab,
-            s->seq, r->weight_bytes);
+            r->size, svc_llama_format_name(c->format), c->clients, s->dim, s->hidden, s->layers,
+            s->heads, s->kv_heads, s->vocab, s->seq, r->weight_bytes);
     path_json(f, &r->nxr);
     fprintf(f, ",\"domains\":[");
     for (size_t i = 0; i < r->domain_count; i++) {

@@ -16,9 +16,22 @@ int svc_llama_format_named(const char *name)
     return -1;
 }
 
-/* W stored out x in, packed as op(W) = W^T (k = in, n = out). */
-static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, const int *ids, size_t n,
-                nxr_weights_t **pw)
+static enum nxr_weights_format nxr_format_of(enum svc_llama_format f)
+{
+    return f == SVC_LLAMA_BF16   ? NXR_WEIGHTS_BF16
+           : f == SVC_LLAMA_INT8 ? NXR_WEIGHTS_Q8_BLOCK32
+                                 : NXR_WEIGHTS_F32;
+}
+
+const char *svc_llama_format_name(enum svc_llama_format f)
+{
+    return f == SVC_LLAMA_BF16 ? "bf16" : f == SVC_LLAMA_INT8 ? "int8" : "f32";
+}
+
+/* W stored out x in, packed as op(W) = W^T (k = in, n = out), in the
+ * weights' format. */
+static int pack(nxr_runtime_t *rt, enum svc_llama_format format, const float *w, size_t out,
+                size_t in, const int *ids, size_t n, nxr_weights_t **pw)
 {
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
@@ -29,7 +42,7 @@ static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, const 
     d.ldw = in;
     d.domain_ids = ids;
     d.domain_count = n;
-    return nxr_weights_create(rt, &d, pw);
+    return nxr_weights_create_format(rt, &d, nxr_format_of(format), pw);
 }
 
 static int pack_all(struct svc_llama_weights *w, nxr_runtime_t *rt, const int *ids, size_t n)
@@ -44,14 +57,15 @@ static int pack_all(struct svc_llama_weights *w, nxr_runtime_t *rt, const int *i
     for (size_t l = 0; l < s->layers && rc == 0; l++) {
         const struct svc_llama_layer *L = &w->model->layer[l];
         nxr_weights_t **m = w->packed.m + l * SVC_LLAMA_MATRICES;
-        if ((rc = pack(rt, L->wqkv, dim + 2 * kv, dim, ids, n, &m[SVC_LLAMA_WQKV])) != 0 ||
-            (rc = pack(rt, L->wo, dim, dim, ids, n, &m[SVC_LLAMA_WO])) != 0 ||
-            (rc = pack(rt, L->w13, 2 * hid, dim, ids, n, &m[SVC_LLAMA_W13])) != 0)
+        if ((rc = pack(rt, w->format, L->wqkv, dim + 2 * kv, dim, ids, n, &m[SVC_LLAMA_WQKV])) !=
+                0 ||
+            (rc = pack(rt, w->format, L->wo, dim, dim, ids, n, &m[SVC_LLAMA_WO])) != 0 ||
+            (rc = pack(rt, w->format, L->w13, 2 * hid, dim, ids, n, &m[SVC_LLAMA_W13])) != 0)
             break;
-        rc = pack(rt, L->w2, dim, hid, ids, n, &m[SVC_LLAMA_W2]);
+        rc = pack(rt, w->format, L->w2, dim, hid, ids, n, &m[SVC_LLAMA_W2]);
     }
     if (rc == 0)
-        rc = pack(rt, w->model->wcls, s->vocab, dim, ids, n, &w->packed.m[count - 1]);
+        rc = pack(rt, w->format, w->model->wcls, s->vocab, dim, ids, n, &w->packed.m[count - 1]);
     w->packed.count = count; /* destroy skips the NULL ones of a failure */
     return rc;
 }
@@ -79,8 +93,8 @@ int svc_llama_weights_create(struct svc_llama_weights *out, nxr_runtime_t *rt,
                              nxr_domain_t *const *domains, size_t n)
 {
     memset(out, 0, sizeof *out);
-    if (format != SVC_LLAMA_F32)
-        return NXR_EUNSUPPORTED;
+    if (format != SVC_LLAMA_F32 && format != SVC_LLAMA_BF16 && format != SVC_LLAMA_INT8)
+        return -EINVAL;
     out->model = m;
     out->format = format;
     const struct svc_llama_shape *s = &m->shape;
@@ -129,8 +143,23 @@ double svc_llama_weights_on_node(struct svc_llama_weights *w, size_t i)
 
 size_t svc_llama_weights_step_bytes(const struct svc_llama_weights *w)
 {
+    /* What a step streams of each matrix in its format (runtime/nxr_weights.h):
+     * f32 4 bytes a weight, bf16 2, the 8-bit blocks 36 bytes per 32 along k. */
     size_t bytes = 0;
-    for (size_t i = 0; i < w->packed.count; i++)
-        bytes += nxr_weights_k(w->packed.m[i]) * nxr_weights_n(w->packed.m[i]) * sizeof(float);
+    for (size_t i = 0; i < w->packed.count; i++) {
+        const nxr_weights_t *m = w->packed.m[i];
+        const size_t k = nxr_weights_k(m), n = nxr_weights_n(m);
+        switch (nxr_weights_format(m)) {
+        case NXR_WEIGHTS_BF16:
+            bytes += k * n * 2;
+            break;
+        case NXR_WEIGHTS_Q8_BLOCK32:
+            bytes += (k + 31) / 32 * 36 * n;
+            break;
+        default:
+            bytes += k * n * sizeof(float);
+            break;
+        }
+    }
     return bytes;
 }

@@ -4,8 +4,8 @@
  * domain's node memory, the layout nxr's GEMM reads), and the rest (the
  * embedding table and the norms' gains) replicated per domain
  * (svc_replica: node memory, every page checked). The format of the packed
- * matrices is one argument: f32 today; the 16- and 8-bit block formats
- * (issue 28) come in through it.
+ * matrices is one argument: f32, bf16 or 8-bit blocks
+ * (nxr_weights_create_format); activations, sums and the cache stay f32.
  */
 #ifndef NXR_SERVICE_LLAMA_WEIGHTS_H
 #define NXR_SERVICE_LLAMA_WEIGHTS_H
@@ -18,12 +18,14 @@
 
 enum svc_llama_format {
     SVC_LLAMA_F32,
-    SVC_LLAMA_BF16, /* not yet supported */
-    SVC_LLAMA_INT8, /* not yet supported */
+    SVC_LLAMA_BF16, /* NXR_WEIGHTS_BF16 */
+    SVC_LLAMA_INT8, /* NXR_WEIGHTS_Q8_BLOCK32 */
 };
 
 /* "f32", "bf16", "int8" -> the format; -1 for another name. */
 int svc_llama_format_named(const char *name);
+/* The name of a format, as --weights takes it. */
+const char *svc_llama_format_name(enum svc_llama_format f);
 
 /* The side weights one domain reads by pointer: embed (vocab x dim), then
  * per layer the attention and FFN norms' gains (dim each), then the final
@@ -58,8 +60,8 @@ static inline const nxr_weights_t *svc_llama_classifier(const struct svc_llama_w
 }
 
 /* Packs and replicates m for the n domains of rt in `domains` (side[i] is
- * domains[i]'s). Returns 0; NXR_EUNSUPPORTED for a format other than f32 (not
- * yet supported) or a runtime whose GEMM provider is not nxr's;
+ * domains[i]'s). Returns 0; -EINVAL for a format not in the enum;
+ * NXR_EUNSUPPORTED for a runtime whose GEMM provider is not nxr's;
  * nxr_weights_create's and nxr_domain_malloc's errors. On failure *out is
  * zeroed and nothing stays allocated. m may be destroyed afterwards only
  * if the caller no longer asks for out->model's master weights. */

@@ -17,7 +17,8 @@ const char nxr_tool_demo_llama_usage[] =
     "             --size S         15m (default), 110m or 1b (dim 2048, 22 layers, GQA)\n"
     "             --dim N --hidden N --layers N --heads N --kv-heads N --vocab N\n"
     "                              explicit dimensions (each overrides the size's)\n"
-    "             --weights W      f32 (default); bf16 and int8 are not yet supported\n"
+    "             --weights W      f32 (default), bf16 or int8 (8-bit blocks of 32, one scale "
+    "each)\n"
     "             --clients N      sequences in flight (default 8)\n"
     "             --sequences N    sequences per path (default 16)\n"
     "             --prompt MIN-MAX prompt tokens (default 16-256)\n"
@@ -100,8 +101,6 @@ int nxr_tool_demo_llama(int argc, char **argv)
             const int f = svc_llama_format_named(value);
             if (f < 0)
                 return nxr_tool_demo_bad(flag, "'%s' is not f32, bf16 or int8", value);
-            if (f != SVC_LLAMA_F32)
-                return nxr_tool_demo_bad(flag, "%s is not yet supported (f32 only)", value);
             c.format = (enum svc_llama_format)f;
         } else if (strcmp(flag, "--clients") == 0) {
             if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)

@@ -354,12 +354,39 @@ Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
     cr_expect_null(b);
 }
 
-Test(service_llama_batch, other_formats_are_not_yet_supported)
+/* Each format packs every matrix in it, and a step streams what that
+ * format stores: half of f32's bytes in bf16, 36 bytes per 32 weights
+ * along k in the 8-bit blocks (counted here from the shapes). */
+Test(service_llama_batch, each_format_packs_every_matrix_in_it)
 {
-    struct svc_llama_weights w;
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_BF16, &d, 1), NXR_EUNSUPPORTED);
-    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, SVC_LLAMA_INT8, &d, 1), NXR_EUNSUPPORTED);
+    static const struct {
+        enum svc_llama_format svc;
+        enum nxr_weights_format nxr;
+    } formats[] = {{SVC_LLAMA_F32, NXR_WEIGHTS_F32},
+                   {SVC_LLAMA_BF16, NXR_WEIGHTS_BF16},
+                   {SVC_LLAMA_INT8, NXR_WEIGHTS_Q8_BLOCK32}};
+    for (size_t f = 0; f < 3; f++) {
+        struct svc_llama_weights w;
+        cr_assert_eq(svc_llama_weights_create(&w, rt, &model, formats[f].svc, &d, 1), 0);
+        size_t f32 = 0, q8 = 0;
+        for (size_t i = 0; i < w.packed.count; i++) {
+            cr_assert_eq(nxr_weights_format(w.packed.m[i]), formats[f].nxr, "format %zu matrix %zu",
+                         f, i);
+            const size_t k = nxr_weights_k(w.packed.m[i]), n = nxr_weights_n(w.packed.m[i]);
+            f32 += 4 * k * n;
+            q8 += (k + 31) / 32 * 36 * n;
+        }
+        const size_t want = formats[f].svc == SVC_LLAMA_F32    ? f32
+                            : formats[f].svc == SVC_LLAMA_BF16 ? f32 / 2
+                                                               : q8;
+        cr_assert_eq(svc_llama_weights_step_bytes(&w), want, "format %zu", f);
+        svc_llama_weights_destroy(&w);
+    }
+    struct svc_llama_weights w;
+    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, (enum svc_llama_format)7, &d, 1),
+                 -EINVAL);
     cr_expect_eq(svc_llama_format_named("f32"), SVC_LLAMA_F32);
+    cr_expect_eq(svc_llama_format_named("int8"), SVC_LLAMA_INT8);
     cr_expect_eq(svc_llama_format_named("f16"), -1);
 }
