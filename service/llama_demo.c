@@ -11,6 +11,7 @@
 
 #include "runtime/nxr.h"
 #include "service/llama_omp_path.h"
+#include "service/plot.h"
 #include "service/llama_serve.h"
 
 #define MAX_DOMAINS 64
@@ -46,6 +47,12 @@ static void summarise(struct svc_llama_path_result *p, double *ttft, size_t nttf
 struct samples {
     double *ttft, *itl;
     size_t nttft, nitl;
+    /* The step log across rounds, on the path's own serving clock (each
+     * round's steps offset by the serving time of the rounds before). */
+    double *step_s, *step_rate;
+    unsigned *step_domain;
+    size_t nsteps;
+    double served_s;
 };
 
 static int append(struct samples *s, const struct svc_llama_serve_result *r)
@@ -58,6 +65,25 @@ static int append(struct samples *s, const struct svc_llama_serve_result *r)
     if (i == NULL)
         return -ENOMEM;
     s->itl = i;
+    const size_t ns = s->nsteps + r->step_count + 1;
+    double *st = realloc(s->step_s, ns * sizeof(double));
+    if (st != NULL)
+        s->step_s = st;
+    double *sr = realloc(s->step_rate, ns * sizeof(double));
+    if (sr != NULL)
+        s->step_rate = sr;
+    unsigned *sd = realloc(s->step_domain, ns * sizeof(unsigned));
+    if (sd != NULL)
+        s->step_domain = sd;
+    if (st == NULL || sr == NULL || sd == NULL)
+        return -ENOMEM;
+    for (size_t k = 0; k < r->step_count; k++) {
+        s->step_s[s->nsteps + k] = s->served_s + r->step_s[k];
+        s->step_rate[s->nsteps + k] = r->step_tokens_per_s[k];
+        s->step_domain[s->nsteps + k] = r->step_domain[k];
+    }
+    s->nsteps += r->step_count;
+    s->served_s += r->wall_s;
     memcpy(s->ttft + s->nttft, r->ttft_ms, r->sequences * sizeof(double));
     memcpy(s->itl + s->nitl, r->itl_ms, r->itl_count * sizeof(double));
     s->nttft += r->sequences;
@@ -126,8 +152,7 @@ static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, s
         doms[d].kv_on_node = r.domain[d].kv_on_node;
     }
     rc = append(&pa->smp, &r);
-    free(r.ttft_ms);
-    free(r.itl_ms);
+    svc_llama_serve_result_free(&r);
     return rc;
 }
 
@@ -161,6 +186,71 @@ static unsigned allowed_cpus(void)
         return 1;
     const int n = CPU_COUNT(&set);
     return n > 0 ? (unsigned)n : 1;
+}
+
+/* --plot: inter-token latency and time to first token of each path (CDFs),
+ * and nxr's tokens/s per step over its serving time, one curve a domain. */
+static int plot(const struct svc_llama_demo_config *c, const struct path *paths, size_t domains,
+                struct svc_llama_demo_result *res)
+{
+    struct svc_plot_series itl[PATHS], ttft[PATHS], steps[SVC_LLAMA_SERVE_MAX_DOMAINS];
+    size_t np = 0;
+    for (size_t p = 0; p < PATHS; p++)
+        if (paths[p].res != NULL && paths[p].res->ran) {
+            itl[np] = (struct svc_plot_series){
+                .name = path_names[p], .y = paths[p].smp.itl, .count = paths[p].smp.nitl};
+            ttft[np++] = (struct svc_plot_series){
+                .name = path_names[p], .y = paths[p].smp.ttft, .count = paths[p].smp.nttft};
+        }
+    /* Each domain's steps, gathered in the log's order (per domain, time
+     * still increases). */
+    const struct samples *sm = &paths[PATH_NXR].smp;
+    double *x = malloc((sm->nsteps + 1) * sizeof(double)),
+           *y = malloc((sm->nsteps + 1) * sizeof(double));
+    char names[SVC_LLAMA_SERVE_MAX_DOMAINS][32];
+    size_t used = 0;
+    for (size_t d = 0; x != NULL && y != NULL && d < domains; d++) {
+        const size_t begin = used;
+        for (size_t k = 0; k < sm->nsteps; k++)
+            if (sm->step_domain[k] == d) {
+                x[used] = sm->step_s[k];
+                y[used++] = sm->step_rate[k];
+            }
+        snprintf(names[d], sizeof names[d], "nxr, domain %d", res->domains[d].id);
+        steps[d] = (struct svc_plot_series){
+            .name = names[d], .x = x + begin, .y = y + begin, .count = used - begin};
+    }
+    int rc = -ENOMEM;
+    char why[200] = "out of memory";
+    if (x != NULL && y != NULL) {
+        const struct svc_plot_panel panels[] = {
+            {.kind = SVC_PLOT_CDF,
+             .title = "inter-token latency, each path (CDF)",
+             .x_label = "ms between a sequence's tokens (log scale)",
+             .y_label = "fraction of tokens at or below",
+             .series = itl,
+             .series_count = np},
+            {.kind = SVC_PLOT_CDF,
+             .title = "time to first token, each path (CDF)",
+             .x_label = "ms from submission to the first token (log scale)",
+             .y_label = "fraction of sequences at or below",
+             .series = ttft,
+             .series_count = np},
+            {.kind = SVC_PLOT_LINES,
+             .title = "nxr: tokens/s of each step over its serving time",
+             .x_label = "seconds of serving (nxr's rounds)",
+             .y_label = "tokens/s in the step",
+             .series = steps,
+             .series_count = domains},
+        };
+        rc = svc_plot_write_svg(c->plot_path, "nxr demo: the language model, each path", panels, 3,
+                                why, sizeof why);
+    }
+    if (rc != 0)
+        snprintf(res->error, sizeof res->error, "--plot: %s", why);
+    free(x);
+    free(y);
+    return rc;
 }
 
 int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_demo_result *res,
@@ -310,10 +400,13 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
                 memcmp(paths[PATH_NXR].tokens + j * c->gen_max,
                        paths[PATH_OMP].tokens + j * c->gen_max, c->gen_max * sizeof(int)) == 0;
     }
+    if (c->plot_path != NULL)
+        rc = plot(c, paths, n, res);
 out:
     for (size_t k = 0; k < PATHS; k++) {
         free(paths[k].tokens);
         free(paths[k].smp.ttft), free(paths[k].smp.itl);
+        free(paths[k].smp.step_s), free(paths[k].smp.step_rate), free(paths[k].smp.step_domain);
     }
     svc_llama_weights_destroy(&wflat);
     svc_llama_weights_destroy(&w);

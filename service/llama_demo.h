@@ -49,6 +49,10 @@ struct svc_llama_demo_config {
      * boundary (every path has then served the same sequences); 0: none. */
     double time_budget_s;
     double machine_s; /* seconds measuring the read bandwidth (0: not measured) */
+    /* --plot FILE.svg: each path's inter-token latency and time to first
+     * token (CDFs) and nxr's tokens/s per step over time (service/plot.h);
+     * NULL: none. */
+    const char *plot_path;
 };
 
 /* 15m, f32, 8 clients, 16 sequences, prompts 16-256, gen 16-128, 256 MiB of

@@ -42,8 +42,7 @@ int svc_llama_omp_serve(const struct svc_llama *m, int threads,
                  ? -ENOMEM
                  : svc_llama_omp_create(m, threads, &e);
     if (rc != 0) {
-        free(out->ttft_ms), free(out->itl_ms);
-        memset(out, 0, sizeof *out);
+        svc_llama_serve_result_free(out);
         goto out_free;
     }
     const long long start = svc_now_ns();

@@ -59,6 +59,7 @@ struct domain {
     size_t committed; /* blocks of the sequences sent here and not finished */
     size_t routed;    /* those sequences */
     struct svc_llama_serve_domain stats;
+    long long last_step_ns; /* when its previous step ended (under the lock) */
 };
 
 struct server {
@@ -76,6 +77,7 @@ struct server {
     pthread_cond_t all_ready; /* signalled by the last of them */
     bool stop;
     long long start_ns, end_ns;
+    size_t step_cap; /* res->step_*'s room: a step has at least one row */
     int rc;
     char *err;
     size_t errsz;
@@ -239,9 +241,21 @@ static void *serving_thread(void *arg)
             break;
         }
         if (st.rows > 0) {
+            const long long now = svc_now_ns();
             pthread_mutex_lock(&srv->lock);
             D->stats.steps++;
             D->stats.batch_sum += before + st.admitted;
+            struct svc_llama_serve_result *r = srv->res;
+            if (st.decode_rows > 0 && r->step_count < srv->step_cap) {
+                const long long since =
+                    D->last_step_ns > srv->start_ns ? D->last_step_ns : srv->start_ns;
+                r->step_s[r->step_count] = (double)(now - srv->start_ns) / 1e9;
+                r->step_tokens_per_s[r->step_count] =
+                    now > since ? (double)st.decode_rows * 1e9 / (double)(now - since) : 0;
+                r->step_tokens[r->step_count] = (unsigned)st.decode_rows;
+                r->step_domain[r->step_count++] = (unsigned)D->index;
+            }
+            D->last_step_ns = now;
             pthread_mutex_unlock(&srv->lock);
         }
     }
@@ -285,6 +299,17 @@ static int check(const struct svc_llama_weights *w, const struct svc_llama_serve
     return 0;
 }
 
+void svc_llama_serve_result_free(struct svc_llama_serve_result *r)
+{
+    free(r->ttft_ms);
+    free(r->itl_ms);
+    free(r->step_s);
+    free(r->step_tokens_per_s);
+    free(r->step_domain);
+    free(r->step_tokens);
+    memset(r, 0, sizeof *r);
+}
+
 int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
                     const struct svc_llama_serve_config *c, int *tokens,
                     struct svc_llama_serve_result *out, char *err, size_t errsz)
@@ -298,7 +323,13 @@ int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
     const size_t clients = c->clients < c->count ? c->clients : c->count;
     out->ttft_ms = calloc(c->count, sizeof(double));
     out->itl_ms = calloc(c->count * c->stream.gen_max, sizeof(double));
-    if (srv == NULL || out->ttft_ms == NULL || out->itl_ms == NULL ||
+    const size_t step_cap = c->count * (c->stream.prompt_max + c->stream.gen_max);
+    out->step_s = calloc(step_cap, sizeof(double));
+    out->step_tokens_per_s = calloc(step_cap, sizeof(double));
+    out->step_domain = calloc(step_cap, sizeof(unsigned));
+    out->step_tokens = calloc(step_cap, sizeof(unsigned));
+    if (srv == NULL || out->ttft_ms == NULL || out->itl_ms == NULL || out->step_s == NULL ||
+        out->step_tokens_per_s == NULL || out->step_domain == NULL || out->step_tokens == NULL ||
         (srv->slots = calloc(clients, sizeof *srv->slots)) == NULL) {
         rc = -ENOMEM;
         goto out_free;
@@ -310,6 +341,7 @@ int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
         }
     srv->rt = rt, srv->w = w, srv->c = c, srv->tokens = tokens, srv->res = out;
     srv->err = err, srv->errsz = errsz;
+    srv->step_cap = step_cap;
     srv->domains = w->domains;
     pthread_mutex_init(&srv->lock, NULL);
     const size_t block_bytes =
@@ -365,9 +397,7 @@ out_free:
         free(srv->slots);
     free(srv);
     if (rc != 0) {
-        free(out->ttft_ms);
-        free(out->itl_ms);
-        memset(out, 0, sizeof *out);
+        svc_llama_serve_result_free(out);
         if (rc == -ENOMEM)
             snprintf(err, errsz, "out of memory");
     }

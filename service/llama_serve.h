@@ -58,6 +58,12 @@ struct svc_llama_serve_result {
     /* Samples (owned; free()): ttft_ms[sequences], itl_ms[itl_count]. */
     double *ttft_ms, *itl_ms;
     size_t itl_count;
+    /* The steps that made tokens, in the order they ended (owned; free()):
+     * when (seconds of serving), on which domain, and its tokens over the
+     * time since that domain's previous step ended (tokens/s). */
+    double *step_s, *step_tokens_per_s;
+    unsigned *step_domain, *step_tokens;
+    size_t step_count;
     struct svc_llama_serve_domain domain[SVC_LLAMA_SERVE_MAX_DOMAINS];
     size_t domains;
 };
@@ -68,6 +74,9 @@ struct svc_llama_serve_result {
  * configuration), -ENOMEM, or the first error of a serving thread (an
  * engine's create or step) with err saying which; every thread is joined
  * and nothing stays allocated but the result's samples (freed on failure). */
+/* Frees a result's samples and step log (a zeroed result is a no-op). */
+void svc_llama_serve_result_free(struct svc_llama_serve_result *r);
+
 int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
                     const struct svc_llama_serve_config *c, int *tokens,
                     struct svc_llama_serve_result *out, char *err, size_t errsz);

@@ -54,6 +54,20 @@ int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value)
     return 2;
 }
 
+int nxr_tool_demo_plot(const char *flag, const char *v, const char **out)
+{
+    if (v[0] == '\0')
+        return nxr_tool_demo_bad(flag, "%sis empty (a file name: FILE.svg)", "");
+    char dir[4096];
+    const char *slash = strrchr(v, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : (int)(slash - v + 1),
+             slash == NULL ? "." : v);
+    if (access(dir, W_OK) != 0)
+        return nxr_tool_demo_bad(flag, "cannot write in the directory of '%s'", v);
+    *out = v;
+    return 0;
+}
+
 /* A decimal integer in [lo, hi], the whole string. */
 int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -230,17 +244,7 @@ int nxr_tool_demo(int argc, char **argv)
             if ((rc = nxr_tool_demo_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
                 c.compete = (unsigned)x;
         } else if (strcmp(flag, "--plot") == 0) {
-            if (value[0] == '\0')
-                return nxr_tool_demo_bad(flag, "%sis empty (a file name: FILE.svg)", "");
-            /* Refused before the run, not after it: the file's directory
-             * must exist and be writable. */
-            char dir[4096];
-            const char *slash = strrchr(value, '/');
-            snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : (int)(slash - value + 1),
-                     slash == NULL ? "." : value);
-            if (access(dir, W_OK) != 0)
-                return nxr_tool_demo_bad(flag, "cannot write in the directory of '%s'", value);
-            c.plot_path = value;
+            rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return nxr_tool_demo_bad(flag, "%sis empty", "");

@@ -23,6 +23,9 @@ int nxr_tool_demo_llama(int argc, char **argv);
  * stderr and returns 2 when the value is bad, else 0. */
 int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value);
 /* A decimal integer in [lo, hi], the whole string. */
+/* --plot's FILE: non-empty, in a directory this process may write (checked
+ * before the run, not after it). 0 with *out = v, or the exit status 2. */
+int nxr_tool_demo_plot(const char *flag, const char *v, const char **out);
 int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 /* MIN-MAX, each in [min, max], MIN <= MAX. */
 int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,

@@ -28,6 +28,8 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
+    "             --plot FILE.svg  also write each path's inter-token latency and time to first\n"
+    "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
     "                              0: none, every path serves every sequence)\n"
     "             --no-compare     serve batched only (no peers)\n"
@@ -75,9 +77,10 @@ int nxr_tool_demo_llama(int argc, char **argv)
             continue;
         }
         static const char *const with_value[] = {
-            "--size",   "--weights",     "--clients", "--sequences", "--prompt",   "--gen",
-            "--kv-mib", "--step-tokens", "--domains", "--seed",      "--machine",  "--time-budget",
-            "--dim",    "--hidden",      "--layers",  "--heads",     "--kv-heads", "--vocab"};
+            "--size",    "--weights",     "--clients",     "--sequences", "--prompt",
+            "--gen",     "--kv-mib",      "--step-tokens", "--domains",   "--seed",
+            "--machine", "--time-budget", "--dim",         "--hidden",    "--layers",
+            "--heads",   "--kv-heads",    "--vocab",       "--plot"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -94,7 +97,9 @@ int nxr_tool_demo_llama(int argc, char **argv)
         }
         uint64_t x = 0;
         int rc = 0;
-        if (strcmp(flag, "--size") == 0) {
+        if (strcmp(flag, "--plot") == 0) {
+            rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
+        } else if (strcmp(flag, "--size") == 0) {
             if (strcmp(value, "short") == 0 || svc_llama_shape_named(value, &c.shape) != 0)
                 return nxr_tool_demo_bad(flag, "'%s' is not 15m, 110m or 1b", value);
         } else if (strcmp(flag, "--weights") == 0) {

@@ -68,7 +68,7 @@ Test(service_llama_serve, batched_on_two_domains_equals_alone)
     struct svc_llama_serve_config c = config(1, 1);
     cr_assert_eq(svc_llama_serve(rt, &weights, &c, alone, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(r.sequences, SEQUENCES);
-    free(r.ttft_ms), free(r.itl_ms);
+    svc_llama_serve_result_free(&r);
 
     c = config(4, 4);
     cr_assert_eq(svc_llama_serve(rt, &weights, &c, batched, &r, err, sizeof err), 0, "%s", err);
@@ -89,7 +89,18 @@ Test(service_llama_serve, batched_on_two_domains_equals_alone)
     cr_assert_gt(r.domain[0].sequences, 0, "domain 0 served nothing");
     cr_assert_gt(r.domain[1].sequences, 0, "domain 1 served nothing");
     cr_assert_eq(r.itl_count, tokens - SEQUENCES);
-    free(r.ttft_ms), free(r.itl_ms);
+    /* The step log: every token after a sequence's first was made by a
+     * logged step, of a domain that served, in the order the steps ended. */
+    size_t logged = 0;
+    for (size_t i = 0; i < r.step_count; i++) {
+        cr_assert_lt(r.step_domain[i], 2u, "step %zu", i);
+        cr_assert_gt(r.step_tokens[i], 0u, "step %zu made no token", i);
+        cr_assert(i == 0 || r.step_s[i] >= r.step_s[i - 1], "step %zu ended before %zu", i, i - 1);
+        logged += r.step_tokens[i];
+    }
+    cr_assert_eq(logged, r.itl_count, "tokens of the logged steps");
+    cr_assert_leq(r.step_count, r.steps);
+    svc_llama_serve_result_free(&r);
 }
 
 Test(service_llama_serve, a_budget_below_the_longest_sequence_is_refused)

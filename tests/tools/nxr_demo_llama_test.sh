@@ -54,8 +54,27 @@ print("%s: %d domain(s), %d tokens, batch %.2f, tokens match" %
 PY
 }
 
-"$nxr" demo "${tiny[@]}" --json > llama.json
+"$nxr" demo "${tiny[@]}" --json --plot llama.svg > llama.json
 check llama.json 1 1
+# --plot: three panels; each path's ITL and TTFT curves (TTFT: a point per
+# sequence), and nxr's steps over time, a curve per domain.
+python3 - llama.svg llama.json <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+svg, d = ET.parse(sys.argv[1]).getroot(), json.load(open(sys.argv[2]))
+assert svg.tag == ns + "svg", svg.tag
+panels = [g for g in svg.iter(ns + "g") if g.get("class") == "panel"]
+assert [p.get("data-kind") for p in panels] == ["cdf-log10-x", "cdf-log10-x", "lines"], panels
+def curves(p):
+    return {c.get("data-series"): c.get("d").count("L") + 1
+            for c in p.iter(ns + "path") if c.get("class") == "curve"}
+paths = {"nxr", "unbatched", "flat", "OpenMP"}
+itl, ttft, steps = (curves(p) for p in panels)
+assert set(itl) == paths, itl
+assert ttft == {p: 9 for p in paths}, ttft
+assert len(steps) == len(d["domains"]) and all(n >= 1 for n in steps.values()), steps
+print("plot: ITL and TTFT of 4 paths, %d step(s) of nxr" % sum(steps.values()))
+PY
 "$nxr" demo --model llama "${tiny[@]}" --machine 0 --json > unmeasured.json
 check unmeasured.json 1 0
 "$nxr" demo "${tiny[@]}" --machine 0 > llama.txt
@@ -102,6 +121,8 @@ bad --model --model
 bad --size --size 2b
 bad --size --size short
 bad --weights --weights f16
+bad --plot --plot ""
+bad --plot --plot /nonexistent-dir/x.svg
 bad --weights --weights f64
 bad --prompt --prompt 9-3
 bad --prompt --prompt 0-3
