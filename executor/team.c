@@ -100,6 +100,7 @@
 #include <unistd.h>
 
 #include "domains/internal/cpuset.h"
+#include "executor/internal/counters.h"
 #include "executor/internal/rhythm.h"
 #include "base/internal/build.h"
 #include "base/internal/sys.h"
@@ -153,6 +154,9 @@ struct worker {
     struct nxr__team *team;
     unsigned index;
     pid_t tid;
+    /* Its counters (executor/internal/counters.h): written by this worker
+     * only, on lines of their own, summed by nxr__team_counters_add_to. */
+    _Alignas(NXR__CACHE_LINE) struct nxr__counters counters;
 };
 
 struct nxr__team {
@@ -304,10 +308,13 @@ static bool park(struct nxr__team *team, struct worker *w, uint32_t seen, uint64
             return true;
         }
         bool woken = true;
+        nxr__count_own(&w->counters, NXR__COUNT_PARKS, 1);
         if (deadline == 0)
             nxr__futex_wait(&w->wake_seq, seq);
         else
             woken = nxr__futex_wait_until(&w->wake_seq, seq, deadline);
+        if (woken)
+            nxr__count_own(&w->counters, NXR__COUNT_WAKES, 1);
         /* Relaxed: a stale 1 only costs a waker one spurious FUTEX_WAKE. */
         atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
         if (deadline != 0) {
@@ -351,6 +358,23 @@ static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, ui
     }
 }
 
+/* The clock behind the busy and spin counters: not read at all when the
+ * counters are compiled out. */
+static inline uint64_t counter_clock(void)
+{
+#if NXR_COUNTERS
+    return nxr__now_ns();
+#else
+    return 0;
+#endif
+}
+
+/* Adds the time since `since` (counter_clock) to w's counter c. */
+static inline void count_time(struct worker *w, enum nxr__counter c, uint64_t since)
+{
+    nxr__count_own(&w->counters, c, counter_clock() - since);
+}
+
 /* How a worker's wait ended (worker_main's usefulness streak). */
 enum arrival {
     ARRIVED_SPINNING, /* it was spinning when the work came */
@@ -379,7 +403,10 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
     if (!participant || spin == 0) {
         /* Nothing to spin for. */
     } else if (spin != NXR__TEAM_SPIN_ADAPTIVE) {
-        if (spin_for(team, seen, spin, &job))
+        uint64_t since = counter_clock();
+        bool found = spin_for(team, seen, spin, &job);
+        count_time(w, NXR__COUNT_SPIN_NS, since);
+        if (found)
             return job;
     } else {
         /* Re-plan when the plan had to guess the region's end (the caller
@@ -404,7 +431,10 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
             uint64_t overdue = plan.expected > UINT64_MAX - NXR__RHYTHM_SLEEP_MIN_NS
                                    ? UINT64_MAX
                                    : plan.expected + NXR__RHYTHM_SLEEP_MIN_NS;
-            if (spin_until(team, seen, plan.spin_until, overdue, &job))
+            uint64_t since = counter_clock();
+            bool found = spin_until(team, seen, plan.spin_until, overdue, &job);
+            count_time(w, NXR__COUNT_SPIN_NS, since);
+            if (found)
                 return job;
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;
@@ -602,6 +632,7 @@ static void *worker_main(void *p)
     snprintf(name, sizeof(name), "nxr-d%d-w%u", team->domain_id, w->index);
     pthread_setname_np(pthread_self(), name);
     w->tid = (pid_t)syscall(SYS_gettid);
+    nxr__counter_home = (struct nxr__counter_home){.block = &w->counters, .team = team};
 
     int rc = pin_and_verify(w, msg, sizeof(msg));
     report_start(team, rc, msg);
@@ -639,7 +670,9 @@ static void *worker_main(void *p)
                 if (hook != NULL)
                     hook->fn(hook->arg, w->index, seen);
                 wake_pair(team, 2 * w->index + 2, count);
+                uint64_t since = counter_clock();
                 if (run_slots(team, seen, offset, count + offset, w->index + offset) != 0) {
+                    count_time(w, NXR__COUNT_BUSY_NS, since);
                     useless = 0;
                 } else {
                     /* Relaxed: a counter. */
@@ -654,8 +687,12 @@ static void *worker_main(void *p)
         /* Items one at a time, looking at the job word between them (in
          * run_one_item): a region published meanwhile starts after the item
          * in hand, whatever the FIFO still holds. */
+        uint64_t since = counter_clock();
+        bool ran = false;
         while (run_one_item(team, w, seen))
-            ;
+            ran = true;
+        if (ran)
+            count_time(w, NXR__COUNT_BUSY_NS, since);
     }
 }
 
@@ -979,6 +1016,12 @@ uint64_t nxr__team_nested_regions(const struct nxr__team *team)
 {
     /* Relaxed: a counter; pairs with nothing. */
     return atomic_load_explicit(&team->nested_regions, memory_order_relaxed);
+}
+
+void nxr__team_counters_add_to(const struct nxr__team *team, uint64_t sum[NXR__COUNT_N])
+{
+    for (unsigned i = 0; i < team->size; i++)
+        nxr__counters_add_to(&team->workers[i].counters, sum);
 }
 
 uint64_t nxr__team_late_arrivals(const struct nxr__team *team)

@@ -202,6 +202,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
                  nxr_provider_name(p), d->spec.id);
         return NXR_EPLACEMENT;
     }
+    nxr__exec_count(exec, (enum nxr__counter)(NXR__COUNT_KERNEL_CALLS + k->family), 1);
     /* A span's call fans out over every member only through parallel_for;
      * a provider of its own threads runs on the first member. */
     if (placement != NXR_RUNS_ON_ENGINE_WORKERS)

@@ -56,6 +56,7 @@
 #include "runtime/nxr_route.h"
 #include "runtime/nxr_weights.h"
 #include "runtime/nxr_span.h"
+#include "runtime/nxr_stats.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -343,6 +343,20 @@ GOOD(nxr_runtime_describe)
     free(s);
     return rc;
 }
+BAD(nxr_runtime_stats)
+{
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    s.size = 1; /* below the first version's */
+    return nxr_runtime_stats(fx.rt, &s);
+}
+GOOD(nxr_runtime_stats)
+{
+    struct nxr_domain_stats d[4];
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, d, 4);
+    return nxr_runtime_stats(fx.rt, &s);
+}
 
 /* contexts */
 BAD(nxr_ctx_create)
@@ -941,6 +955,9 @@ NULLS(inits)
     nxr_runtime_opts_init(&ro);
     struct nxr_external_decl ed;
     nxr_external_decl_init(&ed);
+    struct nxr_runtime_stats rs;
+    nxr_runtime_stats_init(&rs, NULL, 0);
+    nxr_runtime_stats_init(NULL, NULL, 0); /* a no-op */
     struct nxr_span_opts spo;
     nxr_span_opts_init(&spo);
     struct nxr_weights_desc wd;
@@ -1094,6 +1111,9 @@ static const struct row rows[] = {
     FALLIBLE_BAD_ONLY(nxr_runtime_attach, "attaching a host executor: attach_test"),
     FALLIBLE(nxr_run_across),
     FALLIBLE(nxr_runtime_describe),
+    /* runtime/nxr_stats.h */
+    FALLIBLE(nxr_runtime_stats),
+    CANNOT_FAIL(nxr_runtime_stats_init, inits, "fills the caller's struct"),
     /* runtime/nxr_ctx.h */
     FALLIBLE(nxr_ctx_create),
     FALLIBLE_BAD_ONLY(nxr_ctx_create_here, "as nxr_runtime_domain_here"),

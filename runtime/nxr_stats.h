@@ -1,0 +1,112 @@
+/*
+ * Live counters of a runtime, for an operator watching a service: per
+ * domain, cumulative since the runtime was created; per process, the CPU
+ * quota and its stall reports.
+ *
+ * The structs grow by additions only, at their ends. The caller says which
+ * size it was compiled with (`size`, `domain_size`: nxr_runtime_stats_init
+ * sets both) and nxr writes no byte past them, so a program built against
+ * an older header keeps working with a newer library, and `version` says
+ * which fields the library filled (a newer caller's extra fields stay as
+ * they were with an older library).
+ *
+ * Counting costs the hot path no shared cache line: each worker counts in
+ * lines of its own, a thread that is not a worker adds once per operation;
+ * a read sums them (a snapshot: counts keep moving while work runs, each
+ * one only grows).
+ */
+#ifndef NXR_STATS_H
+#define NXR_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/nxr_fwd.h"
+#include "base/nxr_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The layout this header describes (struct nxr_runtime_stats.version). */
+#define NXR_STATS_VERSION 1
+/* Array sizes fixed in the ABI; the entries past what the library knows
+ * (kernel families: NXR_FAMILY_COUNT; routing reasons: enum
+ * nxr_route_reason) read 0. */
+#define NXR_STATS_FAMILIES      8
+#define NXR_STATS_ROUTE_REASONS 8
+
+struct nxr_domain_stats {
+    int id;
+    int node;         /* NXR_NODE_NONE when the domain has none */
+    unsigned workers; /* the built-in team's size (0: a host's executor) */
+    unsigned budget;  /* the most participants one operation may use now */
+    /* Work. regions: regions the built-in team ran on its workers (an
+     * operation that ran on the calling thread alone is not one); tasks:
+     * tasks of nxr_run and nxr_submit (every mode) that ran;
+     * kernel_calls[f]: kernel calls of family f (enum nxr_family) run on
+     * the domain. */
+    uint64_t regions;
+    uint64_t tasks;
+    uint64_t kernel_calls[NXR_STATS_FAMILIES];
+    /* The built-in team's workers: time running region slots and submitted
+     * items (busy) and spinning for work (spin), in nanoseconds; futex
+     * parks, and of those the ones ended by a wake-up call (not a
+     * timeout). A caller's own share of a region is not busy time here. */
+    uint64_t busy_ns;
+    uint64_t spin_ns;
+    uint64_t parks;
+    uint64_t wakes;
+    /* Admission: operations whose caller slept for the domain's permit
+     * (behind another operation of the domain, or an overlapping permit),
+     * their total and longest wait (ns); joins onto a held permit. */
+    uint64_t admission_waits;
+    uint64_t admission_wait_ns;
+    uint64_t admission_wait_max_ns;
+    uint64_t admission_joins;
+    /* Calls a placing context put on this domain, by enum nxr_route_reason. */
+    uint64_t routed[NXR_STATS_ROUTE_REASONS];
+    /* The domain's pool (alloc/nxr_alloc.h, struct nxr_pool_stats). */
+    uint64_t pool_hits;
+    uint64_t pool_misses;
+    uint64_t pool_drops;
+    uint64_t pool_cached_bytes;
+    uint64_t pool_outstanding;
+};
+
+struct nxr_runtime_stats {
+    /* In: sizeof(struct nxr_runtime_stats) and sizeof(struct
+     * nxr_domain_stats) as the caller knows them; the caller's array of
+     * domain_cap entries (NULL with 0: only the per-process fields). */
+    size_t size;
+    size_t domain_size;
+    struct nxr_domain_stats *domains;
+    size_t domain_cap;
+    /* Out: the layout filled (NXR_STATS_VERSION of the library), the
+     * runtime's domains (min(domain_count, domain_cap) entries filled, in
+     * nxr_runtime_domain_at order). */
+    unsigned version;
+    size_t domain_count;
+    /* The process: the CPU quota the budgets fit (CPUs; 0: none), and the
+     * stall reports printed (executor waits past NXR_STALL_REPORT_MS). */
+    unsigned cpu_quota;
+    uint64_t stalls;
+};
+
+/* Sets out's sizes to this header's and its array to domains[0..cap);
+ * every other field to 0. */
+NXR_API void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_domain_stats *domains,
+                                    size_t cap);
+
+/*
+ * Fills *out (see above). 0; -EINVAL (rt or out NULL, a size smaller than
+ * the first version's, or domains NULL with domain_cap > 0: nothing
+ * written); NXR_EFORKED in a child of a fork.
+ */
+NXR_API int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXR_STATS_H */
