@@ -91,6 +91,17 @@ struct nxr_runtime_stats {
      * stall reports printed (executor waits past NXR_STALL_REPORT_MS). */
     unsigned cpu_quota;
     uint64_t stalls;
+    /* The cgroup limit behind cpu_quota with NXR_CPU_QUOTA=auto (0: none,
+     * or the quota came from a setting): its quota and period in
+     * microseconds, and from that cgroup's cpu.stat the periods in which
+     * it throttled the group and the time throttled (microseconds).
+     * throttle_status: 0 when the two counts were read, else why not (a
+     * negative errno, -ENOENT without a cgroup limit; NXR_ESYNTAX). */
+    uint64_t cpu_quota_us;
+    uint64_t cpu_period_us;
+    uint64_t nr_throttled;
+    uint64_t throttled_usec;
+    int throttle_status;
 };
 
 /* Sets out's sizes to this header's and its array to domains[0..cap);

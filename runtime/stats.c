@@ -19,7 +19,7 @@ _Static_assert(NXR_ROUTE_REASON_DEFAULT + 1 <= NXR_STATS_ROUTE_REASONS,
                "a routing reason without a stats slot");
 
 /* The smallest sizes a caller may pass: the first version's structs. */
-#define STATS_V1_SIZE  (offsetof(struct nxr_runtime_stats, stalls) + sizeof(uint64_t))
+#define STATS_V1_SIZE  (offsetof(struct nxr_runtime_stats, throttle_status) + sizeof(int))
 #define DOMAIN_V1_SIZE (offsetof(struct nxr_domain_stats, pool_outstanding) + sizeof(uint64_t))
 
 void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_domain_stats *domains,
@@ -102,6 +102,13 @@ int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out)
     mine.cpu_quota = rt->quota.cpus;
     /* Relaxed: a count (executor/internal/stall.h). */
     mine.stalls = atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
+
+    mine.cpu_quota_us = rt->quota.quota_us;
+    mine.cpu_period_us = rt->quota.period_us;
+    struct nxr__cpu_throttle t;
+    mine.throttle_status = nxr__cpu_throttle_read(&rt->quota, &t);
+    mine.nr_throttled = t.nr_throttled;
+    mine.throttled_usec = t.throttled_usec;
 
     size_t dsize = out->domain_size < sizeof(struct nxr_domain_stats)
                        ? out->domain_size

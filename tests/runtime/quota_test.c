@@ -239,3 +239,38 @@ Test(runtime_quota, bad_settings_are_refused)
     o.cpu_quota = -3;
     expect_refused(&o, NULL, -EINVAL);
 }
+
+/* nxr_runtime_stats reports the limit's own values and reads the limiting
+ * cgroup's throttling at each call (it moves while the runtime serves). */
+Test(runtime_quota, stats_report_the_limit_and_its_throttling)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("150000 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0, "%s", nxr_last_error());
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.cpu_quota_us, 150000);
+    cr_expect_eq(s.cpu_period_us, 100000);
+    cr_expect_eq(s.throttle_status, -ENOENT, "no cpu.stat yet");
+    cr_expect_eq(s.nr_throttled, 0);
+
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.stat",
+                                        "nr_periods 10\nnr_throttled 4\nthrottled_usec 900\n"),
+                 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.throttle_status, 0);
+    cr_expect_eq(s.nr_throttled, 4);
+    cr_expect_eq(s.throttled_usec, 900);
+    nxr_runtime_destroy(rt);
+
+    o.cpu_quota = 1; /* a quota from a setting names no cgroup */
+    rt = create(&o);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.cpu_quota_us, 0);
+    cr_expect_eq(s.throttle_status, -ENOENT);
+    nxr_runtime_destroy(rt);
+}

@@ -243,9 +243,10 @@ Test(runtime_stats, an_admission_wait_is_counted_once_with_its_time)
 Test(runtime_stats, an_older_smaller_struct_is_written_no_further_than_its_size)
 {
     NXR_TEST_RUNTIME(&fx, "0:%0", NXR_TEST_PARK);
-    /* An "older caller": sizes ending at cpu_quota (its struct had no
-     * stalls) and at pool_outstanding is the first version: accepted.
-     * Smaller than the first version: refused, nothing written. */
+    /* A struct followed by bytes nxr must not touch (as a newer header's
+     * fields would be for an older library), an array longer than
+     * domain_cap, and a size below the first version's: refused, nothing
+     * written. */
     struct {
         struct nxr_runtime_stats s;
         unsigned char canary[16];
