@@ -368,12 +368,17 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
         *out = NULL;
     if (out == NULL || rt == NULL)
         return nxr__fail(-EINVAL, __func__, "%s is NULL", out == NULL ? "out" : "rt");
-    if (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON)
+    if (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON &&
+        format != NXR_DESCRIBE_PROMETHEUS)
         return nxr__fail(-EINVAL, __func__, "format %d is not an enum nxr_describe_format",
                          (int)format);
     if (nxr__runtime_forked(rt)) /* its pools' and teams' locks may be a parent thread's */
         return nxr__fail(NXR_EFORKED, __func__,
                          "the runtime was created before this process forked");
+    if (format == NXR_DESCRIBE_PROMETHEUS) { /* the counters' page: a walk of its own */
+        int rc = nxr__runtime_metrics_take(rt, out);
+        return rc == 0 ? 0 : nxr__fail(rc, __func__, "the metrics: %s", nxr_strerror(rc));
+    }
     struct nxr__strbuf sb = {0};
     struct nxr__emit e;
     nxr__emit_init(&e, format == NXR_DESCRIBE_JSON ? NXR__EMIT_JSON : NXR__EMIT_TEXT, &sb);

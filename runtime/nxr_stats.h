@@ -116,6 +116,26 @@ NXR_API void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_do
  */
 NXR_API int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out);
 
+/*
+ * The same counters as a Prometheus text exposition page (text format
+ * 0.0.4): per process nxr_cpu_quota_cpus, the cgroup limit's
+ * nxr_cpu_quota_seconds and nxr_cpu_quota_period_seconds and its
+ * throttling (nxr_cgroup_throttled_periods_total,
+ * nxr_cgroup_throttled_seconds_total: only where a cgroup limit's cpu.stat
+ * was read), nxr_stalls_reported_total; per domain, labelled
+ * {domain="ID",node="NODE"} (node "none" without one), the gauges
+ * nxr_domain_workers and nxr_domain_budget and every count of struct
+ * nxr_domain_stats (nxr_domain_busy_seconds_total, ...; kernel calls by
+ * {family}, routed calls by {reason}); times in seconds. Each family has
+ * its # HELP and # TYPE lines.
+ * Writes the page and its NUL into buf when it fits (size > the page's
+ * length) and sets *len to the page's length either way: -ENOSPC when it
+ * does not fit (buf untouched: call again with *len + 1 bytes; buf NULL
+ * with size 0 only asks). -EINVAL (rt or len NULL, buf NULL with size >
+ * 0), -ENOMEM, NXR_EFORKED.
+ */
+NXR_API int nxr_runtime_metrics(const nxr_runtime_t *rt, char *buf, size_t size, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

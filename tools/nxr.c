@@ -3,7 +3,9 @@
  *
  *     nxr demo [flags]      run an embedded inference service, one context per
  *                           domain, against a flat team and OpenMP (tools/demo_cmd.c)
- *     nxr info [--json]     describe the runtime nxr builds on this machine
+ *     nxr info [--json | --prometheus]
+ *                           describe the runtime nxr builds on this machine
+ *                           (--prometheus: its counters' metrics page)
  *
  * Exit status: 0 on success, 1 when the runtime cannot be created or the
  * run fails (the message says why), 2 on a usage error.
@@ -17,9 +19,11 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: nxr demo [flags] | nxr info [--json]\n%s"
-                    "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
-                    "           --json: one JSON object instead of text\n",
+    fprintf(stderr,
+            "usage: nxr demo [flags] | nxr info [--json | --prometheus]\n%s"
+            "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
+            "           --json: one JSON object instead of text\n"
+            "           --prometheus: the live counters as a Prometheus metrics page\n",
             nxr_tool_demo_usage);
     return 2;
 }
@@ -30,6 +34,8 @@ static int cmd_info(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             format = NXR_DESCRIBE_JSON;
+        else if (strcmp(argv[i], "--prometheus") == 0)
+            format = NXR_DESCRIBE_PROMETHEUS;
         else
             return usage();
     }

@@ -41,6 +41,7 @@ P = ctypes.POINTER
 # enum nxr_describe_format, enum nxr_binary_op, enum nxr_unary_op,
 # enum nxr_activation, enum nxr_mode, enum nxr_mem_binding.
 DESCRIBE_JSON = 1
+DESCRIBE_PROMETHEUS = 2
 BINARY_ADD, BINARY_MUL = 0, 1
 UNARY_SILU, UNARY_GELU_TANH = 0, 1
 ACTIVATION_NONE, ACTIVATION_SILU, ACTIVATION_GELU_TANH = 0, 1, 2

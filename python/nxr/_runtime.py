@@ -200,6 +200,20 @@ class Runtime:
         finally:
             _lib.free(out)
 
+    def metrics(self):
+        """The live counters as a Prometheus text page (nxr_runtime_metrics's,
+        through nxr_runtime_describe), a str."""
+        h = self._ptr("metrics")
+        out = ctypes.c_void_p()
+        check(
+            _lib.lib.nxr_runtime_describe(h.ptr, _lib.DESCRIBE_PROMETHEUS, ctypes.byref(out)),
+            "nxr_runtime_describe",
+        )
+        try:
+            return ctypes.string_at(out.value).decode()
+        finally:
+            _lib.free(out)
+
     def stats(self):
         """nxr_runtime_stats as a dict: the process's fields, and "domains",
         a list with one dict per domain (creation order). Counts are

@@ -103,6 +103,14 @@ class RuntimeCalls(unittest.TestCase):
         with self.assertRaises(nxr.Error):
             rt.stats()  # closed
 
+    def test_metrics_is_a_prometheus_page_of_the_same_counters(self):
+        with support.runtime() as rt:
+            page = rt.metrics()
+            types = [l.split()[2] for l in page.splitlines() if l.startswith("# TYPE ")]
+            self.assertEqual(len(types), len(set(types)))
+            tasks = [l for l in page.splitlines() if l.startswith("nxr_domain_tasks_total{")]
+            self.assertEqual(len(tasks), len(rt.domains))
+
     def test_close_of_a_context_is_idempotent(self):
         with support.runtime() as rt:
             ctx = rt.context(rt.domains[0].id)

@@ -146,6 +146,10 @@ void nxr__runtime_peers_open(nxr_runtime_t *rt);
 /* Removes the runtime's entry. */
 void nxr__runtime_peers_close(nxr_runtime_t *rt);
 
+/* The Prometheus page (runtime/metrics.c) into *out (caller frees): 0,
+ * -ENOMEM. rt is checked by the caller (not NULL, not forked). */
+int nxr__runtime_metrics_take(const nxr_runtime_t *rt, char **out);
+
 /* The spin bound for a domain's team: the configured one, or 0 when the team
  * shares its CPUs with another domain or outnumbers them. */
 unsigned nxr__team_spin_for(const nxr_runtime_t *rt, const struct nxr_domain *d);

@@ -350,6 +350,17 @@ BAD(nxr_runtime_stats)
     s.size = 1; /* below the first version's */
     return nxr_runtime_stats(fx.rt, &s);
 }
+BAD(nxr_runtime_metrics)
+{
+    size_t len;
+    return nxr_runtime_metrics(fx.rt, NULL, 0, &len); /* -ENOSPC: only asks the length */
+}
+GOOD(nxr_runtime_metrics)
+{
+    static char buf[1 << 16];
+    size_t len;
+    return nxr_runtime_metrics(fx.rt, buf, sizeof(buf), &len);
+}
 GOOD(nxr_runtime_stats)
 {
     struct nxr_domain_stats d[4];
@@ -1113,6 +1124,7 @@ static const struct row rows[] = {
     FALLIBLE(nxr_runtime_describe),
     /* runtime/nxr_stats.h */
     FALLIBLE(nxr_runtime_stats),
+    FALLIBLE(nxr_runtime_metrics),
     CANNOT_FAIL(nxr_runtime_stats_init, inits, "fills the caller's struct"),
     /* runtime/nxr_ctx.h */
     FALLIBLE(nxr_ctx_create),
