@@ -75,6 +75,7 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->joins = 0;
     exec->deferrals = 0;
     exec->waits = exec->wait_ns = exec->wait_max_ns = 0;
+    atomic_init(&exec->budget_now, exec->spec->budget);
     for (int c = 0; c < NXR__COUNT_N; c++)
         atomic_init(&exec->counters.v[c], 0);
     exec->deferred_head = exec->deferred_tail = NULL;

@@ -155,7 +155,8 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
         return NXR_EREENTRANT;
     if (count == 0)
         return 0;
-    unsigned n = count < exec->spec->budget ? (unsigned)count : exec->spec->budget;
+    unsigned budget = nxr__exec_budget(exec);
+    unsigned n = count < budget ? (unsigned)count : budget;
     if (n == 1) {
         struct sequence q = {.exec = exec, .fn = fn, .arg = arg, .count = count};
         return nxr__exec_call(exec, run_sequence, &q);

@@ -120,13 +120,27 @@ static void emit_topology(const nxr_runtime_t *rt, struct nxr__emit *e)
 /* The quota that applies; its source is said in text even when none does. */
 static void emit_quota(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
-    if (rt->quota.cpus == 0) {
-        nxr__emit_null(e, "cpu_quota", rt->quota.source);
+    /* The quota as last read (runtime/budget.c) and what following it did,
+     * copied under quota_lock (the emitter copies every value it is given). */
+    struct nxr__cpu_quota q;
+    char why[sizeof(rt->budget_why)];
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->quota_lock);
+    q = rt->quota_now;
+    uint64_t changes = rt->budget_changes;
+    snprintf(why, sizeof(why), "%s", rt->budget_why);
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->quota_lock);
+    if (q.cpus == 0 && changes == 0) {
+        nxr__emit_null(e, "cpu_quota", q.source);
         return;
     }
-    nxr__emit_object(e, "cpu_quota", "{source}");
-    nxr__emit_uint(e, "cpus", rt->quota.cpus, NULL);
-    nxr__emit_str(e, "source", rt->quota.source, NULL);
+    nxr__emit_object(e, "cpu_quota",
+                     changes > 0 ? "{source}{budget_changes}{last_change}" : "{source}");
+    nxr__emit_uint(e, "cpus", q.cpus, NULL);
+    nxr__emit_str(e, "source", q.source, NULL);
+    if (changes > 0) { /* only then: the object is as before for a quota never followed */
+        nxr__emit_uint(e, "budget_changes", changes, "; the budgets followed it {} time(s)");
+        nxr__emit_str(e, "last_change", why, ", last: {}");
+    }
     nxr__emit_end(e);
 }
 
@@ -145,7 +159,7 @@ static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, str
     nxr__emit_str(e, "admission", nxr_admission_name(d->spec.admission), NULL);
     nxr__emit_str(e, "placement", nxr_placement_name(d->placement), NULL);
     nxr__emit_uint(e, "workers", nxr_domain_workers(d), NULL);
-    nxr__emit_uint(e, "budget", d->spec.budget, NULL);
+    nxr__emit_uint(e, "budget", nxr_domain_budget(d), NULL);
     nxr__emit_str(e, "executor_owner",
                   d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller", NULL);
     nxr__emit_str(e, "budget_limited_by", nxr__budget_limit_name(d->spec.limited_by),

@@ -210,7 +210,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
     unsigned budget = nesting == NXR__NEST_INLINE ? 1
                       : span != NULL              ? nxr_ctx_budget(span)
-                                                  : d->spec.budget;
+                                                  : nxr__exec_budget(exec);
     /* "Whole" is the process's set, not the runtime's (opts.allowed_cpus may
      * narrow it): a provider's own threads were made under the process's
      * affinity, and another runtime of the process may own the rest. */

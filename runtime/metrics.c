@@ -139,6 +139,16 @@ static void render(struct nxr__strbuf *sb, const struct nxr_runtime_stats *s, si
         nxr__strbuf_printf(sb, "nxr_cgroup_throttled_seconds_total");
         value(sb, s->throttled_usec * 1000u, NS_AS_SECONDS);
     }
+    family(sb, "nxr_budget_changes_total", "counter",
+           "Refreshes that moved a domain's budget to a changed CPU quota.");
+    nxr__strbuf_printf(sb, "nxr_budget_changes_total %llu\n",
+                       (unsigned long long)s->budget_changes);
+    if (s->budget_changed_ns != 0) {
+        family(sb, "nxr_budget_changed_timestamp_seconds", "gauge",
+               "When the budgets last moved (Unix time).");
+        nxr__strbuf_printf(sb, "nxr_budget_changed_timestamp_seconds");
+        value(sb, s->budget_changed_ns, NS_AS_SECONDS);
+    }
     family(sb, "nxr_stalls_reported_total", "counter",
            "Waits reported past the stall threshold (NXR_STALL_REPORT_MS).");
     nxr__strbuf_printf(sb, "nxr_stalls_reported_total %llu\n", (unsigned long long)s->stalls);

@@ -102,6 +102,12 @@ struct nxr_runtime_stats {
     uint64_t nr_throttled;
     uint64_t throttled_usec;
     int throttle_status;
+    /* Budgets following the quota (nxr_runtime_refresh_budget): how many
+     * refreshes moved some domain's budget, and when the last one did
+     * (CLOCK_REALTIME, ns; 0: never). cpu_quota and the fields above are
+     * the quota as last read. */
+    uint64_t budget_changes;
+    uint64_t budget_changed_ns;
 };
 
 /* Sets out's sizes to this header's and its array to domains[0..cap);
@@ -115,6 +121,24 @@ NXR_API void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_do
  * written); NXR_EFORKED in a child of a fork.
  */
 NXR_API int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out);
+
+/*
+ * Moves the domains' budgets to the CPU quota as it is now: under
+ * NXR_CPU_QUOTA=auto the cgroup files are read again and every budget of a
+ * domain with nxr's own team is fitted into the limit by the rule used at
+ * creation (each domain's share proportional to its CPUs), between 1 and
+ * the budget it was created with (its workers: a quota raised past the one
+ * the runtime was created under gives no more threads than that). An
+ * operation reads its domain's budget once: a lowered budget takes effect
+ * from the next operation. nxr_domain_budget, nxr_ctx_budget, the stats
+ * (budget_changes, budget_changed_ns) and nxr_runtime_describe say the new
+ * budgets and why; nxr_runtime_cpu_quota keeps the quota of creation.
+ * With a quota from a setting (NXR_CPU_QUOTA=N, ignore) nothing moves.
+ * A host calls it when it knows the limit changed, or periodically: it
+ * costs a few small file reads. 0; -EINVAL (rt NULL); -ENOMEM (nothing
+ * moved); NXR_EFORKED. Any thread, outside a body.
+ */
+NXR_API int nxr_runtime_refresh_budget(nxr_runtime_t *rt);
 
 /*
  * The same counters as a Prometheus text exposition page (text format

@@ -6,6 +6,7 @@
  * sizes.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/internal/pool.h"
@@ -42,7 +43,7 @@ static void domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s)
     s->id = d->spec.id;
     s->node = d->spec.node;
     s->workers = d->team != NULL ? nxr__team_size(d->team) : 0;
-    s->budget = d->spec.budget;
+    s->budget = d->admission_ready ? nxr__exec_budget(&d->exec) : d->spec.budget;
     s->regions = d->team != NULL ? nxr__team_regions(d->team) : 0;
     s->tasks = c[NXR__COUNT_TASKS];
     for (int f = 0; f < NXR__COUNT_FAMILIES; f++)
@@ -99,14 +100,23 @@ int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out)
     struct nxr_runtime_stats mine;
     memset(&mine, 0, sizeof(mine));
     mine.version = NXR_STATS_VERSION;
-    mine.cpu_quota = rt->quota.cpus;
+    struct nxr__cpu_quota *q = malloc(sizeof(*q)); /* 2 KiB: not on a caller's stack */
+    if (q == NULL)
+        return nxr__fail(-ENOMEM, __func__, "the quota's copy");
+    nxr__runtime_quota_now(rt, q);
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->quota_lock);
+    mine.budget_changes = rt->budget_changes;
+    mine.budget_changed_ns = rt->budget_changed_ns;
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->quota_lock);
+    mine.cpu_quota = q->cpus;
     /* Relaxed: a count (executor/internal/stall.h). */
     mine.stalls = atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
 
-    mine.cpu_quota_us = rt->quota.quota_us;
-    mine.cpu_period_us = rt->quota.period_us;
+    mine.cpu_quota_us = q->quota_us;
+    mine.cpu_period_us = q->period_us;
     struct nxr__cpu_throttle t;
-    mine.throttle_status = nxr__cpu_throttle_read(&rt->quota, &t);
+    mine.throttle_status = nxr__cpu_throttle_read(q, &t);
+    free(q);
     mine.nr_throttled = t.nr_throttled;
     mine.throttled_usec = t.throttled_usec;
 

@@ -72,6 +72,12 @@ struct nxr__exec {
     uint64_t waits;
     uint64_t wait_ns;
     uint64_t wait_max_ns;
+    /* The budget operations use now: spec->budget at admission init (the
+     * workers started), lowered and raised again (never above spec->budget)
+     * when the runtime's budgets follow a changed CPU quota
+     * (nxr_runtime_refresh_budget). Relaxed: each operation reads it once,
+     * and takes effect from the next operation. */
+    _Atomic unsigned budget_now;
     /* The domain's counters added by threads that are not its workers
      * (executor/internal/counters.h); each worker keeps its own. */
     struct nxr__counters counters;
@@ -224,6 +230,12 @@ struct nxr__admission_stats {
     bool acquiring;    /* someone is acquiring the permit now */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
+
+/* The most participants one operation on exec may use now (budget_now). */
+static inline unsigned nxr__exec_budget(const struct nxr__exec *exec)
+{
+    return atomic_load_explicit(&exec->budget_now, memory_order_relaxed);
+}
 
 /* Adds n to exec's counter c (executor/internal/counters.h): the calling
  * worker's own block, or the domain's shared one. */

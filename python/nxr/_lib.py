@@ -183,6 +183,8 @@ class RuntimeStats(ctypes.Structure):
         ("nr_throttled", c_uint64),
         ("throttled_usec", c_uint64),
         ("throttle_status", c_int),
+        ("budget_changes", c_uint64),
+        ("budget_changed_ns", c_uint64),
     ]
 
 
@@ -213,6 +215,7 @@ _PROTOTYPES = {
     "nxr_runtime_describe": (c_int, [c_void_p, c_int, P(c_void_p)]),
     "nxr_runtime_stats_init": (None, [P(RuntimeStats), P(DomainStats), c_size_t]),
     "nxr_runtime_stats": (c_int, [c_void_p, P(RuntimeStats)]),
+    "nxr_runtime_refresh_budget": (c_int, [c_void_p]),
     "nxr_runtime_domain_count": (c_size_t, [c_void_p]),
     "nxr_runtime_domain_at": (c_void_p, [c_void_p, c_size_t]),
     "nxr_runtime_domain": (c_int, [c_void_p, c_int, P(c_void_p)]),

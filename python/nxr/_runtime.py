@@ -200,6 +200,12 @@ class Runtime:
         finally:
             _lib.free(out)
 
+    def refresh_budget(self):
+        """nxr_runtime_refresh_budget: the domains' budgets follow the CPU
+        quota as it is now (NXR_CPU_QUOTA=auto; see rt.stats()["budget_changes"])."""
+        h = self._ptr("refresh_budget")
+        check(_lib.lib.nxr_runtime_refresh_budget(h.ptr), "nxr_runtime_refresh_budget")
+
     def metrics(self):
         """The live counters as a Prometheus text page (nxr_runtime_metrics's,
         through nxr_runtime_describe), a str."""

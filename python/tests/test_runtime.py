@@ -100,6 +100,8 @@ class RuntimeCalls(unittest.TestCase):
             self.assertEqual(mine["workers"], d.workers)
             self.assertIn("gemm", mine["kernel_calls"])
             self.assertGreaterEqual(mine["parks"], mine["wakes"])
+            rt.refresh_budget()  # the quota has not changed: nothing moves
+            self.assertEqual(rt.stats()["budget_changes"], 0)
         with self.assertRaises(nxr.Error):
             rt.stats()  # closed
 

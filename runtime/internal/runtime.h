@@ -70,6 +70,15 @@ struct nxr_runtime {
     /* The CPU quota the budgets were fitted into, and where it came from
      * (runtime/quota.c); cpus 0: none. Immutable after creation. */
     struct nxr__cpu_quota quota;
+    /* The quota the budgets follow now (runtime/budget.c): quota at
+     * creation, re-read by nxr_runtime_refresh_budget under
+     * NXR_CPU_QUOTA=auto, with the record of the budgets' changes. Guarded
+     * by quota_lock, a leaf lock (taken after domains_lock, never before). */
+    pthread_mutex_t quota_lock;
+    struct nxr__cpu_quota quota_now;
+    uint64_t budget_changes;    /* refreshes that moved some budget */
+    uint64_t budget_changed_ns; /* the last one's CLOCK_REALTIME; 0: never */
+    char budget_why[1200];      /* what the last one did, for people */
     /* Other nxr processes as seen at creation, and this runtime's entry
      * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
     struct nxr__peers peers;
@@ -137,6 +146,9 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
  * (runtime/quota.c). Never fails: an unreadable quota is none, and
  * rt->quota.source says why. */
 void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
+
+/* A copy of the quota the budgets follow now (quota_lock taken here). */
+void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out);
 
 /* Registers the runtime in the peer registry and reads the other entries
  * (settings.peers not OFF), warning on stderr about overlapping ones under

@@ -350,6 +350,14 @@ BAD(nxr_runtime_stats)
     s.size = 1; /* below the first version's */
     return nxr_runtime_stats(fx.rt, &s);
 }
+BAD(nxr_runtime_refresh_budget)
+{
+    return nxr_runtime_refresh_budget(NULL);
+}
+GOOD(nxr_runtime_refresh_budget)
+{
+    return nxr_runtime_refresh_budget(fx.rt);
+}
 BAD(nxr_runtime_metrics)
 {
     size_t len;
@@ -1125,6 +1133,7 @@ static const struct row rows[] = {
     /* runtime/nxr_stats.h */
     FALLIBLE(nxr_runtime_stats),
     FALLIBLE(nxr_runtime_metrics),
+    FALLIBLE(nxr_runtime_refresh_budget),
     CANNOT_FAIL(nxr_runtime_stats_init, inits, "fills the caller's struct"),
     /* runtime/nxr_ctx.h */
     FALLIBLE(nxr_ctx_create),

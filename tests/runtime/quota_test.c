@@ -274,3 +274,104 @@ Test(runtime_quota, stats_report_the_limit_and_its_throttling)
     cr_expect_eq(s.throttle_status, -ENOENT);
     nxr_runtime_destroy(rt);
 }
+
+/* ---- budgets following a changed quota (nxr_runtime_refresh_budget) ---- */
+
+static void record_participants(void *arg, size_t b, size_t e, unsigned participant)
+{
+    (void)b, (void)e;
+    __atomic_fetch_or((unsigned *)arg, 1u << participant, __ATOMIC_RELAXED);
+}
+
+/* Which participants a loop of two chunks used (a bit each). */
+static unsigned participants_of(nxr_ctx_t *ctx)
+{
+    unsigned seen = 0;
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, record_participants, &seen), 0);
+    return seen;
+}
+
+Test(runtime_quota, budgets_follow_a_lowered_then_raised_quota)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("200000 100000\n"); /* 2 CPUs: the whole domain */
+    nxr_runtime_t *rt = create(&o);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(d), &ctx), 0);
+    cr_assert_eq(nxr_domain_budget(d), 2);
+    cr_expect_eq(participants_of(ctx), 3u, "two participants under a 2-CPU quota");
+
+    /* The limit is lowered while the runtime serves. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_expect_eq(nxr_domain_budget(d), 2, "nothing moves before the refresh");
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0, "%s", nxr_last_error());
+    cr_expect_eq(nxr_domain_budget(d), 1);
+    cr_expect_eq(nxr_ctx_budget(ctx), 1);
+    cr_expect_eq(participants_of(ctx), 1u, "the next loop runs on one participant");
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.budget_changes, 1);
+    cr_expect_neq(s.budget_changed_ns, 0);
+    char *text = describe(rt, NXR_DESCRIBE_TEXT);
+    cr_expect_neq(strstr(text, "the budgets followed it 1 time(s), last: domain 0 2 -> 1, as the "
+                               "CPU quota is now cgroup v2 "),
+                  NULL, "%s", text);
+    free(text);
+
+    /* A refresh with nothing changed moves nothing. */
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 1);
+
+    /* Raised again (past the creation quota: no limit): back to the
+     * creation budget, never above it. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "max 100000\n"), 0);
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_expect_eq(nxr_domain_budget(d), 2);
+    cr_expect_eq(participants_of(ctx), 3u);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 2);
+    cr_expect_eq(s.cpu_quota, 0, "no limit now");
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, a_quota_from_a_setting_does_not_move)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    o.cpu_quota = 1;
+    nxr_runtime_t *rt = create(&o);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_assert_eq(nxr_domain_budget(d), 1);
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_expect_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_expect_eq(nxr_domain_budget(d), 1);
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 0);
+    cr_expect_eq(nxr_runtime_refresh_budget(NULL), -EINVAL);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, two_domains_share_a_lowered_quota_by_their_cpus)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, TWO_NODES);
+    fixture("max 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 2);
+    /* One CPU for two one-CPU domains: each keeps one (a domain with no
+     * thread could run nothing), so nothing moves; the record says none. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, i)), 1);
+    nxr_runtime_destroy(rt);
+}

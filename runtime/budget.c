@@ -1,0 +1,114 @@
+/*
+ * Budgets that follow a CPU quota changed while the runtime serves
+ * (nxr_runtime_refresh_budget, runtime/nxr_stats.h). Kubernetes resizes a
+ * pod's CPU limit in place; a team sized to the old limit is then
+ * throttled in lockstep (docs/contracts.md, "What the process can really
+ * get"). Under NXR_CPU_QUOTA=auto the cgroup files are read again and the
+ * budgets fitted into the new limit by the creation rule
+ * (nxr__plan_fit_cpus, over the budgets the runtime was created with), so
+ * a budget moves between 1 and its creation budget (the workers started;
+ * never above the allowed set). Each operation reads its domain's budget
+ * once (nxr__exec_budget): a lower one takes effect from the next
+ * operation, one in flight finishes as it started.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/internal/last_error.h"
+#include "runtime/internal/runtime.h"
+#include "runtime/nxr_stats.h"
+
+void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out)
+{
+    pthread_mutex_lock(&((nxr_runtime_t *)rt)->quota_lock);
+    *out = rt->quota_now;
+    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->quota_lock);
+}
+
+/* The budgets of rt's team domains fitted into cpus (0: their creation
+ * budgets), written to want[i] per domain (0: not a team domain, left as
+ * it is). domains_lock held. 0 or -ENOMEM. */
+static int fit(const nxr_runtime_t *rt, unsigned cpus, unsigned *want)
+{
+    struct nxr__domain_spec *specs = calloc(rt->domain_count, sizeof(*specs));
+    size_t *index = calloc(rt->domain_count, sizeof(*index));
+    if (specs == NULL || index == NULL) {
+        free(specs);
+        free(index);
+        return -ENOMEM;
+    }
+    struct nxr__plan plan = {.domains = specs, .count = 0};
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        const struct nxr_domain *d = rt->domains[i];
+        want[i] = 0;
+        if (d->team == NULL || d->spec.cpus == NULL || !d->admission_ready)
+            continue;                /* a host's executor sizes itself */
+        specs[plan.count] = d->spec; /* shallow: fit reads cpus, writes budget */
+        index[plan.count++] = i;
+    }
+    nxr__plan_fit_cpus(&plan, cpus);
+    for (size_t k = 0; k < plan.count; k++)
+        want[index[k]] = specs[k].budget;
+    free(specs);
+    free(index);
+    return 0;
+}
+
+int nxr_runtime_refresh_budget(nxr_runtime_t *rt)
+{
+    nxr__call_begin();
+    if (rt == NULL)
+        return nxr__fail(-EINVAL, __func__, "rt is NULL");
+    if (nxr__runtime_forked(rt))
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
+    if (rt->settings.cpu_quota != NXR_CPU_QUOTA_AUTO)
+        return 0; /* a quota from a setting (or ignored) does not move */
+    struct nxr__cpu_quota *q = malloc(sizeof(*q));
+    if (q == NULL)
+        return nxr__fail(-ENOMEM, __func__, "the quota's record");
+    (void)nxr__cpu_quota_read(rt->settings.cgroup_root, q); /* unreadable: none, said */
+
+    pthread_mutex_lock(&rt->domains_lock);
+    unsigned *want = calloc(rt->domain_count ? rt->domain_count : 1, sizeof(*want));
+    int rc = want == NULL ? -ENOMEM : fit(rt, q->cpus, want);
+    if (rc != 0) {
+        pthread_mutex_unlock(&rt->domains_lock);
+        free(want);
+        free(q);
+        return nxr__fail(rc, __func__, "fitting %zu domain(s)", rt->domain_count);
+    }
+    char moved[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        struct nxr__exec *exec = &rt->domains[i]->exec;
+        unsigned before = want[i] == 0 ? 0 : nxr__exec_budget(exec);
+        if (want[i] == 0 || want[i] == before)
+            continue;
+        /* Relaxed: each operation reads it once (nxr__exec_budget). */
+        atomic_store_explicit(&exec->budget_now, want[i], memory_order_relaxed);
+        int n = snprintf(moved + used, sizeof(moved) - used, "%sdomain %d %u -> %u",
+                         used ? ", " : "", exec->spec->id, before, want[i]);
+        if (n > 0 && (size_t)n < sizeof(moved) - used)
+            used += (size_t)n;
+    }
+    pthread_mutex_unlock(&rt->domains_lock);
+    free(want);
+
+    pthread_mutex_lock(&rt->quota_lock);
+    if (used > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        rt->budget_changes++;
+        rt->budget_changed_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+        snprintf(rt->budget_why, sizeof(rt->budget_why), "%s, as the CPU quota is now %s", moved,
+                 q->source);
+    }
+    rt->quota_now = *q;
+    pthread_mutex_unlock(&rt->quota_lock);
+    free(q);
+    return 0;
+}
