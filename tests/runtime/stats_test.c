@@ -5,8 +5,9 @@
  * (two domains sharing both CPUs: more workers than the machine has);
  * one region per fanned-out run; one kernel call per call, in its family;
  * an admission wait counted once, with its time; a caller's older, smaller
- * struct is written no further than its size. No timing: the events are
- * ordered by a gate and the arbiter's waiter count.
+ * struct is written no further than its size; budgets refreshed to a
+ * changing quota while loops run and stats are read (for TSan). No timing:
+ * the events are ordered by a gate and the arbiter's waiter count.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
+#include "tests/support/fsfixture.h"
 #include "tests/support/runtime.h"
 
 static struct nxr_test_runtime fx;
@@ -282,4 +284,64 @@ Test(runtime_stats, an_older_smaller_struct_is_written_no_further_than_its_size)
     cr_expect_eq(nxr_runtime_stats(fx.rt, NULL), -EINVAL);
     nxr_runtime_stats_init(&s, NULL, 3);
     cr_expect_eq(nxr_runtime_stats(fx.rt, &s), -EINVAL, "domains NULL with a capacity");
+}
+
+/* ---- budgets refreshed while the domain serves --------------------------- */
+
+static atomic_int refreshing;
+
+static void touch(void *arg, size_t b, size_t e, unsigned participant)
+{
+    (void)arg, (void)b, (void)e, (void)participant;
+}
+
+static void *serve_loops(void *p)
+{
+    nxr_ctx_t *ctx = p;
+    while (atomic_load(&refreshing)) {
+        if (nxr_parallel_for(ctx, 0, 8, 1, touch, NULL) != 0)
+            return (void *)1;
+        struct nxr_runtime_stats s;
+        nxr_runtime_stats_init(&s, NULL, 0);
+        if (nxr_runtime_stats(fx.rt, &s) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+Test(runtime_stats, budgets_refreshed_while_loops_run)
+{
+    NXR_TEST_NEED_CPUS(2);
+    char root[512];
+    cr_assert_eq(nxr_test_fixture_dir(root, sizeof(root)), 0);
+    cr_assert_eq(nxr_test_fixture_write(root, "proc/self/cgroup", "0::/job\n"), 0);
+    cr_assert_eq(nxr_test_fixture_write(root, "proc/self/mountinfo",
+                                        "30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
+                 0);
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "max 100000\n"), 0);
+    nxr_test_runtime_opts(&fx, "0:%0,%1", 0);
+    fx.opts.cgroup_root = root; /* ignore_env: NXR_CPU_QUOTA stays auto */
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(fx.rt, 0, &ctx), 0);
+    atomic_store(&refreshing, 1);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, serve_loops, ctx), 0);
+    const int rounds = 40;
+    for (int i = 0; i < rounds; i++) {
+        cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max",
+                                            i % 2 ? "max 100000\n" : "100000 100000\n"),
+                     0);
+        cr_assert_eq(nxr_runtime_refresh_budget(fx.rt), 0, "%s", nxr_last_error());
+        cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(fx.rt, 0)), i % 2 ? 2u : 1u);
+    }
+    atomic_store(&refreshing, 0);
+    void *failed;
+    pthread_join(t, &failed);
+    cr_expect_null(failed, "a loop or a stats read failed while budgets moved");
+    struct nxr_runtime_stats s = read_stats();
+    cr_expect_eq(s.budget_changes, (uint64_t)rounds);
+    nxr_ctx_destroy(ctx);
+    nxr_test_runtime_close(&fx);
+    nxr_test_fixture_remove(root);
 }
