@@ -10,6 +10,10 @@
  * never above the allowed set). Each operation reads its domain's budget
  * once (nxr__exec_budget): a lower one takes effect from the next
  * operation, one in flight finishes as it started.
+ *
+ * The host calls the refresh, or NXR_QUOTA_FOLLOW_MS=N starts a follower
+ * thread that calls it every N ms (a few small file reads each time) until
+ * the runtime is destroyed. Off by default: it is one more thread.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include <time.h>
 
 #include "base/internal/last_error.h"
+#include "base/internal/sys.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr_stats.h"
 
@@ -57,29 +62,26 @@ static int fit(const nxr_runtime_t *rt, unsigned cpus, unsigned *want)
     return 0;
 }
 
-int nxr_runtime_refresh_budget(nxr_runtime_t *rt)
+/* The refresh itself: 0, or -ENOMEM with the budgets as they were (why in
+ * what, for the caller's detail). */
+static int refresh(nxr_runtime_t *rt, char *what, size_t whatsz)
 {
-    nxr__call_begin();
-    if (rt == NULL)
-        return nxr__fail(-EINVAL, __func__, "rt is NULL");
-    if (nxr__runtime_forked(rt))
-        return nxr__fail(NXR_EFORKED, __func__,
-                         "the runtime was created before this process forked");
-    if (rt->settings.cpu_quota != NXR_CPU_QUOTA_AUTO)
-        return 0; /* a quota from a setting (or ignored) does not move */
     struct nxr__cpu_quota *q = malloc(sizeof(*q));
-    if (q == NULL)
-        return nxr__fail(-ENOMEM, __func__, "the quota's record");
+    if (q == NULL) {
+        snprintf(what, whatsz, "the quota's record");
+        return -ENOMEM;
+    }
     (void)nxr__cpu_quota_read(rt->settings.cgroup_root, q); /* unreadable: none, said */
 
     pthread_mutex_lock(&rt->domains_lock);
     unsigned *want = calloc(rt->domain_count ? rt->domain_count : 1, sizeof(*want));
     int rc = want == NULL ? -ENOMEM : fit(rt, q->cpus, want);
     if (rc != 0) {
+        snprintf(what, whatsz, "fitting %zu domain(s)", rt->domain_count);
         pthread_mutex_unlock(&rt->domains_lock);
         free(want);
         free(q);
-        return nxr__fail(rc, __func__, "fitting %zu domain(s)", rt->domain_count);
+        return rc;
     }
     char moved[512] = "";
     size_t used = 0;
@@ -111,4 +113,79 @@ int nxr_runtime_refresh_budget(nxr_runtime_t *rt)
     pthread_mutex_unlock(&rt->quota_lock);
     free(q);
     return 0;
+}
+
+int nxr_runtime_refresh_budget(nxr_runtime_t *rt)
+{
+    nxr__call_begin();
+    if (rt == NULL)
+        return nxr__fail(-EINVAL, __func__, "rt is NULL");
+    if (nxr__runtime_forked(rt))
+        return nxr__fail(NXR_EFORKED, __func__,
+                         "the runtime was created before this process forked");
+    if (rt->settings.cpu_quota != NXR_CPU_QUOTA_AUTO)
+        return 0; /* a quota from a setting (or ignored) does not move */
+    char what[96];
+    int rc = refresh(rt, what, sizeof(what));
+    return rc == 0 ? 0 : nxr__fail(rc, __func__, "%s: %s", what, nxr_strerror(rc));
+}
+
+/* ---- the follower: the same refresh every NXR_QUOTA_FOLLOW_MS ------------ */
+
+static void *follow(void *p)
+{
+    nxr_runtime_t *rt = p;
+    pthread_mutex_lock(&rt->quota_lock);
+    while (!rt->quota_stop) {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + (uint64_t)rt->settings.quota_follow_ms * 1000000u;
+        at.tv_sec += (time_t)(ns / 1000000000u);
+        at.tv_nsec = (long)(ns % 1000000000u);
+        /* The period, or until destroy says stop. */
+        while (!rt->quota_stop && pthread_cond_clockwait(&rt->quota_wake, &rt->quota_lock,
+                                                         CLOCK_MONOTONIC, &at) != ETIMEDOUT)
+            ;
+        if (rt->quota_stop)
+            break;
+        pthread_mutex_unlock(&rt->quota_lock); /* refresh takes domains_lock, then this one */
+        char what[96];
+        (void)refresh(rt, what, sizeof(what)); /* out of memory: the next period tries again */
+        /* Relaxed: a count the tests wait on. */
+        atomic_fetch_add_explicit(&rt->quota_refreshes, 1, memory_order_relaxed);
+        pthread_mutex_lock(&rt->quota_lock);
+    }
+    pthread_mutex_unlock(&rt->quota_lock);
+    return NULL;
+}
+
+int nxr__runtime_quota_follow_start(nxr_runtime_t *rt)
+{
+    atomic_init(&rt->quota_refreshes, 0);
+    if (rt->settings.quota_follow_ms == 0 || rt->settings.cpu_quota != NXR_CPU_QUOTA_AUTO)
+        return 0;
+    int rc = nxr__cond_init(&rt->quota_wake);
+    if (rc != 0)
+        return rc;
+    rt->quota_stop = false;
+    rc = nxr__thread_create(&rt->quota_follower, follow, rt);
+    if (rc != 0) {
+        pthread_cond_destroy(&rt->quota_wake);
+        return rc;
+    }
+    rt->quota_following = true;
+    return 0;
+}
+
+void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt)
+{
+    if (!rt->quota_following)
+        return;
+    pthread_mutex_lock(&rt->quota_lock);
+    rt->quota_stop = true;
+    pthread_cond_signal(&rt->quota_wake);
+    pthread_mutex_unlock(&rt->quota_lock);
+    pthread_join(rt->quota_follower, NULL);
+    pthread_cond_destroy(&rt->quota_wake);
+    rt->quota_following = false;
 }

@@ -263,6 +263,12 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
         goto out_destroy;
     if (rt->settings.display_env)
         display_env(rt);
+    rc = nxr__runtime_quota_follow_start(rt);
+    if (rc != 0) {
+        snprintf(err, errsz, "could not start the CPU quota follower (NXR_QUOTA_FOLLOW_MS): %s",
+                 nxr_strerror(rc));
+        goto out_destroy;
+    }
     nxr__runtime_peers_open(rt); /* last: a failed create leaves no entry */
     *out = rt;
     return 0;
@@ -375,6 +381,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
             abort();
         return;
     }
+    nxr__runtime_quota_follow_stop(rt); /* before the domains it moves go */
     nxr__runtime_peers_close(rt);
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);

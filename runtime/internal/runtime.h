@@ -57,6 +57,9 @@ struct nxr__settings {
     size_t pool_cap;    /* each pool's cap on cached bytes */
     enum nxr_route_policy route; /* placing contexts (runtime/nxr_route.h) */
     unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
+    /* NXR_QUOTA_FOLLOW_MS: how often the budgets follow the quota on their
+     * own (runtime/budget.c); 0: only nxr_runtime_refresh_budget. */
+    unsigned quota_follow_ms;
     bool huge_pages; /* packed weights advised for huge pages (NXR_HUGEPAGES, default on) */
 };
 
@@ -79,6 +82,14 @@ struct nxr_runtime {
     uint64_t budget_changes;    /* refreshes that moved some budget */
     uint64_t budget_changed_ns; /* the last one's CLOCK_REALTIME; 0: never */
     char budget_why[1200];      /* what the last one did, for people */
+    /* The quota follower (NXR_QUOTA_FOLLOW_MS under auto): a thread that
+     * refreshes every quota_follow_ms until quota_stop (under quota_lock,
+     * signalled on quota_wake); quota_refreshes counts its refreshes. */
+    pthread_t quota_follower;
+    bool quota_following;
+    bool quota_stop;
+    pthread_cond_t quota_wake;
+    atomic_ullong quota_refreshes;
     /* Other nxr processes as seen at creation, and this runtime's entry
      * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
     struct nxr__peers peers;
@@ -146,6 +157,12 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
  * (runtime/quota.c). Never fails: an unreadable quota is none, and
  * rt->quota.source says why. */
 void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
+
+/* Starts the quota follower when the settings ask for it (0 otherwise, or
+ * a negative errno with nothing started); stops and joins it (a no-op when
+ * none runs). runtime/budget.c. */
+int nxr__runtime_quota_follow_start(nxr_runtime_t *rt);
+void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt);
 
 /* A copy of the quota the budgets follow now (quota_lock taken here). */
 void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out);

@@ -7,10 +7,12 @@
  * tests/domains/cpu_quota_test.c's.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/internal/runtime.h"
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
 #include "tests/support/fsfixture.h"
@@ -374,4 +376,56 @@ Test(runtime_quota, two_domains_share_a_lowered_quota_by_their_cpus)
     for (size_t i = 0; i < 2; i++)
         cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, i)), 1);
     nxr_runtime_destroy(rt);
+}
+
+/* NXR_QUOTA_FOLLOW_MS: a follower thread refreshes on its own. Waits on its
+ * refresh count (two refreshes after the change: the second started after
+ * it), not on time. */
+static void await_refreshes(nxr_runtime_t *rt, unsigned long long n)
+{
+    unsigned long long start = atomic_load(&rt->quota_refreshes);
+    while (atomic_load(&rt->quota_refreshes) < start + n)
+        sched_yield();
+}
+
+Test(runtime_quota, a_follower_moves_the_budgets_without_a_call, .timeout = 60)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("200000 100000\n");
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "2", 1), 0);
+    nxr_runtime_t *rt = create(&o);
+    unsetenv("NXR_QUOTA_FOLLOW_MS");
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_assert_eq(nxr_domain_budget(d), 2);
+    cr_assert(rt->quota_following, "the follower runs");
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    await_refreshes(rt, 2);
+    cr_expect_eq(nxr_domain_budget(d), 1, "followed down");
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "200000 100000\n"), 0);
+    await_refreshes(rt, 2);
+    cr_expect_eq(nxr_domain_budget(d), 2, "followed up");
+    nxr_runtime_destroy(rt); /* joins the follower */
+}
+
+Test(runtime_quota, no_follower_unless_asked_or_with_a_fixed_quota)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_expect(!rt->quota_following, "off by default");
+    nxr_runtime_destroy(rt);
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "5", 1), 0);
+    o.cpu_quota = 1;
+    rt = create(&o);
+    cr_expect(!rt->quota_following, "a quota from a setting never moves");
+    nxr_runtime_destroy(rt);
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "soon", 1), 0);
+    o.cpu_quota = 0;
+    nxr_runtime_t *bad = NULL;
+    cr_expect_eq(nxr_runtime_create(&o, &bad), NXR_ESYNTAX);
+    cr_expect_null(bad);
+    cr_expect_neq(strstr(nxr_last_error(), "NXR_QUOTA_FOLLOW_MS"), NULL, "%s", nxr_last_error());
+    unsetenv("NXR_QUOTA_FOLLOW_MS");
 }
