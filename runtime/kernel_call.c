@@ -203,6 +203,8 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
         return NXR_EPLACEMENT;
     }
     nxr__exec_count(exec, (enum nxr__counter)(NXR__COUNT_KERNEL_CALLS + k->family), 1);
+    if (k->weight_bytes != 0)
+        nxr__exec_count(exec, NXR__COUNT_WEIGHT_BYTES, k->weight_bytes);
     /* A span's call fans out over every member only through parallel_for;
      * a provider of its own threads runs on the first member. */
     if (placement != NXR_RUNS_ON_ENGINE_WORKERS)

@@ -86,6 +86,9 @@ static const struct domain_metric domain_metrics[] = {
      D(pool_cached_bytes), COUNT, NULL, NULL, 0},
     {"nxr_domain_pool_outstanding_buffers", "gauge", "Buffers acquired and not yet released.",
      D(pool_outstanding), COUNT, NULL, NULL, 0},
+    {"nxr_domain_weight_bytes_total", "counter",
+     "Bytes of packed weights the domain's GEMV/GEMM calls streamed.", D(weight_bytes), COUNT, NULL,
+     NULL, 0},
 };
 
 static void value(struct nxr__strbuf *sb, uint64_t v, enum unit unit)

@@ -72,6 +72,9 @@ struct nxr_domain_stats {
     uint64_t pool_drops;
     uint64_t pool_cached_bytes;
     uint64_t pool_outstanding;
+    /* Bytes of packed weights (nxr_sgemm_packed) the domain's GEMV/GEMM
+     * calls streamed: each call counts its copy once (padding included). */
+    uint64_t weight_bytes;
 };
 
 struct nxr_runtime_stats {

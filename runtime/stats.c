@@ -21,7 +21,7 @@ _Static_assert(NXR_ROUTE_REASON_DEFAULT + 1 <= NXR_STATS_ROUTE_REASONS,
 
 /* The smallest sizes a caller may pass: the first version's structs. */
 #define STATS_V1_SIZE  (offsetof(struct nxr_runtime_stats, throttle_status) + sizeof(int))
-#define DOMAIN_V1_SIZE (offsetof(struct nxr_domain_stats, pool_outstanding) + sizeof(uint64_t))
+#define DOMAIN_V1_SIZE (offsetof(struct nxr_domain_stats, weight_bytes) + sizeof(uint64_t))
 
 void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_domain_stats *domains,
                             size_t cap)
@@ -52,6 +52,7 @@ static void domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s)
     s->spin_ns = c[NXR__COUNT_SPIN_NS];
     s->parks = c[NXR__COUNT_PARKS];
     s->wakes = c[NXR__COUNT_WAKES];
+    s->weight_bytes = c[NXR__COUNT_WEIGHT_BYTES];
     if (d->admission_ready) {
         struct nxr__admission_stats a;
         nxr__exec_admission_stats((struct nxr__exec *)&d->exec, &a);

@@ -42,6 +42,7 @@ enum nxr__counter {
     NXR__COUNT_SPIN_NS,      /* workers' time spinning for work */
     NXR__COUNT_PARKS,        /* workers' futex waits */
     NXR__COUNT_WAKES,        /* of those, ended by a wake-up call */
+    NXR__COUNT_WEIGHT_BYTES, /* packed weights' bytes the GEMV/GEMM calls read */
     NXR__COUNT_KERNEL_CALLS, /* + family: kernel calls placed on the domain */
     NXR__COUNT_N = NXR__COUNT_KERNEL_CALLS + NXR__COUNT_FAMILIES,
 };

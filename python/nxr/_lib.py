@@ -163,6 +163,7 @@ class DomainStats(ctypes.Structure):
         ("pool_drops", c_uint64),
         ("pool_cached_bytes", c_uint64),
         ("pool_outstanding", c_uint64),
+        ("weight_bytes", c_uint64),
     ]
 
 

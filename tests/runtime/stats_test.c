@@ -352,3 +352,60 @@ Test(runtime_stats, budgets_refreshed_while_loops_run)
     nxr_test_runtime_close(&fx);
     nxr_test_fixture_remove(root);
 }
+
+/* ---- weights streamed -------------------------------------------------- */
+
+/* Each packed GEMV/GEMM call counts its copy's bytes once on its domain;
+ * an unpacked GEMM counts none (its B is not known to be weights). */
+Test(runtime_stats, a_packed_call_counts_its_weights_bytes)
+{
+    NXR_TEST_RUNTIME(&fx, "0:%0", NXR_TEST_PARK);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(fx.rt, 0, &ctx), 0);
+    enum { K = 64, N = 48, M = 2 };
+    static float w[K * N], a[M * K], c[M * N];
+    for (int i = 0; i < K * N; i++)
+        w[i] = (float)(i % 7) * 0.25f;
+    for (int i = 0; i < M * K; i++)
+        a[i] = 1.0f;
+    struct nxr_weights_desc d;
+    nxr_weights_desc_init(&d);
+    d.k = K;
+    d.n = N;
+    d.w = w;
+    d.ldw = N;
+    int id = 0;
+    d.domain_ids = &id;
+    d.domain_count = 1;
+    nxr_weights_t *pw;
+    cr_assert_eq(nxr_weights_create(fx.rt, &d, &pw), 0, "%s", nxr_last_error());
+    const void *data;
+    size_t bytes = 0;
+    cr_assert_eq(nxr_weights_copy(pw, nxr_runtime_domain_at(fx.rt, 0), &data, &bytes), 0);
+    cr_assert_geq(bytes, (size_t)K * N * sizeof(float));
+
+    struct nxr_domain_stats before = domain_at(0);
+    struct nxr_sgemm_packed_args pa = {
+        .m = M, .alpha = 1.0f, .a = a, .lda = K, .w = pw, .beta = 0.0f, .c = c, .ldc = N};
+    for (int call = 0; call < 3; call++)
+        cr_assert_eq(nxr_sgemm_packed(ctx, &pa, NULL), 0, "%s", nxr_last_error());
+    struct nxr_sgemm_args ua = {.m = M,
+                                .n = N,
+                                .k = K,
+                                .alpha = 1.0f,
+                                .a = a,
+                                .lda = K,
+                                .b = w,
+                                .ldb = N,
+                                .beta = 0.0f,
+                                .c = c,
+                                .ldc = N};
+    cr_assert_eq(nxr_sgemm(ctx, &ua), 0, "%s", nxr_last_error());
+    struct nxr_domain_stats after = domain_at(0);
+    cr_expect_eq(after.weight_bytes - before.weight_bytes, 3 * (uint64_t)bytes,
+                 "3 calls of a %zu-byte copy: %llu counted", bytes,
+                 (unsigned long long)(after.weight_bytes - before.weight_bytes));
+    cr_expect_eq(after.kernel_calls[NXR_FAMILY_GEMM] - before.kernel_calls[NXR_FAMILY_GEMM], 4);
+    nxr_weights_destroy(pw);
+    nxr_ctx_destroy(ctx);
+}
