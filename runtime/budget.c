@@ -22,15 +22,16 @@
 #include <time.h>
 
 #include "base/internal/last_error.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr_stats.h"
 
 void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out)
 {
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->quota_lock);
+    nxr__lock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     *out = rt->quota_now;
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->quota_lock);
+    nxr__unlock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
 }
 
 /* The budgets of rt's team domains fitted into cpus (0: their creation
@@ -73,12 +74,12 @@ static int refresh(nxr_runtime_t *rt, char *what, size_t whatsz)
     }
     (void)nxr__cpu_quota_read(rt->settings.cgroup_root, q); /* unreadable: none, said */
 
-    pthread_mutex_lock(&rt->domains_lock);
+    nxr__lock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     unsigned *want = calloc(rt->domain_count ? rt->domain_count : 1, sizeof(*want));
     int rc = want == NULL ? -ENOMEM : fit(rt, q->cpus, want);
     if (rc != 0) {
         snprintf(what, whatsz, "fitting %zu domain(s)", rt->domain_count);
-        pthread_mutex_unlock(&rt->domains_lock);
+        nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
         free(want);
         free(q);
         return rc;
@@ -97,10 +98,10 @@ static int refresh(nxr_runtime_t *rt, char *what, size_t whatsz)
         if (n > 0 && (size_t)n < sizeof(moved) - used)
             used += (size_t)n;
     }
-    pthread_mutex_unlock(&rt->domains_lock);
+    nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     free(want);
 
-    pthread_mutex_lock(&rt->quota_lock);
+    nxr__lock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     if (used > 0) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
@@ -110,7 +111,7 @@ static int refresh(nxr_runtime_t *rt, char *what, size_t whatsz)
                  q->source);
     }
     rt->quota_now = *q;
-    pthread_mutex_unlock(&rt->quota_lock);
+    nxr__unlock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     free(q);
     return 0;
 }
@@ -135,7 +136,7 @@ int nxr_runtime_refresh_budget(nxr_runtime_t *rt)
 static void *follow(void *p)
 {
     nxr_runtime_t *rt = p;
-    pthread_mutex_lock(&rt->quota_lock);
+    nxr__lock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     while (!rt->quota_stop) {
         struct timespec at;
         clock_gettime(CLOCK_MONOTONIC, &at);
@@ -148,14 +149,15 @@ static void *follow(void *p)
             ;
         if (rt->quota_stop)
             break;
-        pthread_mutex_unlock(&rt->quota_lock); /* refresh takes domains_lock, then this one */
+        nxr__unlock(&rt->quota_lock,
+                    NXR__RANK_RUNTIME_QUOTA); /* refresh takes domains_lock, then this one */
         char what[96];
         (void)refresh(rt, what, sizeof(what)); /* out of memory: the next period tries again */
         /* Relaxed: a count the tests wait on. */
         atomic_fetch_add_explicit(&rt->quota_refreshes, 1, memory_order_relaxed);
-        pthread_mutex_lock(&rt->quota_lock);
+        nxr__lock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     }
-    pthread_mutex_unlock(&rt->quota_lock);
+    nxr__unlock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     return NULL;
 }
 
@@ -181,10 +183,10 @@ void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt)
 {
     if (!rt->quota_following)
         return;
-    pthread_mutex_lock(&rt->quota_lock);
+    nxr__lock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     rt->quota_stop = true;
     pthread_cond_signal(&rt->quota_wake);
-    pthread_mutex_unlock(&rt->quota_lock);
+    nxr__unlock(&rt->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     pthread_join(rt->quota_follower, NULL);
     pthread_cond_destroy(&rt->quota_wake);
     rt->quota_following = false;

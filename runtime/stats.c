@@ -11,6 +11,7 @@
 
 #include "alloc/internal/pool.h"
 #include "base/internal/last_error.h"
+#include "base/internal/lock_rank.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr_stats.h"
 
@@ -105,10 +106,10 @@ int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out)
     if (q == NULL)
         return nxr__fail(-ENOMEM, __func__, "the quota's copy");
     nxr__runtime_quota_now(rt, q);
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->quota_lock);
+    nxr__lock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     mine.budget_changes = rt->budget_changes;
     mine.budget_changed_ns = rt->budget_changed_ns;
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->quota_lock);
+    nxr__unlock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
     mine.cpu_quota = q->cpus;
     /* Relaxed: a count (executor/internal/stall.h). */
     mine.stalls = atomic_load_explicit(&((nxr_runtime_t *)rt)->stall.reports, memory_order_relaxed);
@@ -124,14 +125,14 @@ int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out)
     size_t dsize = out->domain_size < sizeof(struct nxr_domain_stats)
                        ? out->domain_size
                        : sizeof(struct nxr_domain_stats);
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
+    nxr__lock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     mine.domain_count = rt->domain_count;
     for (size_t i = 0; i < rt->domain_count && i < out->domain_cap; i++) {
         struct nxr_domain_stats s;
         domain_stats(rt->domains[i], &s);
         memcpy((char *)out->domains + i * out->domain_size, &s, dsize);
     }
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
+    nxr__unlock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
 
     /* The caller's own fields (size, array) stay; the rest up to its size. */
     mine.size = out->size;
