@@ -19,6 +19,7 @@ static const char *const names[NXR__RANK_END] = {
     [NXR__RANK_TEAM_RUN] = "a team's run_lock",
     [NXR__RANK_RUNTIME_DOMAINS] = "the runtime's domains_lock",
     [NXR__RANK_RUNTIME_CTX] = "the runtime's ctx_lock",
+    [NXR__RANK_RUNTIME_QUOTA] = "the runtime's quota_lock",
     [NXR__RANK_ADMISSION] = "a domain's admission lock (exec->lock)",
     [NXR__RANK_COUNT_GATE] = "the count gate (kernels/global_count.c)",
     [NXR__RANK_PROCESS_ARBITER] = "the process arbiter's reference lock",

@@ -44,6 +44,11 @@
  * And the inside check's cost on the region path (inside_check_cost below;
  * `--inside-check` prints that row alone).
  * `--json` also has inside_check_*.
+ * And the live counters' cost (counter_cost below): this program's nxr
+ * contender against forkjoin_nocounters, the same source built with the
+ * counters compiled out (NXR_COUNTERS=0), alternated in the same run;
+ * `--counter-cost` prints that row alone (`--rounds` pairs, default 9),
+ * `--json` has counter_cost_*.
  */
 #include <errno.h>
 #include <limits.h>
@@ -236,6 +241,80 @@ static void print_inside_cost(const struct inside_cost *c)
            100 * (c->check_ns - c->old_check_ns) / c->region_ns);
 }
 
+/* ---- the live counters: their cost on the region path ------------------------ */
+
+static double median_of(double *v, int n);
+
+/* One child's median region time for the one cell it measures, or NAN. */
+static double child_cell_ns(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return NAN;
+    char line[256];
+    double ns = NAN;
+    while (fgets(line, sizeof(line), p) != NULL) {
+        unsigned long long work, median;
+        unsigned ch;
+        double cpu;
+        if (sscanf(line, "cell %llu %u %llu %lf", &work, &ch, &median, &cpu) == 4)
+            ns = (double)median;
+    }
+    return pclose(p) == 0 ? ns : NAN;
+}
+
+/* Counters on (this program's contender) against compiled out
+ * (forkjoin_nocounters): back to back, no work, chunks = budget, one child
+ * each per pair, the order alternated from pair to pair. The ratio is the
+ * median of the pairs' on/off ratios (the two children of a pair run one
+ * after the other, on the same machine's load); the times are medians. */
+struct counter_cost {
+    double on_ns, off_ns, ratio;
+    int pairs;
+};
+
+static struct counter_cost counter_cost(const char *dir, const char *self, unsigned threads,
+                                        double ipus, double scale, int pairs)
+{
+    struct counter_cost r = {NAN, NAN, NAN, 0};
+    double on[ROUNDS], off[ROUNDS], ratio[ROUNDS];
+    unsigned regions = (unsigned)(regions_per_gap[0] * scale);
+    if (regions < 11)
+        regions = 11;
+    char args[256], cmd[2][PATH_MAX * 2 + 512];
+    snprintf(args, sizeof(args),
+             " --threads %u --gap-ns 0 --iters-per-us %.4f --regions %u --min-ms %u --cells 0:%u",
+             threads, ipus, regions, (unsigned)(MIN_MS * scale), threads);
+    snprintf(cmd[0], sizeof(cmd[0]), "'%s' --contender%s", self, args);
+    snprintf(cmd[1], sizeof(cmd[1]), "'%s/forkjoin_nocounters' --contender%s", dir, args);
+    for (int k = 0; k < pairs && k < ROUNDS; k++) {
+        double t[2];
+        for (int j = 0; j < 2; j++) {
+            int which = (j + k) % 2; /* alternate which runs first */
+            t[which] = child_cell_ns(cmd[which]);
+        }
+        if (isnan(t[0]) || isnan(t[1])) {
+            fprintf(stderr, "forkjoin: the counter-cost pair %d did not run\n", k);
+            return r;
+        }
+        on[r.pairs] = t[0];
+        off[r.pairs] = t[1];
+        ratio[r.pairs] = t[0] / t[1];
+        r.pairs++;
+    }
+    r.on_ns = median_of(on, r.pairs);
+    r.off_ns = median_of(off, r.pairs);
+    r.ratio = median_of(ratio, r.pairs);
+    return r;
+}
+
+static void print_counter_cost(const struct counter_cost *c)
+{
+    printf("  counters: %.0f ns per region on, %.0f ns compiled out (back to back, no work, "
+           "chunks = budget); on/off %.3f, the median of %d alternated pairs\n",
+           c->on_ns, c->off_ns, c->ratio, c->pairs);
+}
+
 struct result {
     double ns[ROUNDS];
     double cpu[ROUNDS];
@@ -313,7 +392,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--contender") == 0)
         return run_contender(argc - 1, argv + 1);
-    bool json = false, quiet_only = false;
+    bool json = false, quiet_only = false, counter_cost_only = false;
     int rounds = 3;
     double scale = 1.0;
     for (int i = 1; i < argc; i++) {
@@ -330,6 +409,8 @@ int main(int argc, char **argv)
             quiet_only = true;
         } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
             scale = atof(argv[++i]);
+        else if (strcmp(argv[i], "--counter-cost") == 0)
+            counter_cost_only = true;
         else if (strcmp(argv[i], "--inside-check") == 0) {
             /* That row alone: no contenders, no sweep. */
             struct inside_cost c = inside_check_cost();
@@ -363,6 +444,21 @@ int main(int argc, char **argv)
     unsigned chunks[2] = {2, threads};
     int nchunks = threads == 2 ? 1 : 2;
     const double ipus = calibrate();
+    if (counter_cost_only) {
+        /* That row alone: --rounds pairs (9 unless given). */
+        bool given = false;
+        for (int i = 1; i < argc; i++)
+            given = given || strcmp(argv[i], "--rounds") == 0;
+        struct counter_cost cc = counter_cost(dir, self, threads, ipus, scale, given ? rounds : 9);
+        if (json)
+            printf("{\"counter_cost_on_ns\":%.0f,\"counter_cost_off_ns\":%.0f,"
+                   "\"counter_cost_ratio\":%.4f,\"counter_cost_pairs\":%d}\n",
+                   cc.on_ns, cc.off_ns, cc.ratio, cc.pairs);
+        else
+            print_counter_cost(&cc);
+        hwloc_bitmap_free(domain_cpus);
+        return cc.pairs > 0 ? 0 : 1;
+    }
 
     bool missing[CONTENDERS] = {false};
     char busy_cpu[16] = "";
@@ -394,6 +490,7 @@ int main(int argc, char **argv)
     hwloc_bitmap_free(domain_cpus);
     const double idle = idle_cpu_fraction();
     const struct inside_cost inside = inside_check_cost();
+    const struct counter_cost counters = counter_cost(dir, self, threads, ipus, scale, rounds);
 
     static double all_ns[MODES][CONTENDERS][GAPS][WORKS][2], all_cpu[MODES][CONTENDERS][GAPS][WORKS][2];
     for (int mode = 0; mode < MODES; mode++)
@@ -416,8 +513,11 @@ int main(int argc, char **argv)
 
     if (json) {
         printf("{\"region_ratio\":%.3f,\"idle_cpu_fraction\":%.5f,\"inside_check_ns\":%.1f,"
-               "\"inside_check_old_ns\":%.1f,\"inside_check_region_ns\":%.0f,\"sweep\":[",
-               region_ratio, idle, inside.check_ns, inside.old_check_ns, inside.region_ns);
+               "\"inside_check_old_ns\":%.1f,\"inside_check_region_ns\":%.0f,"
+               "\"counter_cost_on_ns\":%.0f,\"counter_cost_off_ns\":%.0f,"
+               "\"counter_cost_ratio\":%.4f,\"sweep\":[",
+               region_ratio, idle, inside.check_ns, inside.old_check_ns, inside.region_ns,
+               counters.on_ns, counters.off_ns, counters.ratio);
         bool first = true;
         for (int gi = 0; gi < GAPS; gi++)
             for (int w = 0; w < WORKS; w++)
@@ -477,6 +577,7 @@ int main(int argc, char **argv)
            "core\n",
            region_ratio, idle * 100);
     print_inside_cost(&inside);
+    print_counter_cost(&counters);
     if (modes < MODES) {
         printf("  contended: not measured (%s)\n",
                quiet_only ? "--quiet-only" : "the domain has one CPU");

@@ -256,13 +256,17 @@ static bool parse_value(const char *s, uint64_t *out)
 /* Keeps the level's limit when it is the tightest so far (the caller then
  * says where it came from): floor(quota / period), at least 1 (see
  * internal/cpu_quota.h for why). */
-static bool tightest(struct reader *r, uint64_t quota, uint64_t period)
+static bool tightest(struct reader *r, uint64_t quota, uint64_t period, const char *dir, int v)
 {
     uint64_t whole = quota / period;
     unsigned cpus = whole < 1 ? 1 : whole > 1u << 20 ? 1u << 20 : (unsigned)whole;
     if (r->out->cpus != 0 && cpus >= r->out->cpus)
         return false;
     r->out->cpus = cpus;
+    r->out->quota_us = quota;
+    r->out->period_us = period;
+    r->out->v = v;
+    snprintf(r->out->dir, sizeof(r->out->dir), "%s", dir);
     return true;
 }
 
@@ -287,7 +291,7 @@ static int level_v2(struct reader *r, const char *dir)
                     shown(f.text, shown_buf, sizeof(shown_buf)));
     if (quota == 0)
         return 0; /* "max": no limit at this level */
-    if (tightest(r, quota, period))
+    if (tightest(r, quota, period, dir, 2))
         text(r->limit, sizeof(r->limit), "cgroup v2 %s: %s -> %u CPU%s", r->file, f.text,
              r->out->cpus, plural(r->out->cpus));
     return 0;
@@ -317,7 +321,7 @@ static int level_v1(struct reader *r, const char *dir)
     if (!parse_value(fp.text, &period))
         return fail(r, NXR_ESYNTAX, "%s: '%s' is not a positive number", r->file,
                     shown(fp.text, shown_buf, sizeof(shown_buf)));
-    if (tightest(r, quota, period))
+    if (tightest(r, quota, period, dir, 1))
         text(r->limit, sizeof(r->limit), "cgroup v1 %s: %s, cpu.cfs_period_us: %s -> %u CPU%s",
              quota_file, fq.text, fp.text, r->out->cpus, plural(r->out->cpus));
     return 0;
@@ -419,4 +423,58 @@ int nxr__cpu_quota_read(const char *root, struct nxr__cpu_quota *out)
     else if (out->status != 0)
         say(out, "%s", r.problem);
     return out->status;
+}
+
+/* ---- throttling --------------------------------------------------------- */
+
+struct stat_lines {
+    const char *time_key; /* throttled_usec (v2) or throttled_time (v1, ns) */
+    unsigned long long nr, time;
+    bool got_nr, got_time, bad;
+};
+
+/* One "key value" line of cpu.stat; other keys are skipped. */
+static int stat_line(void *arg, char *line)
+{
+    struct stat_lines *st = arg;
+    char *space = strchr(line, ' ');
+    if (space == NULL)
+        return 0;
+    *space = '\0';
+    unsigned long long *to = NULL;
+    bool *got = NULL;
+    if (strcmp(line, "nr_throttled") == 0)
+        to = &st->nr, got = &st->got_nr;
+    else if (strcmp(line, st->time_key) == 0)
+        to = &st->time, got = &st->got_time;
+    if (to == NULL)
+        return 0;
+    const char *value = space + 1;
+    long n = nxr__parse_digits(value, 10, VALUE_MAX, to);
+    if (n <= 0 || value[n] != '\0') {
+        st->bad = true;
+        return 1;
+    }
+    *got = true;
+    return 0;
+}
+
+int nxr__cpu_throttle_read(const struct nxr__cpu_quota *q, struct nxr__cpu_throttle *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (q->dir[0] == '\0')
+        return -ENOENT;
+    char file[PATH_LEN + 16];
+    int len = snprintf(file, sizeof(file), "%s/cpu.stat", q->dir);
+    if (len < 0 || (size_t)len >= sizeof(file))
+        return -ENAMETOOLONG;
+    struct stat_lines st = {.time_key = q->v == 1 ? "throttled_time" : "throttled_usec"};
+    int rc = nxr__read_lines(file, stat_line, &st);
+    if (rc < 0)
+        return rc;
+    if (st.bad || !st.got_nr || !st.got_time)
+        return NXR_ESYNTAX;
+    out->nr_throttled = st.nr;
+    out->throttled_usec = q->v == 1 ? st.time / 1000u : st.time;
+    return 0;
 }

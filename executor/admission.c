@@ -75,6 +75,10 @@ int nxr__exec_admission_init(struct nxr__exec *exec, struct nxr__arbiter *arbite
     exec->acquiring = false;
     exec->joins = 0;
     exec->deferrals = 0;
+    exec->waits = exec->wait_ns = exec->wait_max_ns = 0;
+    atomic_init(&exec->budget_now, exec->spec->budget);
+    for (int c = 0; c < NXR__COUNT_N; c++)
+        atomic_init(&exec->counters.v[c], 0);
     exec->deferred_head = exec->deferred_tail = NULL;
     exec->deferred = 0;
     exec->batches = 0;
@@ -156,6 +160,7 @@ struct admission_wait {
     struct nxr__exec *exec;
     uint64_t start;
     bool reported;
+    bool waited; /* it slept (on exec->changed, or in the arbiter) */
 };
 
 static void report_region(void *p, uint64_t waited_ns)
@@ -173,6 +178,7 @@ static void report_region(void *p, uint64_t waited_ns)
 static void wait_changed(struct admission_wait *w)
 {
     struct nxr__exec *exec = w->exec;
+    w->waited = true;
     uint64_t at = w->reported ? 0 : nxr__stall_deadline(exec->stall, w->start);
     if (at == 0) {
         pthread_cond_wait(&exec->changed, &exec->lock);
@@ -239,10 +245,22 @@ static void start_acquirer(struct nxr__exec *exec)
     }
 }
 
+/* Counts w as an admission wait if it slept; exec->lock held. */
+static void count_wait(struct nxr__exec *exec, const struct admission_wait *w)
+{
+    if (!w->waited)
+        return;
+    uint64_t waited = nxr__now_ns() - w->start;
+    exec->waits++;
+    exec->wait_ns += waited;
+    if (waited > exec->wait_max_ns)
+        exec->wait_max_ns = waited;
+}
+
 static int enter_arbitrated(struct nxr__exec *exec)
 {
     bool deferred = false;
-    struct admission_wait w = {.exec = exec, .start = 0, .reported = false};
+    struct admission_wait w = {.exec = exec, .start = 0, .reported = false, .waited = false};
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->waiting++;
     for (;;) {
@@ -262,6 +280,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
             exec->active++;
             exec->joins++;
             exec->waiting--;
+            count_wait(exec, &w);
             nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
             return 0;
         }
@@ -278,12 +297,17 @@ static int enter_arbitrated(struct nxr__exec *exec)
         w.start = nxr__now_ns();
     /* Bounded by the overlapping holders and earlier waiters (the arbiter's
      * FIFO); reported once past the threshold unless already reported. */
-    int rc = nxr__arbiter_acquire_reporting(
-        exec->arbiter, &exec->request, w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start),
-        report_region, &w);
+    int rc = nxr__arbiter_try_acquire(exec->arbiter, &exec->request);
+    if (rc != 0) { /* an overlapping permit is held or waited for: a wait */
+        w.waited = true;
+        rc = nxr__arbiter_acquire_reporting(
+            exec->arbiter, &exec->request,
+            w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start), report_region, &w);
+    }
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->waiting--;
     exec->acquiring = false;
+    count_wait(exec, &w);
     struct nxr__deferred *d = NULL;
     if (rc == 0) {
         exec->active = 1;
@@ -394,6 +418,9 @@ void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_sta
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     *out = (struct nxr__admission_stats){.joins = exec->joins,
                                          .deferrals = exec->deferrals,
+                                         .waits = exec->waits,
+                                         .wait_ns = exec->wait_ns,
+                                         .wait_max_ns = exec->wait_max_ns,
                                          .active = exec->active,
                                          .deferred = exec->deferred,
                                          .batches = exec->batches,

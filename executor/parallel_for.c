@@ -168,7 +168,7 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
         break;
     }
     size_t grain, chunks;
-    unsigned n = nxr__for_shape(opts, end - begin, exec->spec->budget, &grain, &chunks);
+    unsigned n = nxr__for_shape(opts, end - begin, nxr__exec_budget(exec), &grain, &chunks);
     if (n <= 1 && nxr__exec_caller_inside(exec)) {
         /* Work for one thread, and this thread is on the domain: run it here,
          * no permit, no hand-off. (Outside the domain it goes to a worker

@@ -54,12 +54,12 @@ struct sequence {
 static int run_sequence(void *p)
 {
     const struct sequence *q = p;
-    for (size_t i = 0; i < q->count; i++) {
-        int rc = run_task(q->exec, q->fn, q->arg, i, q->participant);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
+    size_t i = 0;
+    int rc = 0;
+    while (i < q->count && rc == 0)
+        rc = run_task(q->exec, q->fn, q->arg, i++, q->participant);
+    nxr__exec_count(q->exec, NXR__COUNT_TASKS, i);
+    return rc;
 }
 
 /* A one-participant region: runs the call's fn on whoever the executor
@@ -139,12 +139,12 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
         /* The tasks are the caller's own code, run in order on the caller
          * (no marker: their loops and kernels fan out over the domain, or
          * run in place when the caller is already inside a body). */
-        for (size_t i = 0; i < count; i++) {
-            int rc = fn(arg, i);
-            if (rc != 0)
-                return rc;
-        }
-        return 0;
+        size_t i = 0;
+        int rc = 0;
+        while (i < count && rc == 0)
+            rc = fn(arg, i++);
+        nxr__exec_count(exec, NXR__COUNT_TASKS, i);
+        return rc;
     case NXR_MODE_OUTER:
         break;
     default:
@@ -155,7 +155,8 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
         return NXR_EREENTRANT;
     if (count == 0)
         return 0;
-    unsigned n = count < exec->spec->budget ? (unsigned)count : exec->spec->budget;
+    unsigned budget = nxr__exec_budget(exec);
+    unsigned n = count < budget ? (unsigned)count : budget;
     if (n == 1) {
         struct sequence q = {.exec = exec, .fn = fn, .arg = arg, .count = count};
         return nxr__exec_call(exec, run_sequence, &q);
@@ -195,6 +196,7 @@ static void job_item(void *p, size_t index)
     if (atomic_load_explicit(&job->status, memory_order_relaxed) != 0)
         return; /* first error wins: skip what has not started */
     int rc = run_task(job->exec, job->fn, job->arg, index, 0);
+    nxr__exec_count(job->exec, NXR__COUNT_TASKS, 1);
     if (rc != 0)
         nxr__record_first_error(&job->status, rc);
 }

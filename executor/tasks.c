@@ -31,6 +31,7 @@ void nxr__tasks_fail(struct nxr__tasks *t, int rc)
 void nxr__tasks_run(struct nxr__tasks *t, const struct nxr__exec *exec, unsigned participant)
 {
     struct nxr__exec_tls saved = nxr__body_begin(exec, participant);
+    size_t ran = 0;
     for (;;) {
         /* Relaxed: the status only stops new claims (first error wins). */
         if (atomic_load_explicit(&t->status, memory_order_relaxed) != 0)
@@ -41,10 +42,14 @@ void nxr__tasks_run(struct nxr__tasks *t, const struct nxr__exec *exec, unsigned
         if (i >= t->count)
             break;
         int rc = t->fn(t->arg, i);
+        ran++;
         if (rc != 0)
             nxr__tasks_fail(t, rc);
     }
     nxr__body_end(saved);
+    /* Once per participant, not per task (executor/internal/counters.h). */
+    if (ran != 0)
+        nxr__exec_count(exec, NXR__COUNT_TASKS, ran);
 }
 
 int nxr__tasks_status(const struct nxr__tasks *t)

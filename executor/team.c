@@ -102,6 +102,7 @@
 
 #include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
+#include "executor/internal/counters.h"
 #include "executor/internal/rhythm.h"
 #include "base/internal/build.h"
 #include "base/internal/sys.h"
@@ -155,6 +156,11 @@ struct worker {
     struct nxr__team *team;
     unsigned index;
     pid_t tid;
+    /* Its counters (executor/internal/counters.h): written by this worker
+     * only, on lines of their own, summed by nxr__team_counters_add_to. */
+    _Alignas(NXR__CACHE_LINE) struct nxr__counters counters;
+    /* The worker's last counter_clock reading (count_time); its own. */
+    uint64_t mark;
 };
 
 struct nxr__team {
@@ -287,6 +293,29 @@ static bool has_work_parking(struct nxr__team *team, uint32_t seen, uint64_t *jo
     return atomic_load_explicit(&team->queued, memory_order_seq_cst) != 0;
 }
 
+/* The clock behind the busy and spin counters: not read at all when the
+ * counters are compiled out. */
+static inline uint64_t counter_clock(void)
+{
+#if NXR_COUNTERS
+    return nxr__now_ns();
+#else
+    return 0;
+#endif
+}
+
+/* Charges the time since w's last mark to its counter c (busy or spin) and
+ * marks now. One clock read ends one stretch and starts the next, so a
+ * back-to-back region costs a worker two reads: the end of its spin (the
+ * start of its slot) and the end of its slot (the start of its wait). A
+ * park marks when it returns: parked time is neither. */
+static inline void count_time(struct worker *w, enum nxr__counter c)
+{
+    uint64_t now = counter_clock();
+    nxr__count_own(&w->counters, c, now - w->mark);
+    w->mark = now;
+}
+
 /* Parks w until there is work or, with deadline != 0, until the deadline
  * passed. Returns true (and the job word) when there is work. */
 static bool park(struct nxr__team *team, struct worker *w, uint32_t seen, uint64_t deadline,
@@ -306,10 +335,14 @@ static bool park(struct nxr__team *team, struct worker *w, uint32_t seen, uint64
             return true;
         }
         bool woken = true;
+        nxr__count_own(&w->counters, NXR__COUNT_PARKS, 1);
         if (deadline == 0)
             nxr__futex_wait(&w->wake_seq, seq);
         else
             woken = nxr__futex_wait_until(&w->wake_seq, seq, deadline);
+        if (woken)
+            nxr__count_own(&w->counters, NXR__COUNT_WAKES, 1);
+        w->mark = counter_clock();
         /* Relaxed: a stale 1 only costs a waker one spurious FUTEX_WAKE. */
         atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
         if (deadline != 0) {
@@ -381,7 +414,9 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
     if (!participant || spin == 0) {
         /* Nothing to spin for. */
     } else if (spin != NXR__TEAM_SPIN_ADAPTIVE) {
-        if (spin_for(team, seen, spin, &job))
+        bool found = spin_for(team, seen, spin, &job);
+        count_time(w, NXR__COUNT_SPIN_NS);
+        if (found)
             return job;
     } else {
         /* Re-plan when the plan had to guess the region's end (the caller
@@ -406,7 +441,9 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
             uint64_t overdue = plan.expected > UINT64_MAX - NXR__RHYTHM_SLEEP_MIN_NS
                                    ? UINT64_MAX
                                    : plan.expected + NXR__RHYTHM_SLEEP_MIN_NS;
-            if (spin_until(team, seen, plan.spin_until, overdue, &job))
+            bool found = spin_until(team, seen, plan.spin_until, overdue, &job);
+            count_time(w, NXR__COUNT_SPIN_NS);
+            if (found)
                 return job;
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;
@@ -604,6 +641,8 @@ static void *worker_main(void *p)
     snprintf(name, sizeof(name), "nxr-d%d-w%u", team->domain_id, w->index);
     pthread_setname_np(pthread_self(), name);
     w->tid = (pid_t)syscall(SYS_gettid);
+    nxr__counter_home = (struct nxr__counter_home){.block = &w->counters, .team = team};
+    w->mark = counter_clock();
 
     int rc = pin_and_verify(w, msg, sizeof(msg));
     report_start(team, rc, msg);
@@ -642,6 +681,7 @@ static void *worker_main(void *p)
                     hook->fn(hook->arg, w->index, seen);
                 wake_pair(team, 2 * w->index + 2, count);
                 if (run_slots(team, seen, offset, count + offset, w->index + offset) != 0) {
+                    count_time(w, NXR__COUNT_BUSY_NS);
                     useless = 0;
                 } else {
                     /* Relaxed: a counter. */
@@ -656,8 +696,11 @@ static void *worker_main(void *p)
         /* Items one at a time, looking at the job word between them (in
          * run_one_item): a region published meanwhile starts after the item
          * in hand, whatever the FIFO still holds. */
+        bool ran = false;
         while (run_one_item(team, w, seen))
-            ;
+            ran = true;
+        if (ran)
+            count_time(w, NXR__COUNT_BUSY_NS);
     }
 }
 
@@ -981,6 +1024,12 @@ uint64_t nxr__team_nested_regions(const struct nxr__team *team)
 {
     /* Relaxed: a counter; pairs with nothing. */
     return atomic_load_explicit(&team->nested_regions, memory_order_relaxed);
+}
+
+void nxr__team_counters_add_to(const struct nxr__team *team, uint64_t sum[NXR__COUNT_N])
+{
+    for (unsigned i = 0; i < team->size; i++)
+        nxr__counters_add_to(&team->workers[i].counters, sum);
 }
 
 uint64_t nxr__team_late_arrivals(const struct nxr__team *team)

@@ -203,7 +203,7 @@ unsigned nxr_ctx_budget(const nxr_ctx_t *ctx)
     NXR__HANDLE_CHECK(ctx, "context");
     if (ctx->span != NULL)
         return ctx->span->prefix[ctx->span->n];
-    return ctx->exec != NULL ? ctx->exec->spec->budget : 0;
+    return ctx->exec != NULL ? nxr__exec_budget(ctx->exec) : 0;
 }
 
 /* ---- the last error ------------------------------------------------------------ */

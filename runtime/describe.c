@@ -121,13 +121,27 @@ static void emit_topology(const nxr_runtime_t *rt, struct nxr__emit *e)
 /* The quota that applies; its source is said in text even when none does. */
 static void emit_quota(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
-    if (rt->quota.cpus == 0) {
-        nxr__emit_null(e, "cpu_quota", rt->quota.source);
+    /* The quota as last read (runtime/budget.c) and what following it did,
+     * copied under quota_lock (the emitter copies every value it is given). */
+    struct nxr__cpu_quota q;
+    char why[sizeof(rt->budget_why)];
+    nxr__lock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
+    q = rt->quota_now;
+    uint64_t changes = rt->budget_changes;
+    snprintf(why, sizeof(why), "%s", rt->budget_why);
+    nxr__unlock(&((nxr_runtime_t *)rt)->quota_lock, NXR__RANK_RUNTIME_QUOTA);
+    if (q.cpus == 0 && changes == 0) {
+        nxr__emit_null(e, "cpu_quota", q.source);
         return;
     }
-    nxr__emit_object(e, "cpu_quota", "{source}");
-    nxr__emit_uint(e, "cpus", rt->quota.cpus, NULL);
-    nxr__emit_str(e, "source", rt->quota.source, NULL);
+    nxr__emit_object(e, "cpu_quota",
+                     changes > 0 ? "{source}{budget_changes}{last_change}" : "{source}");
+    nxr__emit_uint(e, "cpus", q.cpus, NULL);
+    nxr__emit_str(e, "source", q.source, NULL);
+    if (changes > 0) { /* only then: the object is as before for a quota never followed */
+        nxr__emit_uint(e, "budget_changes", changes, "; the budgets followed it {} time(s)");
+        nxr__emit_str(e, "last_change", why, ", last: {}");
+    }
     nxr__emit_end(e);
 }
 
@@ -146,7 +160,7 @@ static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, str
     nxr__emit_str(e, "admission", nxr_admission_name(d->spec.admission), NULL);
     nxr__emit_str(e, "placement", nxr_placement_name(d->placement), NULL);
     nxr__emit_uint(e, "workers", nxr_domain_workers(d), NULL);
-    nxr__emit_uint(e, "budget", d->spec.budget, NULL);
+    nxr__emit_uint(e, "budget", nxr_domain_budget(d), NULL);
     nxr__emit_str(e, "executor_owner",
                   d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller", NULL);
     nxr__emit_str(e, "budget_limited_by", nxr__budget_limit_name(d->spec.limited_by),
@@ -369,12 +383,17 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
         *out = NULL;
     if (out == NULL || rt == NULL)
         return nxr__fail(-EINVAL, __func__, "%s is NULL", out == NULL ? "out" : "rt");
-    if (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON)
+    if (format != NXR_DESCRIBE_TEXT && format != NXR_DESCRIBE_JSON &&
+        format != NXR_DESCRIBE_PROMETHEUS)
         return nxr__fail(-EINVAL, __func__, "format %d is not an enum nxr_describe_format",
                          (int)format);
     if (nxr__runtime_forked(rt)) /* its pools' and teams' locks may be a parent thread's */
         return nxr__fail(NXR_EFORKED, __func__,
                          "the runtime was created before this process forked");
+    if (format == NXR_DESCRIBE_PROMETHEUS) { /* the counters' page: a walk of its own */
+        int rc = nxr__runtime_metrics_take(rt, out);
+        return rc == 0 ? 0 : nxr__fail(rc, __func__, "the metrics: %s", nxr_strerror(rc));
+    }
     struct nxr__strbuf sb = {0};
     struct nxr__emit e;
     nxr__emit_init(&e, format == NXR_DESCRIBE_JSON ? NXR__EMIT_JSON : NXR__EMIT_TEXT, &sb);

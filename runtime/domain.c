@@ -249,7 +249,7 @@ unsigned nxr_domain_budget(const nxr_domain_t *d)
 {
     if (d == NULL)
         return 0;
-    return d->spec.budget;
+    return d->admission_ready ? nxr__exec_budget(&d->exec) : d->spec.budget;
 }
 
 const char *nxr_domain_budget_limit(const nxr_domain_t *d)

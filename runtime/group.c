@@ -160,8 +160,10 @@ int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t count, nx
     struct nxr__across_part parts[NXR__SPAN_MAX];
     for (size_t i = 0; i < n; i++) {
         gparts[i] = (struct group_part){.tasks = &tasks, .exec = &doms[i]->exec};
-        parts[i] = (struct nxr__across_part){
-            .domain = doms[i], .fn = group_item, .arg = &gparts[i], .count = doms[i]->spec.budget};
+        parts[i] = (struct nxr__across_part){.domain = doms[i],
+                                             .fn = group_item,
+                                             .arg = &gparts[i],
+                                             .count = nxr_domain_budget(doms[i])};
     }
     nxr__across_run(parts, n, &tasks.status);
     nxr__union_permit_release(&permit);

@@ -202,6 +202,9 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
                  nxr_provider_name(p), d->spec.id);
         return NXR_EPLACEMENT;
     }
+    nxr__exec_count(exec, (enum nxr__counter)(NXR__COUNT_KERNEL_CALLS + k->family), 1);
+    if (k->weight_bytes != 0)
+        nxr__exec_count(exec, NXR__COUNT_WEIGHT_BYTES, k->weight_bytes);
     /* A span's call fans out over every member only through parallel_for;
      * a provider of its own threads runs on the first member. */
     if (placement != NXR_RUNS_ON_ENGINE_WORKERS)
@@ -209,7 +212,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
     unsigned budget = nesting == NXR__NEST_INLINE ? 1
                       : span != NULL              ? nxr_ctx_budget(span)
-                                                  : d->spec.budget;
+                                                  : nxr__exec_budget(exec);
     /* "Whole" is the process's set, not the runtime's (opts.allowed_cpus may
      * narrow it): a provider's own threads were made under the process's
      * affinity, and another runtime of the process may own the rest. */

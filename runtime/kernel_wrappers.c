@@ -315,6 +315,7 @@ static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_c
     }
     pc->isa = w->isa;
     pc->packed = &copy->view;
+    k->weight_bytes = copy->bytes; /* the whole copy streams through the GEMV/GEMM */
     pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
                        ? ep
                        : NULL;

@@ -56,6 +56,7 @@
 #include "runtime/nxr_route.h"
 #include "runtime/nxr_weights.h"
 #include "runtime/nxr_span.h"
+#include "runtime/nxr_stats.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -330,6 +331,9 @@ NXR_API int nxr_run_across(nxr_runtime_t *rt, const int *ids, size_t n, size_t c
 enum nxr_describe_format {
     NXR_DESCRIBE_TEXT = 0,
     NXR_DESCRIBE_JSON = 1,
+    /* The live counters as a Prometheus text page: nxr_runtime_metrics's
+     * (runtime/nxr_stats.h), not the description above. */
+    NXR_DESCRIBE_PROMETHEUS = 2,
 };
 
 /*
@@ -342,6 +346,8 @@ enum nxr_describe_format {
  * default domain and calls refused as mixed ("placement"), and providers.
  * JSON is one object: {"topology": {...}, "domains": [...], "placement":
  * {...}, "providers": {...}, "fpenv": {...}}.
+ * NXR_DESCRIBE_PROMETHEUS is the live counters' metrics page instead, the
+ * text nxr_runtime_metrics writes (runtime/nxr_stats.h).
  * Returns 0 and a NUL-terminated string in *out that the caller releases
  * with free(); -EINVAL or -ENOMEM (then *out is NULL).
  */

@@ -31,6 +31,7 @@ static const char *const known_names[] = {
     "NXR_TOPOLOGY", "NXR_DOMAINS",         "NXR_NUM_THREADS",     "NXR_CPU_QUOTA", "NXR_PEERS",
     "NXR_SPIN",     "NXR_STALL_REPORT_MS", "NXR_PROVIDER_POLICY", "NXR_GEMM",      "NXR_POOL_CAP",
     "NXR_ROUTE",    "NXR_AFFINITY",        "NXR_DISPLAY_ENV",     "NXR_LIBRARY",   "NXR_HUGEPAGES",
+    "NXR_QUOTA_FOLLOW_MS",
 };
 static const char *const harness_prefixes[] = {"NXR_TEST_", "NXR_CI_", "NXR_SOAK_"};
 
@@ -261,6 +262,11 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
         s->stall_ms = (unsigned)opts->stall_report_ms;
     else if ((v = env(opts, "NXR_STALL_REPORT_MS")) != NULL &&
              (rc = env_uint("NXR_STALL_REPORT_MS", v, INT_MAX, &s->stall_ms, err, errsz)) != 0)
+        return rc;
+    /* Off unless asked (runtime/budget.c): it is a thread of its own. */
+    s->quota_follow_ms = 0;
+    if ((v = env(opts, "NXR_QUOTA_FOLLOW_MS")) != NULL &&
+        (rc = env_uint("NXR_QUOTA_FOLLOW_MS", v, 3600000u, &s->quota_follow_ms, err, errsz)) != 0)
         return rc;
     s->policy = NXR_PROVIDER_STRICT;
     if ((int)opts->provider_policy < 0 ||

@@ -6,6 +6,7 @@
  * domains/plan.c's.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "runtime/internal/runtime.h"
 
@@ -13,6 +14,7 @@ void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan)
 {
     struct nxr__cpu_quota *q = &rt->quota;
     const struct nxr__settings *s = &rt->settings;
+    memset(q, 0, sizeof(*q)); /* a quota from the settings names no cgroup */
     if (s->cpu_quota == NXR_CPU_QUOTA_IGNORE) {
         q->cpus = 0;
         q->status = 0;

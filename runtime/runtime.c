@@ -208,6 +208,12 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
         free(rt);
         return explain(rc, err, errsz);
     }
+    if ((rc = nxr__mutex_init(&rt->quota_lock)) != 0) {
+        pthread_mutex_destroy(&rt->domains_lock);
+        pthread_mutex_destroy(&rt->ctx_lock);
+        free(rt);
+        return explain(rc, err, errsz);
+    }
     atomic_init(&rt->refused_mixed, 0);
     struct nxr__plan plan = {0};
     rc = nxr__settings_resolve(&rt->settings, opts, err, errsz);
@@ -226,6 +232,7 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
     /* The allowed set sized the plan; the quota, then NXR_NUM_THREADS,
      * lower it (each only lowers). */
     nxr__runtime_fit_quota(rt, &plan);
+    rt->quota_now = rt->quota; /* what the budgets follow from here on */
     nxr__plan_cap_budgets(&plan, rt->settings.num_threads);
     /* The process's arbiter, shared with every other runtime of the process:
      * permits (the exclusive one included) exclude across runtimes. */
@@ -256,6 +263,12 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
         goto out_destroy;
     if (rt->settings.display_env)
         display_env(rt);
+    rc = nxr__runtime_quota_follow_start(rt);
+    if (rc != 0) {
+        snprintf(err, errsz, "could not start the CPU quota follower (NXR_QUOTA_FOLLOW_MS): %s",
+                 nxr_strerror(rc));
+        goto out_destroy;
+    }
     nxr__runtime_peers_open(rt); /* last: a failed create leaves no entry */
     *out = rt;
     return 0;
@@ -273,6 +286,7 @@ out_topology:
 out_free:
     pthread_mutex_destroy(&rt->domains_lock);
     pthread_mutex_destroy(&rt->ctx_lock);
+    pthread_mutex_destroy(&rt->quota_lock);
     free(rt);
     return explain(rc, err, errsz);
 }
@@ -367,6 +381,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
             abort();
         return;
     }
+    nxr__runtime_quota_follow_stop(rt); /* before the domains it moves go */
     nxr__runtime_peers_close(rt);
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
@@ -386,5 +401,6 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
     nxr__topology_fini(&rt->topo);
     pthread_mutex_destroy(&rt->domains_lock);
     pthread_mutex_destroy(&rt->ctx_lock);
+    pthread_mutex_destroy(&rt->quota_lock);
     nxr__handle_retire(&rt->magic, rt);
 }

@@ -34,7 +34,10 @@ declare -A ARGS=(
     [span]="--short --json"
 )
 # Rules of bench/ that are not programs, or whose program has another name.
-declare -A NOT_PROGRAMS=([forkjoin_libomp_build]=forkjoin_libomp)
+# forkjoin_contender and forkjoin_nocounters are forkjoin built again (the
+# second with the counters compiled out), run by forkjoin as its children.
+declare -A NOT_PROGRAMS=([forkjoin_libomp_build]=forkjoin_libomp [forkjoin_contender]=forkjoin
+    [forkjoin_nocounters]=forkjoin)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -5,7 +5,9 @@
  *                           context per domain (tools/demo_llama_cmd.c); with
  *                           --model mlp the MLP service against a flat team and
  *                           OpenMP (tools/demo_cmd.c)
- *     nxr info [--json]     describe the runtime nxr builds on this machine
+ *     nxr info [--json | --prometheus]
+ *                           describe the runtime nxr builds on this machine
+ *                           (--prometheus: its counters' metrics page)
  *
  * Exit status: 0 on success, 1 when the runtime cannot be created or the
  * run fails (the message says why), 2 on a usage error.
@@ -20,9 +22,10 @@
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: nxr demo [flags] | nxr info [--json]\n%s%s"
+            "usage: nxr demo [flags] | nxr info [--json | --prometheus]\n%s%s"
             "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
-            "           --json: one JSON object instead of text\n",
+            "           --json: one JSON object instead of text\n"
+            "           --prometheus: the live counters as a Prometheus metrics page\n",
             nxr_tool_demo_usage, nxr_tool_demo_llama_usage);
     return 2;
 }
@@ -33,6 +36,8 @@ static int cmd_info(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             format = NXR_DESCRIBE_JSON;
+        else if (strcmp(argv[i], "--prometheus") == 0)
+            format = NXR_DESCRIBE_PROMETHEUS;
         else
             return usage();
     }

@@ -25,6 +25,9 @@
  *                 reports); open contexts, admission state and a provider's
  *                 resting thread count are read under it.
  *   RUNTIME_CTX   the runtime's list of open contexts.
+ *   RUNTIME_QUOTA the quota the budgets follow and its change record
+ *                 (runtime/budget.c): read under the domain table
+ *                 (describe); nothing is taken under it.
  *   ADMISSION     a domain's admission state (exec->lock): held while
  *                 releasing or trying a permit, so the arbiter's mutex is
  *                 below it.
@@ -53,6 +56,7 @@ enum nxr__lock_rank {
     NXR__RANK_TEAM_RUN = 1,
     NXR__RANK_RUNTIME_DOMAINS,
     NXR__RANK_RUNTIME_CTX,
+    NXR__RANK_RUNTIME_QUOTA,
     NXR__RANK_ADMISSION,
     NXR__RANK_COUNT_GATE,
     NXR__RANK_PROCESS_ARBITER,

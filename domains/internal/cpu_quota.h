@@ -40,6 +40,14 @@ struct nxr__cpu_quota {
      * <file>: <problem>"; or why there is none ("none: ..."), or only the
      * problem. Always NUL-terminated. */
     char source[1024];
+    /* The tightest limit's own values (microseconds) and the cgroup
+     * directory that sets it, with the root prefix ("" and 0 when cpus is
+     * 0 or the quota did not come from a file): its cpu.stat counts the
+     * periods that limit throttled (nxr__cpu_throttle_read). v: 1 or 2. */
+    unsigned long long quota_us;
+    unsigned long long period_us;
+    int v;
+    char dir[1024];
 };
 
 /*
@@ -59,5 +67,21 @@ struct nxr__cpu_quota {
  * (-ENOMEM). Any thread; blocks only on the reads.
  */
 int nxr__cpu_quota_read(const char *root, struct nxr__cpu_quota *out);
+
+/* How often the limit of q->dir throttled the group, from its cpu.stat:
+ * periods throttled (nr_throttled) and the time throttled in microseconds
+ * (v2 throttled_usec; v1 throttled_time, which is in nanoseconds). */
+struct nxr__cpu_throttle {
+    unsigned long long nr_throttled;
+    unsigned long long throttled_usec;
+};
+
+/*
+ * Reads q->dir/cpu.stat into *out (zeroes first). 0; -ENOENT when q names
+ * no directory (no limit from a file) or the file is missing; a negative
+ * errno when it cannot be read; NXR_ESYNTAX when the counters are not
+ * both there as numbers. One small file read (the seam); any thread.
+ */
+int nxr__cpu_throttle_read(const struct nxr__cpu_quota *q, struct nxr__cpu_throttle *out);
 
 #endif /* NXR_INTERNAL_CPU_QUOTA_H */

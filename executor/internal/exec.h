@@ -23,6 +23,7 @@
 #include "domains/internal/arbiter.h"
 #include "domains/internal/plan.h"
 #include "domains/nxr_domains.h"
+#include "executor/internal/counters.h"
 #include "executor/internal/stall.h"
 #include "executor/internal/team.h"
 #include "executor/nxr_executor.h"
@@ -66,6 +67,20 @@ struct nxr__exec {
     uint64_t deferrals; /* operations that could not join or take the
                          * permit at once and queued for it instead (behind
                          * an overlapping request, or deferred batches) */
+    /* Admission waits (a region's caller that could not be admitted at
+     * once), under lock: how many, their total and the longest (ns). */
+    uint64_t waits;
+    uint64_t wait_ns;
+    uint64_t wait_max_ns;
+    /* The budget operations use now: spec->budget at admission init (the
+     * workers started), lowered and raised again (never above spec->budget)
+     * when the runtime's budgets follow a changed CPU quota
+     * (nxr_runtime_refresh_budget). Relaxed: each operation reads it once,
+     * and takes effect from the next operation. */
+    _Atomic unsigned budget_now;
+    /* The domain's counters added by threads that are not its workers
+     * (executor/internal/counters.h); each worker keeps its own. */
+    struct nxr__counters counters;
 };
 
 /*
@@ -205,6 +220,9 @@ void nxr__exec_leave_batch(struct nxr__exec *exec);
 struct nxr__admission_stats {
     uint64_t joins;
     uint64_t deferrals;
+    uint64_t waits;       /* admissions that waited, */
+    uint64_t wait_ns;     /* how long in all */
+    uint64_t wait_max_ns; /* and the longest */
     unsigned active;
     unsigned deferred; /* batches waiting for the permit now */
     unsigned batches;  /* of active, submitted batches */
@@ -212,6 +230,24 @@ struct nxr__admission_stats {
     bool acquiring;    /* someone is acquiring the permit now */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
+
+/* The most participants one operation on exec may use now (budget_now). */
+static inline unsigned nxr__exec_budget(const struct nxr__exec *exec)
+{
+    return atomic_load_explicit(&exec->budget_now, memory_order_relaxed);
+}
+
+/* Adds n to exec's counter c (executor/internal/counters.h): the calling
+ * worker's own block, or the domain's shared one. */
+static inline void nxr__exec_count(const struct nxr__exec *exec, enum nxr__counter c, uint64_t n)
+{
+    /* The counters are the one part of a domain's exec that its users
+     * write through a const view (bodies see their domain as const). */
+    nxr__count((struct nxr__counters *)&exec->counters, exec->team, c, n);
+}
+
+/* sum[c] = exec's counter c: its shared block and its team's workers'. */
+void nxr__exec_counters(const struct nxr__exec *exec, uint64_t sum[NXR__COUNT_N]);
 
 /* Blocks until exec has no operation in flight; returns whether it waited. */
 bool nxr__exec_drain(struct nxr__exec *exec);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "executor/internal/counters.h"
 #include "executor/nxr_executor.h"
 
 struct nxr__team;
@@ -100,6 +101,10 @@ uint64_t nxr__team_nested_regions(const struct nxr__team *team);
 /* Participating workers that saw a region only after all its slots were
  * claimed (they ran nothing and touched nothing of it). Relaxed, as above. */
 uint64_t nxr__team_late_arrivals(const struct nxr__team *team);
+
+/* sum[c] += every worker's counter c (executor/internal/counters.h). Any
+ * thread, while the team lives. */
+void nxr__team_counters_add_to(const struct nxr__team *team, uint64_t sum[NXR__COUNT_N]);
 
 /*
  * The dispatcher's stall report: a region whose dispatcher has waited

@@ -41,6 +41,7 @@ P = ctypes.POINTER
 # enum nxr_describe_format, enum nxr_binary_op, enum nxr_unary_op,
 # enum nxr_activation, enum nxr_mode, enum nxr_mem_binding.
 DESCRIBE_JSON = 1
+DESCRIBE_PROMETHEUS = 2
 BINARY_ADD, BINARY_MUL = 0, 1
 UNARY_SILU, UNARY_GELU_TANH = 0, 1
 ACTIVATION_NONE, ACTIVATION_SILU, ACTIVATION_GELU_TANH = 0, 1, 2
@@ -131,6 +132,63 @@ class SgemmPackedArgs(ctypes.Structure):
     ]
 
 
+STATS_VERSION = 1  # NXR_STATS_VERSION
+STATS_FAMILIES = 8  # NXR_STATS_FAMILIES
+STATS_ROUTE_REASONS = 8  # NXR_STATS_ROUTE_REASONS
+c_uint64 = ctypes.c_uint64
+
+
+class DomainStats(ctypes.Structure):
+    """struct nxr_domain_stats (runtime/nxr_stats.h)."""
+
+    _fields_ = [
+        ("id", c_int),
+        ("node", c_int),
+        ("workers", c_uint),
+        ("budget", c_uint),
+        ("regions", c_uint64),
+        ("tasks", c_uint64),
+        ("kernel_calls", c_uint64 * STATS_FAMILIES),
+        ("busy_ns", c_uint64),
+        ("spin_ns", c_uint64),
+        ("parks", c_uint64),
+        ("wakes", c_uint64),
+        ("admission_waits", c_uint64),
+        ("admission_wait_ns", c_uint64),
+        ("admission_wait_max_ns", c_uint64),
+        ("admission_joins", c_uint64),
+        ("routed", c_uint64 * STATS_ROUTE_REASONS),
+        ("pool_hits", c_uint64),
+        ("pool_misses", c_uint64),
+        ("pool_drops", c_uint64),
+        ("pool_cached_bytes", c_uint64),
+        ("pool_outstanding", c_uint64),
+        ("weight_bytes", c_uint64),
+    ]
+
+
+class RuntimeStats(ctypes.Structure):
+    """struct nxr_runtime_stats (runtime/nxr_stats.h)."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("domain_size", c_size_t),
+        ("domains", P(DomainStats)),
+        ("domain_cap", c_size_t),
+        ("version", c_uint),
+        ("domain_count", c_size_t),
+        ("cpu_quota", c_uint),
+        ("stalls", c_uint64),
+        ("cpu_quota_us", c_uint64),
+        ("cpu_period_us", c_uint64),
+        ("nr_throttled", c_uint64),
+        ("throttled_usec", c_uint64),
+        ("throttle_status", c_int),
+        ("budget_changes", c_uint64),
+        ("budget_changed_ns", c_uint64),
+    ]
+
+
 # The structs test_layout.py checks against the installed headers: the
 # mirror and the C type it stands for.
 MIRRORS = [
@@ -139,6 +197,8 @@ MIRRORS = [
     (SgemmEpilogue, "struct nxr_sgemm_epilogue"),
     (WeightsDesc, "struct nxr_weights_desc"),
     (SgemmPackedArgs, "struct nxr_sgemm_packed_args"),
+    (DomainStats, "struct nxr_domain_stats"),
+    (RuntimeStats, "struct nxr_runtime_stats"),
 ]
 
 FOR_FN = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_uint)
@@ -154,6 +214,9 @@ _PROTOTYPES = {
     "nxr_runtime_create": (c_int, [P(RuntimeOpts), P(c_void_p)]),
     "nxr_runtime_destroy": (None, [c_void_p]),
     "nxr_runtime_describe": (c_int, [c_void_p, c_int, P(c_void_p)]),
+    "nxr_runtime_stats_init": (None, [P(RuntimeStats), P(DomainStats), c_size_t]),
+    "nxr_runtime_stats": (c_int, [c_void_p, P(RuntimeStats)]),
+    "nxr_runtime_refresh_budget": (c_int, [c_void_p]),
     "nxr_runtime_domain_count": (c_size_t, [c_void_p]),
     "nxr_runtime_domain_at": (c_void_p, [c_void_p, c_size_t]),
     "nxr_runtime_domain": (c_int, [c_void_p, c_int, P(c_void_p)]),

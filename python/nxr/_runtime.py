@@ -200,6 +200,57 @@ class Runtime:
         finally:
             _lib.free(out)
 
+    def refresh_budget(self):
+        """nxr_runtime_refresh_budget: the domains' budgets follow the CPU
+        quota as it is now (NXR_CPU_QUOTA=auto; see rt.stats()["budget_changes"])."""
+        h = self._ptr("refresh_budget")
+        check(_lib.lib.nxr_runtime_refresh_budget(h.ptr), "nxr_runtime_refresh_budget")
+
+    def metrics(self):
+        """The live counters as a Prometheus text page (nxr_runtime_metrics's,
+        through nxr_runtime_describe), a str."""
+        h = self._ptr("metrics")
+        out = ctypes.c_void_p()
+        check(
+            _lib.lib.nxr_runtime_describe(h.ptr, _lib.DESCRIBE_PROMETHEUS, ctypes.byref(out)),
+            "nxr_runtime_describe",
+        )
+        try:
+            return ctypes.string_at(out.value).decode()
+        finally:
+            _lib.free(out)
+
+    def stats(self):
+        """nxr_runtime_stats as a dict: the process's fields, and "domains",
+        a list with one dict per domain (creation order). Counts are
+        cumulative since the runtime was created; kernel_calls is keyed by
+        family ("gemm", ...), routed by reason ("explicit", ...)."""
+        h = self._ptr("stats")
+        n = _lib.lib.nxr_runtime_domain_count(h.ptr)
+        arr = (_lib.DomainStats * max(n, 1))()
+        out = _lib.RuntimeStats()
+        _lib.lib.nxr_runtime_stats_init(ctypes.byref(out), arr, n)
+        check(_lib.lib.nxr_runtime_stats(h.ptr, ctypes.byref(out)), "nxr_runtime_stats")
+        families = ("gemm", "elementwise", "reduction", "norm")
+        reasons = ("explicit", "most_bytes", "tie", "default")
+        result = {
+            name: getattr(out, name)
+            for name, _ in _lib.RuntimeStats._fields_
+            if name not in ("size", "domain_size", "domains", "domain_cap")
+        }
+        result["domains"] = []
+        for d in arr[: min(n, out.domain_count)]:
+            entry = {}
+            for name, _ in _lib.DomainStats._fields_:
+                value = getattr(d, name)
+                if name == "kernel_calls":
+                    value = {f: value[i] for i, f in enumerate(families)}
+                elif name == "routed":
+                    value = {r: value[i] for i, r in enumerate(reasons)}
+                entry[name] = value
+            result["domains"].append(entry)
+        return result
+
     @property
     def domains(self):
         """The domains, in creation order (a list of nxr.Domain)."""

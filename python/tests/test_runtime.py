@@ -85,6 +85,34 @@ class RuntimeCalls(unittest.TestCase):
                 job.wait()  # a job is waited for once
             self.assertEqual(e.exception.status, nxr.EINVAL)
 
+    def test_stats_count_the_tasks_run_and_the_kernel_calls(self):
+        with support.runtime() as rt:
+            d = rt.domains[0]
+            ctx = rt.context(d.id)
+            before = rt.stats()
+            self.assertEqual(before["version"], 1)
+            self.assertEqual([s["id"] for s in before["domains"]], [x.id for x in rt.domains])
+            ctx.submit(23, lambda i: None).wait()
+            after = rt.stats()
+            mine = [s for s in after["domains"] if s["id"] == d.id][0]
+            was = [s for s in before["domains"] if s["id"] == d.id][0]
+            self.assertEqual(mine["tasks"] - was["tasks"], 23)
+            self.assertEqual(mine["workers"], d.workers)
+            self.assertIn("gemm", mine["kernel_calls"])
+            self.assertGreaterEqual(mine["parks"], mine["wakes"])
+            rt.refresh_budget()  # the quota has not changed: nothing moves
+            self.assertEqual(rt.stats()["budget_changes"], 0)
+        with self.assertRaises(nxr.Error):
+            rt.stats()  # closed
+
+    def test_metrics_is_a_prometheus_page_of_the_same_counters(self):
+        with support.runtime() as rt:
+            page = rt.metrics()
+            types = [l.split()[2] for l in page.splitlines() if l.startswith("# TYPE ")]
+            self.assertEqual(len(types), len(set(types)))
+            tasks = [l for l in page.splitlines() if l.startswith("nxr_domain_tasks_total{")]
+            self.assertEqual(len(tasks), len(rt.domains))
+
     def test_close_of_a_context_is_idempotent(self):
         with support.runtime() as rt:
             ctx = rt.context(rt.domains[0].id)

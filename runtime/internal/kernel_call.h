@@ -30,6 +30,7 @@ struct nxr__kcall {
     char why[160]; /* and which one, why */
     struct nxr_mem_ref in[4];
     size_t nin;
+    size_t weight_bytes; /* packed weights the call streams (the stats' count); 0: none */
 };
 
 /*

@@ -57,6 +57,9 @@ struct nxr__settings {
     size_t pool_cap;    /* each pool's cap on cached bytes */
     enum nxr_route_policy route; /* placing contexts (runtime/nxr_route.h) */
     unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
+    /* NXR_QUOTA_FOLLOW_MS: how often the budgets follow the quota on their
+     * own (runtime/budget.c); 0: only nxr_runtime_refresh_budget. */
+    unsigned quota_follow_ms;
     bool huge_pages; /* packed weights advised for huge pages (NXR_HUGEPAGES, default on) */
 };
 
@@ -70,6 +73,23 @@ struct nxr_runtime {
     /* The CPU quota the budgets were fitted into, and where it came from
      * (runtime/quota.c); cpus 0: none. Immutable after creation. */
     struct nxr__cpu_quota quota;
+    /* The quota the budgets follow now (runtime/budget.c): quota at
+     * creation, re-read by nxr_runtime_refresh_budget under
+     * NXR_CPU_QUOTA=auto, with the record of the budgets' changes. Guarded
+     * by quota_lock, a leaf lock (taken after domains_lock, never before). */
+    pthread_mutex_t quota_lock;
+    struct nxr__cpu_quota quota_now;
+    uint64_t budget_changes;    /* refreshes that moved some budget */
+    uint64_t budget_changed_ns; /* the last one's CLOCK_REALTIME; 0: never */
+    char budget_why[1200];      /* what the last one did, for people */
+    /* The quota follower (NXR_QUOTA_FOLLOW_MS under auto): a thread that
+     * refreshes every quota_follow_ms until quota_stop (under quota_lock,
+     * signalled on quota_wake); quota_refreshes counts its refreshes. */
+    pthread_t quota_follower;
+    bool quota_following;
+    bool quota_stop;
+    pthread_cond_t quota_wake;
+    atomic_ullong quota_refreshes;
     /* Other nxr processes as seen at creation, and this runtime's entry
      * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
     struct nxr__peers peers;
@@ -138,6 +158,15 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
  * rt->quota.source says why. */
 void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
 
+/* Starts the quota follower when the settings ask for it (0 otherwise, or
+ * a negative errno with nothing started); stops and joins it (a no-op when
+ * none runs). runtime/budget.c. */
+int nxr__runtime_quota_follow_start(nxr_runtime_t *rt);
+void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt);
+
+/* A copy of the quota the budgets follow now (quota_lock taken here). */
+void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out);
+
 /* Registers the runtime in the peer registry and reads the other entries
  * (settings.peers not OFF), warning on stderr about overlapping ones under
  * NXR_PEERS_WARN (runtime/peers.c). Never fails. */
@@ -145,6 +174,10 @@ void nxr__runtime_peers_open(nxr_runtime_t *rt);
 
 /* Removes the runtime's entry. */
 void nxr__runtime_peers_close(nxr_runtime_t *rt);
+
+/* The Prometheus page (runtime/metrics.c) into *out (caller frees): 0,
+ * -ENOMEM. rt is checked by the caller (not NULL, not forked). */
+int nxr__runtime_metrics_take(const nxr_runtime_t *rt, char **out);
 
 /* The spin bound for a domain's team: the configured one, or 0 when the team
  * shares its CPUs with another domain or outnumbers them. */

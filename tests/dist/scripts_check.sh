@@ -61,7 +61,7 @@ check "consumer against the installed prefix, and its bin/nxr" consume_prefix
 examples_prefix() {
     local pc=$prefix/lib/pkgconfig flags ex
     flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs nxr) || return 1
-    for ex in service span_decode; do
+    for ex in service span_decode metrics_http; do
         # shellcheck disable=SC2086
         cc -std=c11 "examples/$ex.c" -o "$work/ex_$ex" $flags -pthread -lm || return 1
     done

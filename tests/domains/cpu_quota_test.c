@@ -382,3 +382,72 @@ Test(domains_cpu_quota, a_limit_above_a_deep_cgroup_counts)
     cr_expect_eq(q.status, 0, "%s", q.source);
     cr_expect_eq(q.cpus, 1, "the limit 100 levels up counts (%s)", q.source);
 }
+
+/* ---- the limit's values and its throttling (nxr__cpu_throttle_read) ---- */
+
+Test(domains_cpu_quota, v2_tightest_limit_names_its_values_and_directory)
+{
+    v2_layout("/a/b", "/");
+    put("sys/fs/cgroup/a/b/cpu.max", "400000 100000\n");
+    put("sys/fs/cgroup/a/cpu.max", "150000 100000\n"); /* the tightest: 1 CPU */
+    struct nxr__cpu_quota q = read_quota();
+    cr_expect_eq(q.cpus, 1, "%s", q.source);
+    cr_expect_eq(q.quota_us, 150000);
+    cr_expect_eq(q.period_us, 100000);
+    cr_expect_eq(q.v, 2);
+    char want[1024];
+    snprintf(want, sizeof(want), "%s/sys/fs/cgroup/a", root);
+    cr_expect_str_eq(q.dir, want);
+}
+
+Test(domains_cpu_quota, v2_throttling_is_read_from_the_limiting_level)
+{
+    v2_layout("/a/b", "/");
+    put("sys/fs/cgroup/a/b/cpu.max", "max 100000\n");
+    put("sys/fs/cgroup/a/b/cpu.stat", "usage_usec 5\nnr_periods 9\nnr_throttled 1\n"
+                                      "throttled_usec 2\n");
+    put("sys/fs/cgroup/a/cpu.max", "100000 100000\n");
+    put("sys/fs/cgroup/a/cpu.stat", "usage_usec 900\nuser_usec 800\nsystem_usec 100\n"
+                                    "nr_periods 40\nnr_throttled 7\nthrottled_usec 12345\n"
+                                    "nr_bursts 0\nburst_usec 0\n");
+    struct nxr__cpu_quota q = read_quota();
+    struct nxr__cpu_throttle t;
+    cr_assert_eq(nxr__cpu_throttle_read(&q, &t), 0);
+    cr_expect_eq(t.nr_throttled, 7, "the limiting level's, not the leaf's");
+    cr_expect_eq(t.throttled_usec, 12345);
+}
+
+Test(domains_cpu_quota, v1_throttled_time_is_nanoseconds)
+{
+    v1_layout("/batch");
+    put("sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_quota_us", "100000\n");
+    put("sys/fs/cgroup/cpu,cpuacct/batch/cpu.cfs_period_us", "100000\n");
+    put("sys/fs/cgroup/cpu,cpuacct/batch/cpu.stat", "nr_periods 10\nnr_throttled 3\n"
+                                                    "throttled_time 4000000\n");
+    struct nxr__cpu_quota q = read_quota();
+    cr_expect_eq(q.v, 1);
+    struct nxr__cpu_throttle t;
+    cr_assert_eq(nxr__cpu_throttle_read(&q, &t), 0);
+    cr_expect_eq(t.nr_throttled, 3);
+    cr_expect_eq(t.throttled_usec, 4000, "4 ms in nanoseconds is 4000 us");
+}
+
+Test(domains_cpu_quota, throttling_without_a_limit_or_with_a_bad_file_is_an_error)
+{
+    v2_layout("/svc", "/");
+    put("sys/fs/cgroup/svc/cpu.max", "max 100000\n");
+    struct nxr__cpu_quota q = read_quota();
+    struct nxr__cpu_throttle t;
+    memset(&t, 0x55, sizeof(t));
+    cr_expect_eq(nxr__cpu_throttle_read(&q, &t), -ENOENT, "no limit: no directory");
+    cr_expect_eq(t.nr_throttled, 0);
+
+    put("sys/fs/cgroup/svc/cpu.max", "100000 100000\n");
+    q = read_quota();
+    cr_expect_eq(nxr__cpu_throttle_read(&q, &t), -ENOENT, "no cpu.stat");
+    put("sys/fs/cgroup/svc/cpu.stat", "nr_throttled x1\nthrottled_usec 5\n");
+    cr_expect_eq(nxr__cpu_throttle_read(&q, &t), NXR_ESYNTAX);
+    put("sys/fs/cgroup/svc/cpu.stat", "nr_throttled 1\n");
+    cr_expect_eq(nxr__cpu_throttle_read(&q, &t), NXR_ESYNTAX, "throttled_usec missing");
+    cr_expect_eq(t.nr_throttled, 0, "a refused read leaves zeroes");
+}

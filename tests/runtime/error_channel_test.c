@@ -343,6 +343,39 @@ GOOD(nxr_runtime_describe)
     free(s);
     return rc;
 }
+BAD(nxr_runtime_stats)
+{
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    s.size = 1; /* below the first version's */
+    return nxr_runtime_stats(fx.rt, &s);
+}
+BAD(nxr_runtime_refresh_budget)
+{
+    return nxr_runtime_refresh_budget(NULL);
+}
+GOOD(nxr_runtime_refresh_budget)
+{
+    return nxr_runtime_refresh_budget(fx.rt);
+}
+BAD(nxr_runtime_metrics)
+{
+    size_t len;
+    return nxr_runtime_metrics(fx.rt, NULL, 0, &len); /* -ENOSPC: only asks the length */
+}
+GOOD(nxr_runtime_metrics)
+{
+    static char buf[1 << 16];
+    size_t len;
+    return nxr_runtime_metrics(fx.rt, buf, sizeof(buf), &len);
+}
+GOOD(nxr_runtime_stats)
+{
+    struct nxr_domain_stats d[4];
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, d, 4);
+    return nxr_runtime_stats(fx.rt, &s);
+}
 
 /* contexts */
 BAD(nxr_ctx_create)
@@ -962,6 +995,9 @@ NULLS(inits)
     nxr_runtime_opts_init(&ro);
     struct nxr_external_decl ed;
     nxr_external_decl_init(&ed);
+    struct nxr_runtime_stats rs;
+    nxr_runtime_stats_init(&rs, NULL, 0);
+    nxr_runtime_stats_init(NULL, NULL, 0); /* a no-op */
     struct nxr_span_opts spo;
     nxr_span_opts_init(&spo);
     struct nxr_weights_desc wd;
@@ -1115,6 +1151,11 @@ static const struct row rows[] = {
     FALLIBLE_BAD_ONLY(nxr_runtime_attach, "attaching a host executor: attach_test"),
     FALLIBLE(nxr_run_across),
     FALLIBLE(nxr_runtime_describe),
+    /* runtime/nxr_stats.h */
+    FALLIBLE(nxr_runtime_stats),
+    FALLIBLE(nxr_runtime_metrics),
+    FALLIBLE(nxr_runtime_refresh_budget),
+    CANNOT_FAIL(nxr_runtime_stats_init, inits, "fills the caller's struct"),
     /* runtime/nxr_ctx.h */
     FALLIBLE(nxr_ctx_create),
     FALLIBLE_BAD_ONLY(nxr_ctx_create_here, "as nxr_runtime_domain_here"),

@@ -5,7 +5,9 @@
  * runtime reports. Skips with the reason when no cpu controller can be
  * written here (not root, a read-only /sys/fs/cgroup, a container), or when
  * fewer than two CPUs are allowed (a one-CPU quota then lowers nothing).
- * The cgroup is removed on every path.
+ * The cgroup is removed on every path. Also: a runtime serving in a
+ * two-CPU cgroup whose quota is lowered to one follows it at its next
+ * nxr_runtime_refresh_budget (the steps ordered by pipes, not by time).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -94,8 +96,27 @@ __attribute__((format(printf, 3, 4))) static void add_why(char *why, size_t whys
     va_end(ap);
 }
 
-/* Creates dir/name with a one-CPU quota; 0, or why not in why. */
-static int make_quota_cgroup(char *dir, size_t size, bool *v2, char *why, size_t whysz)
+/* Sets dir's quota to cpus CPUs (period 100 ms); 0 or a negative errno,
+ * the file in file. */
+static int set_quota(const char *dir, bool v2, unsigned cpus, char *file, size_t filesz)
+{
+    char value[32];
+    snprintf(value, sizeof(value), "%u", cpus * 100000u);
+    if (v2) {
+        char max[48];
+        snprintf(max, sizeof(max), "%s 100000", value);
+        snprintf(file, filesz, "%s/cpu.max", dir);
+        return write_file(file, max);
+    }
+    snprintf(file, filesz, "%s/cpu.cfs_period_us", dir);
+    int rc = write_file(file, "100000");
+    snprintf(file, filesz, "%s/cpu.cfs_quota_us", dir);
+    return rc != 0 ? rc : write_file(file, value);
+}
+
+/* Creates dir/name with a quota of cpus CPUs; 0, or why not in why. */
+static int make_quota_cgroup(char *dir, size_t size, bool *v2, unsigned cpus, char *why,
+                             size_t whysz)
 {
     char parent[2048], file[2300];
     for (int pass = 0; pass < 2; pass++) {
@@ -111,17 +132,7 @@ static int make_quota_cgroup(char *dir, size_t size, bool *v2, char *why, size_t
                      pass ? "; " : "", dir, strerror(errno));
             continue;
         }
-        int rc;
-        if (*v2) {
-            snprintf(file, sizeof(file), "%s/cpu.max", dir);
-            rc = write_file(file, "100000 100000");
-        } else {
-            snprintf(file, sizeof(file), "%s/cpu.cfs_period_us", dir);
-            rc = write_file(file, "100000");
-            snprintf(file, sizeof(file), "%s/cpu.cfs_quota_us", dir);
-            if (rc == 0)
-                rc = write_file(file, "100000");
-        }
+        int rc = set_quota(dir, *v2, cpus, file, sizeof(file));
         if (rc == 0)
             return 0;
         add_why(why, whysz, "%scannot write %s: %s",
@@ -162,7 +173,7 @@ Test(runtime_quota_cgroup, one_cpu_quota_gives_budget_one, .timeout = 60)
     NXR_TEST_NEED_CPUS(2);
     char dir[2200], why[2048] = "", procs[2300];
     bool v2;
-    if (make_quota_cgroup(dir, sizeof(dir), &v2, why, sizeof(why)) != 0)
+    if (make_quota_cgroup(dir, sizeof(dir), &v2, 1, why, sizeof(why)) != 0)
         cr_skip_test("no writable cgroup cpu controller: %s", why);
 
     int ready[2], out[2];
@@ -201,5 +212,114 @@ Test(runtime_quota_cgroup, one_cpu_quota_gives_budget_one, .timeout = 60)
     cr_expect_str_eq(r.limit, "quota");
     cr_expect_neq(strstr(r.source, v2 ? "cgroup v2 " : "cgroup v1 "), NULL, "%s", r.source);
     cr_expect_neq(strstr(r.source, strrchr(dir, '/')), NULL, "'%s' names %s", r.source, dir);
+    cr_expect_eq(removed, 0, "removing %s: %s", dir, strerror(-removed));
+}
+
+/* ---- a quota lowered while the runtime serves ------------------------------ */
+
+/* What the following child reports at each step. */
+struct follow {
+    int rc;
+    unsigned budget, participants;
+    unsigned long long changes;
+};
+
+static void record_participants(void *arg, size_t b, size_t e, unsigned participant)
+{
+    (void)b, (void)e;
+    __atomic_fetch_or((unsigned *)arg, 1u << participant, __ATOMIC_RELAXED);
+}
+
+/* One step: (refresh first when asked), the budget, which participants a
+ * two-chunk loop used, the stats' change count. */
+static struct follow step(nxr_runtime_t *rt, nxr_ctx_t *ctx, bool refresh)
+{
+    struct follow f = {0};
+    if (refresh && (f.rc = nxr_runtime_refresh_budget(rt)) != 0)
+        return f;
+    f.budget = nxr_domain_budget(nxr_runtime_domain_at(rt, 0));
+    if ((f.rc = nxr_parallel_for(ctx, 0, 2, 1, record_participants, &f.participants)) != 0)
+        return f;
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    f.rc = nxr_runtime_stats(rt, &s);
+    f.changes = s.budget_changes;
+    return f;
+}
+
+/* Reports a step after each byte the parent sends: serving, then after
+ * the parent lowered the quota (a refresh first). */
+static void following_child(int go_fd, int out_fd)
+{
+    char go;
+    struct follow f = {0};
+    if (read(go_fd, &go, 1) != 1)
+        _exit(2);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true; /* NXR_CPU_QUOTA stays auto */
+    nxr_runtime_t *rt = NULL;
+    nxr_ctx_t *ctx = NULL;
+    f.rc = nxr_runtime_create(&o, &rt);
+    if (f.rc == 0)
+        f.rc = nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx);
+    if (f.rc == 0)
+        f = step(rt, ctx, false);
+    if (write(out_fd, &f, sizeof(f)) != (ssize_t)sizeof(f) || f.rc != 0)
+        _exit(3);
+    if (read(go_fd, &go, 1) != 1) /* the parent lowered the quota */
+        _exit(2);
+    f = step(rt, ctx, true);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+    _exit(write(out_fd, &f, sizeof(f)) == (ssize_t)sizeof(f) ? 0 : 3);
+}
+
+Test(runtime_quota_cgroup, a_lowered_quota_is_followed_by_a_serving_runtime, .timeout = 60)
+{
+    NXR_TEST_NEED_CPUS(2);
+    char dir[2200], why[2048] = "", procs[2300], file[2300];
+    bool v2;
+    if (make_quota_cgroup(dir, sizeof(dir), &v2, 2, why, sizeof(why)) != 0)
+        cr_skip_test("no writable cgroup cpu controller: %s", why);
+    int go[2], out[2];
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(out), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(go[1]);
+        close(out[0]);
+        following_child(go[0], out[1]);
+    }
+    close(go[0]);
+    close(out[1]);
+    char text[32];
+    snprintf(text, sizeof(text), "%d", (int)pid);
+    snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+    int moved = write_file(procs, text);
+    struct follow before = {-1, 0, 0, 0}, after = {-1, 0, 0, 0};
+    int lowered = -1;
+    if (write(go[1], "g", 1) == 1 && read(out[0], &before, sizeof(before)) == sizeof(before) &&
+        before.rc == 0) {
+        lowered = set_quota(dir, v2, 1, file, sizeof(file));
+        if (write(go[1], "g", 1) == 1 && read(out[0], &after, sizeof(after)) != sizeof(after))
+            after.rc = -EIO;
+    }
+    close(go[1]);
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int removed = rmdir(dir) == 0 ? 0 : -errno;
+
+    cr_assert_eq(moved, 0, "moving the child into %s: %s", dir, strerror(-moved));
+    cr_assert_eq(before.rc, 0, "the child before: %s (status %d)", nxr_strerror(before.rc), status);
+    cr_expect_eq(before.budget, 2, "a 2-CPU quota on %d CPUs", nxr_test_cpu_count());
+    cr_expect_eq(before.participants, 3u);
+    cr_assert_eq(lowered, 0, "lowering the quota in %s: %s", file, strerror(-lowered));
+    cr_assert_eq(after.rc, 0, "the child after: %s (status %d)", nxr_strerror(after.rc), status);
+    cr_expect_eq(after.budget, 1, "the budget followed the quota down");
+    cr_expect_eq(after.participants, 1u, "the next loop ran on one participant");
+    cr_expect_eq(after.changes, 1);
     cr_expect_eq(removed, 0, "removing %s: %s", dir, strerror(-removed));
 }

@@ -7,10 +7,12 @@
  * tests/domains/cpu_quota_test.c's.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/internal/runtime.h"
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
 #include "tests/support/fsfixture.h"
@@ -238,4 +240,192 @@ Test(runtime_quota, bad_settings_are_refused)
         expect_refused(&o, bad[i], NXR_ESYNTAX);
     o.cpu_quota = -3;
     expect_refused(&o, NULL, -EINVAL);
+}
+
+/* nxr_runtime_stats reports the limit's own values and reads the limiting
+ * cgroup's throttling at each call (it moves while the runtime serves). */
+Test(runtime_quota, stats_report_the_limit_and_its_throttling)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("150000 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0, "%s", nxr_last_error());
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.cpu_quota_us, 150000);
+    cr_expect_eq(s.cpu_period_us, 100000);
+    cr_expect_eq(s.throttle_status, -ENOENT, "no cpu.stat yet");
+    cr_expect_eq(s.nr_throttled, 0);
+
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.stat",
+                                        "nr_periods 10\nnr_throttled 4\nthrottled_usec 900\n"),
+                 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.throttle_status, 0);
+    cr_expect_eq(s.nr_throttled, 4);
+    cr_expect_eq(s.throttled_usec, 900);
+    nxr_runtime_destroy(rt);
+
+    o.cpu_quota = 1; /* a quota from a setting names no cgroup */
+    rt = create(&o);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.cpu_quota_us, 0);
+    cr_expect_eq(s.throttle_status, -ENOENT);
+    nxr_runtime_destroy(rt);
+}
+
+/* ---- budgets following a changed quota (nxr_runtime_refresh_budget) ---- */
+
+static void record_participants(void *arg, size_t b, size_t e, unsigned participant)
+{
+    (void)b, (void)e;
+    __atomic_fetch_or((unsigned *)arg, 1u << participant, __ATOMIC_RELAXED);
+}
+
+/* Which participants a loop of two chunks used (a bit each). */
+static unsigned participants_of(nxr_ctx_t *ctx)
+{
+    unsigned seen = 0;
+    cr_assert_eq(nxr_parallel_for(ctx, 0, 2, 1, record_participants, &seen), 0);
+    return seen;
+}
+
+Test(runtime_quota, budgets_follow_a_lowered_then_raised_quota)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("200000 100000\n"); /* 2 CPUs: the whole domain */
+    nxr_runtime_t *rt = create(&o);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(d), &ctx), 0);
+    cr_assert_eq(nxr_domain_budget(d), 2);
+    cr_expect_eq(participants_of(ctx), 3u, "two participants under a 2-CPU quota");
+
+    /* The limit is lowered while the runtime serves. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_expect_eq(nxr_domain_budget(d), 2, "nothing moves before the refresh");
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0, "%s", nxr_last_error());
+    cr_expect_eq(nxr_domain_budget(d), 1);
+    cr_expect_eq(nxr_ctx_budget(ctx), 1);
+    cr_expect_eq(participants_of(ctx), 1u, "the next loop runs on one participant");
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.cpu_quota, 1);
+    cr_expect_eq(s.budget_changes, 1);
+    cr_expect_neq(s.budget_changed_ns, 0);
+    char *text = describe(rt, NXR_DESCRIBE_TEXT);
+    cr_expect_neq(strstr(text, "the budgets followed it 1 time(s), last: domain 0 2 -> 1, as the "
+                               "CPU quota is now cgroup v2 "),
+                  NULL, "%s", text);
+    free(text);
+
+    /* A refresh with nothing changed moves nothing. */
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 1);
+
+    /* Raised again (past the creation quota: no limit): back to the
+     * creation budget, never above it. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "max 100000\n"), 0);
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_expect_eq(nxr_domain_budget(d), 2);
+    cr_expect_eq(participants_of(ctx), 3u);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 2);
+    cr_expect_eq(s.cpu_quota, 0, "no limit now");
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, a_quota_from_a_setting_does_not_move)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    o.cpu_quota = 1;
+    nxr_runtime_t *rt = create(&o);
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_assert_eq(nxr_domain_budget(d), 1);
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_expect_eq(nxr_runtime_refresh_budget(rt), 0);
+    cr_expect_eq(nxr_domain_budget(d), 1);
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, NULL, 0);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_expect_eq(s.budget_changes, 0);
+    cr_expect_eq(nxr_runtime_refresh_budget(NULL), -EINVAL);
+    nxr_runtime_destroy(rt);
+}
+
+Test(runtime_quota, two_domains_share_a_lowered_quota_by_their_cpus)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, TWO_NODES);
+    fixture("max 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_assert_eq(nxr_runtime_domain_count(rt), 2);
+    /* One CPU for two one-CPU domains: each keeps one (a domain with no
+     * thread could run nothing), so nothing moves; the record says none. */
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_eq(nxr_domain_budget(nxr_runtime_domain_at(rt, i)), 1);
+    nxr_runtime_destroy(rt);
+}
+
+/* NXR_QUOTA_FOLLOW_MS: a follower thread refreshes on its own. Waits on its
+ * refresh count (two refreshes after the change: the second started after
+ * it), not on time. */
+static void await_refreshes(nxr_runtime_t *rt, unsigned long long n)
+{
+    unsigned long long start = atomic_load(&rt->quota_refreshes);
+    while (atomic_load(&rt->quota_refreshes) < start + n)
+        sched_yield();
+}
+
+Test(runtime_quota, a_follower_moves_the_budgets_without_a_call, .timeout = 60)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("200000 100000\n");
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "2", 1), 0);
+    nxr_runtime_t *rt = create(&o);
+    unsetenv("NXR_QUOTA_FOLLOW_MS");
+    nxr_domain_t *d = nxr_runtime_domain_at(rt, 0);
+    cr_assert_eq(nxr_domain_budget(d), 2);
+    cr_assert(rt->quota_following, "the follower runs");
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "100000 100000\n"), 0);
+    await_refreshes(rt, 2);
+    cr_expect_eq(nxr_domain_budget(d), 1, "followed down");
+    cr_assert_eq(nxr_test_fixture_write(root, "sys/fs/cgroup/job/cpu.max", "200000 100000\n"), 0);
+    await_refreshes(rt, 2);
+    cr_expect_eq(nxr_domain_budget(d), 2, "followed up");
+    nxr_runtime_destroy(rt); /* joins the follower */
+}
+
+Test(runtime_quota, no_follower_unless_asked_or_with_a_fixed_quota)
+{
+    struct nxr_runtime_opts o;
+    opts_for(&o, ONE_NODE);
+    fixture("max 100000\n");
+    nxr_runtime_t *rt = create(&o);
+    cr_expect(!rt->quota_following, "off by default");
+    nxr_runtime_destroy(rt);
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "5", 1), 0);
+    o.cpu_quota = 1;
+    rt = create(&o);
+    cr_expect(!rt->quota_following, "a quota from a setting never moves");
+    nxr_runtime_destroy(rt);
+    cr_assert_eq(setenv("NXR_QUOTA_FOLLOW_MS", "soon", 1), 0);
+    o.cpu_quota = 0;
+    nxr_runtime_t *bad = NULL;
+    cr_expect_eq(nxr_runtime_create(&o, &bad), NXR_ESYNTAX);
+    cr_expect_null(bad);
+    cr_expect_neq(strstr(nxr_last_error(), "NXR_QUOTA_FOLLOW_MS"), NULL, "%s", nxr_last_error());
+    unsetenv("NXR_QUOTA_FOLLOW_MS");
 }

@@ -94,6 +94,24 @@ else
 fi
 python3 -c 'import json,sys; d=json.load(open("sparse.json"))["domains"]; ids=[x["id"] for x in d]; want=json.loads(sys.argv[1]); assert ids==want, ids; assert [x["node"] for x in d]==want; print("sparse ids", ids)' "$want"
 
+# --prometheus: the live counters' page, a family per # TYPE line, a sample
+# per domain for the per-domain families.
+"$nxr" info --prometheus > metrics.txt
+python3 - metrics.txt info.json <<'PY'
+import json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+domains = json.load(open(sys.argv[2]))["domains"]
+types = [l.split()[2] for l in lines if l.startswith("# TYPE ")]
+assert len(types) == len(set(types)), "a family twice"
+workers = [l for l in lines if l.startswith("nxr_domain_workers{")]
+assert len(workers) == len(domains), workers
+for l in lines:
+    if not l.startswith("#"):
+        name, value = re.match(r"^([a-zA-Z_][a-zA-Z0-9_]*)(?:\{[^}]*\})? (\S+)$", l).groups()
+        float(value)
+print("nxr info --prometheus: %d families, %d domain(s)" % (len(types), len(workers)))
+PY
+
 # A configuration error exits 1 with the typed error named.
 if NXR_DOMAINS="0:$c0;1:$c0" "$nxr" info 2> err.txt; then echo "overlap accepted"; exit 1; fi
 grep -q NXR_EOVERLAP err.txt
