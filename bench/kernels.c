@@ -42,8 +42,12 @@
  * threads to go to sleep (OpenBLAS's spin ~0.1 s, libgomp's and nxr's
  * under a few ms), so no contender pays for another's spin.
  *
+ *   (e) the per-call cost at decode's small shapes (kernels_percall.h):
+ *       nxr_sgemm_packed m = 1 against the same product as an
+ *       nxr_parallel_for row loop (goal: at most 1.2x at 288 x 288).
+ *
  *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
- *                                [--triad-mib M] [--short]
+ *                                [--triad-mib M] [--short] [--only-percall]
  * --short (CI's bench stage): 2 rounds, SGEMM at n = 128 and 256 in the rows
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
  * and the 4 MiB GEMV only.
@@ -66,6 +70,7 @@
 #include "runtime/internal/runtime.h"
 
 #include "bench/kernels_util.h"
+#include "bench/kernels_percall.h"
 #include "bench/kernels_small.h"
 
 /* Calls per contender's turn (see the file comment): a turn at n = 512 is
@@ -441,6 +446,17 @@ int main(int argc, char **argv)
             small_section(&small, reps);
             small_print_text(&small, 0.0);
             return 0;
+        } else if (strcmp(argv[i], "--only-percall") == 0) {
+            struct percall_report percall;
+            percall_section(&percall, reps);
+            if (json) {
+                printf("{\"reps\":%d", reps);
+                percall_print_json(&percall);
+                printf("}\n");
+            } else {
+                percall_print_text(&percall);
+            }
+            return 0;
         } else if (strcmp(argv[i], "--short") == 0) {
             /* CI's bench stage: every section runs, small and briefly. */
             reps = 2;
@@ -455,7 +471,8 @@ int main(int argc, char **argv)
             triad_mib = (size_t)atol(argv[++i]);
         } else {
             fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
-                            "[--triad-mib M] [--gemv-mib M] [--only-small] [--no-small]\n");
+                            "[--triad-mib M] [--gemv-mib M] [--only-small] [--no-small] "
+                            "[--only-percall] (after --json/--reps)\n");
             return 2;
         }
     }
@@ -476,6 +493,8 @@ int main(int argc, char **argv)
     struct small_report small;
     if (!skip_small)
         small_section(&small, reps);
+    struct percall_report percall;
+    percall_section(&percall, reps);
     openblas_set_num_threads(original_count);
 
     const struct sgemm_row *r2048 = &base.rows[1];
@@ -496,6 +515,7 @@ int main(int argc, char **argv)
         printf(",\"native_2048_gflops\":%.2f", r2048->native);
         if (!skip_small)
             small_print_json(&small);
+        percall_print_json(&percall);
         printf("}\n");
         return 0;
     }
@@ -527,5 +547,6 @@ int main(int argc, char **argv)
            goal(r512->native_vs_native1, 1.7), triad.ratio, goal(triad.ratio, 1.0));
     if (!skip_small)
         small_print_text(&small, r2048->native);
+    percall_print_text(&percall);
     return 0;
 }
