@@ -109,8 +109,8 @@ static int gemm_run(const struct nxr__native_isa *isa, const struct nxr_kernel_c
             return rc;
         small.scratch = call->scratch;
         /* Static shares: each participant streams one contiguous part of W. */
-        return run_range(call, small.plan.units, nxr__small_grain(&small.plan), nxr__small_chunk,
-                         &small);
+        return run_range(call, small.plan.units, nxr__small_grain(&small.plan, call->threads),
+                         nxr__small_chunk, &small);
     }
     if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
