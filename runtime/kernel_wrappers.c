@@ -245,17 +245,10 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
 
 /* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
 
-struct packed_call {
-    const struct nxr__native_isa *isa;
-    struct nxr_sgemm_args gemm; /* b: the copy's data */
-    const struct nxr__packed_b *packed;
-    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
-};
-
 static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *c,
                             const void *p)
 {
-    const struct packed_call *pc = p;
+    const struct nxr__packed_call *pc = p;
     (void)b; /* the weights' own ISA: the native provider's, checked at creation */
     return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
 }
@@ -263,8 +256,9 @@ static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_ker
 /* The packed call's verdict: the copy for ctx's domain, then nxr_sgemm's
  * rules on the equivalent unpacked arguments (the copy standing in for B),
  * the epilogue's, and C against the whole copy. */
-static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_call *pc,
-                           const struct nxr_sgemm_packed_args *args, const struct nxr_sgemm_epilogue *ep)
+void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packed_call *pc,
+                         const struct nxr_sgemm_packed_args *args,
+                         const struct nxr_sgemm_epilogue *ep)
 {
     if (args == NULL || args->w == NULL) {
         k->bad = -EINVAL;
@@ -320,10 +314,10 @@ int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
     nxr__call_begin();
     if (ctx == NULL)
         return nxr__fail(-EINVAL, __func__, "ctx is NULL");
-    struct packed_call pc = {0};
+    struct nxr__packed_call pc = {0};
     struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
                            .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};
     if (ctx->rt != NULL) /* else nxr__kcall_run reports the orphaned context */
-        packed_prepare(ctx, &k, &pc, args, epilogue);
+        nxr__packed_prepare(ctx, &k, &pc, args, epilogue);
     return nxr__kcall_run(ctx, &k);
 }
