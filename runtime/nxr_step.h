@@ -45,8 +45,6 @@
 extern "C" {
 #endif
 
-typedef struct nxr_step nxr_step_t;
-
 /* An empty step. 0, -EINVAL (out NULL), -ENOMEM. */
 NXR_API int nxr_step_create(nxr_step_t **out);
 
