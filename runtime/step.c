@@ -250,6 +250,7 @@ struct coop {
     struct nxr__step_run *run;
     struct op_run *op;
     unsigned participant;
+    unsigned calls; /* of parallel_for, by this participant's kernel */
 };
 
 /* The kernel's call->parallel_for inside a step: the chunks of the one cut
@@ -257,7 +258,12 @@ struct coop {
 static int coop_parallel_for(const struct nxr_kernel_call *call, size_t n, size_t grain,
                              nxr_for_fn fn, void *arg)
 {
-    const struct coop *c = call->runner;
+    struct coop *c = call->runner;
+    /* One cut per product: a kernel that cut its work twice (a pass, then
+     * another over its result) would need a barrier between the passes,
+     * which the op counter does not have. Refused, never run half. */
+    if (++c->calls > 1)
+        return NXR_EUNSUPPORTED;
     size_t g;
     size_t total = chunks_of(n, grain, call->threads, &g);
     size_t unknown = UNKNOWN;
