@@ -36,6 +36,7 @@
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
 #include "executor/internal/exec.h"
+#include "executor/internal/stall.h"
 #include "executor/internal/tasks.h"
 #include "kernels/internal/native.h"
 #include "runtime/internal/ctx.h"
@@ -308,9 +309,12 @@ static bool op_complete(struct op_run *o)
     return total != UNKNOWN && atomic_load(&o->done) == total;
 }
 
-/* Waits until operations [first, end) are complete. */
+/* Waits until operations [first, end) are complete. Past the stall
+ * threshold it reports once (a chunk that does not finish: a body waiting
+ * for something that never comes) and waits on. */
 static void barrier_wait(struct nxr__step_run *r, size_t first, size_t end)
 {
+    uint64_t start = 0, at = 0;
     for (size_t i = first; i < end; i++) {
         struct op_run *o = &r->ops[i];
         for (unsigned spin = 0; !op_complete(o);) {
@@ -319,11 +323,26 @@ static void barrier_wait(struct nxr__step_run *r, size_t first, size_t end)
                 nxr__cpu_relax();
                 continue;
             }
+            if (start == 0) {
+                start = nxr__now_ns();
+                at = nxr__stall_deadline(r->exec->stall, start);
+            }
             unsigned seen = atomic_load(&r->progress);
             atomic_fetch_add(&r->sleepers, 1);
-            if (!op_complete(o))
-                nxr__futex_wait(&r->progress, seen);
+            bool woken = true;
+            if (!op_complete(o)) {
+                if (at == 0)
+                    nxr__futex_wait(&r->progress, seen);
+                else
+                    woken = nxr__futex_wait_until(&r->progress, seen, at);
+            }
             atomic_fetch_sub(&r->sleepers, 1);
+            if (!woken && !op_complete(o)) {
+                char what[96];
+                snprintf(what, sizeof what, "a step's barrier (operation %zu not complete)", i);
+                nxr__stall_report(r->exec->stall, r->exec, what, nxr__now_ns() - start);
+                at = 0;
+            }
         }
     }
 }

@@ -428,3 +428,63 @@ Test(runtime_step, bad_input_is_refused_and_runs_nothing, .timeout = 60)
     model_free(&mo);
     ctx_rt_close(&r);
 }
+
+/* ---- a chunk that does not finish: the barrier's stall report ------------------ */
+
+static atomic_int stall_lines;
+
+static void count_sink(void *arg, const char *line)
+{
+    (void)arg;
+    if (strstr(line, "a step's barrier (operation 0 not complete)") != NULL)
+        atomic_fetch_add(&stall_lines, 1);
+}
+
+/* The single chunk of operation 0 holds its thread until the participant
+ * waiting at the barrier behind it has reported. */
+static void hold_until_reported(void *arg, size_t b, size_t e, unsigned worker)
+{
+    atomic_int *gave_up = arg;
+    (void)b, (void)e, (void)worker;
+    nxr_test_wait_at_least(&stall_lines, 1, BOUND_MS);
+    if (atomic_load(&stall_lines) == 0)
+        atomic_store(gave_up, 1);
+}
+
+static void nothing(void *arg, size_t b, size_t e, unsigned worker)
+{
+    (void)arg, (void)b, (void)e, (void)worker;
+}
+
+Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
+{
+    NXR_TEST_NEED_CPUS(2);
+    struct nxr_runtime_opts o;
+    nxr_runtime_opts_init(&o);
+    o.ignore_env = true;
+    o.num_threads = 2;
+    o.stall_report_ms = 20;
+    nxr_runtime_t *rt;
+    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
+    rt->stall.sink = count_sink; /* before any operation */
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
+    cr_assert_eq(nxr_ctx_budget(ctx), 2);
+    atomic_int gave_up = 0;
+    nxr_step_t *s;
+    cr_assert_eq(nxr_step_create(&s), 0);
+    cr_assert_eq(nxr_step_add_loop(s, 0, 1, 1, hold_until_reported, &gave_up), 0);
+    cr_assert_eq(nxr_step_add_barrier(s), 0);
+    cr_assert_eq(nxr_step_add_loop(s, 0, 2, 1, nothing, NULL), 0);
+    atomic_store(&stall_lines, 0);
+    /* Two participants: whichever takes the chunk holds it, the other
+     * waits at the barrier and reports (a worker that never came would
+     * leave the caller to run the chunk alone: nobody waits, the body
+     * gives up after the bound, and the test fails). */
+    cr_assert_eq(nxr_step_run(ctx, s), 0);
+    cr_assert_eq(atomic_load(&gave_up), 0, "no stall report from the barrier");
+    cr_assert_eq(atomic_load(&stall_lines), 1, "reported %d times", atomic_load(&stall_lines));
+    nxr_step_destroy(s);
+    nxr_ctx_destroy(ctx);
+    nxr_runtime_destroy(rt);
+}
