@@ -9,7 +9,10 @@
  * writes. Run it as often as needed with nxr_step_run(ctx, step): the
  * arguments (pointers included) were taken by value when added, the data
  * they point at is read when the step runs, so a loop's `arg` may point at
- * state the caller updates between runs (decode's position).
+ * state the caller updates between runs (decode's position). The weights
+ * and buffers named must outlive every run; a run does not change the step
+ * (each keeps its own state), and the step must not be changed or
+ * destroyed while it runs.
  *
  * How it runs. One region with the domain's budget of participants. Every
  * participant goes through the operations in order and takes chunks of
