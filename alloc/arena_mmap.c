@@ -22,7 +22,7 @@
  * (nxr_pool_trim) and destroy unmap them. The pools and scopes above reuse
  * what they got, so in steady state they do not reach the arena;
  * nxr_domain_malloc/free does. What it costs against jemalloc is measured
- * by //bench:alloc_arenas (the README gives it).
+ * by //bench:alloc_arenas (docs/guide.md gives it).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,6 +35,7 @@
 #include "alloc/internal/arena.h"
 #include "alloc/internal/arena_head.h"
 #include "alloc/internal/extent.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 
 /* The cache of freed mappings: a handful, for the sizes a caller frees and
@@ -124,14 +125,14 @@ size_t nxr__arena_allocated(const struct nxr__arena *a)
 static void flush_cache(struct nxr__arena *a, bool closing)
 {
     struct cached_extent out[CACHE_EXTENTS];
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARENA);
     size_t n = a->cached;
     memcpy(out, a->cache, n * sizeof(out[0]));
     a->cached = 0;
     a->cached_bytes = 0;
     if (closing)
         a->closing = true;
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARENA);
     for (size_t i = 0; i < n; i++)
         nxr__extent_unmap_recorded(&a->head.release_failures, &a->head.record, out[i].base,
                                    out[i].length);
@@ -158,7 +159,7 @@ bool nxr__arena_destroy(struct nxr__arena *a, size_t *live)
 static void *take_cached(struct nxr__arena *a, size_t length, size_t lead)
 {
     void *base = NULL;
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARENA);
     for (size_t i = 0; i < a->cached; i++) {
         if (a->cache[i].length == length && a->cache[i].lead == lead) {
             base = a->cache[i].base;
@@ -167,7 +168,7 @@ static void *take_cached(struct nxr__arena *a, size_t length, size_t lead)
             break;
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARENA);
     return base;
 }
 
@@ -175,13 +176,13 @@ static void *take_cached(struct nxr__arena *a, size_t length, size_t lead)
 static bool put_cached(struct nxr__arena *a, void *base, size_t length, size_t lead)
 {
     bool kept = false;
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARENA);
     if (!a->closing && a->cached < CACHE_EXTENTS && length <= CACHE_BYTES - a->cached_bytes) {
         a->cache[a->cached++] = (struct cached_extent){.base = base, .length = length, .lead = lead};
         a->cached_bytes += length;
         kept = true;
     }
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARENA);
     return kept;
 }
 

@@ -47,7 +47,7 @@
  * every arena allocation is an extent of its own (mmap'ed),
  * and libnxr.so loads with dlopen / ctypes at any time. The pools and
  * scopes above are the same code in both; what differs is the cost of
- * nxr_domain_malloc/free and of a pool or scope miss (README, "dlopen").
+ * nxr_domain_malloc/free and of a pool or scope miss (docs/guide.md, "dlopen").
  */
 #ifndef NXR_ALLOC_H
 #define NXR_ALLOC_H

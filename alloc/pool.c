@@ -29,6 +29,7 @@
 #include "alloc/internal/pool_impl.h"
 #include "alloc/internal/size_class.h"
 #include "base/internal/last_error.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "domains/nxr_domains.h"
 
@@ -112,7 +113,7 @@ static void buffer_free(nxr_buffer_t *b)
 static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls, bool count)
 {
     struct nxr__pool_class *c = &p->classes[cls];
-    pthread_mutex_lock(&c->lock);
+    nxr__lock(&c->lock, NXR__RANK_POOL);
     nxr_buffer_t *b = c->top;
     if (b != NULL) {
         c->top = b->next;
@@ -124,7 +125,7 @@ static nxr_buffer_t *class_pop(struct nxr__pool *p, unsigned cls, bool count)
         else
             c->misses++;
     }
-    pthread_mutex_unlock(&c->lock);
+    nxr__unlock(&c->lock, NXR__RANK_POOL);
     if (b != NULL)
         atomic_fetch_sub_explicit(&p->cached_bytes, b->size, memory_order_relaxed);
     return b;
@@ -243,11 +244,11 @@ void nxr_buffer_release(nxr_buffer_t *b)
     }
     nxr__asan_poison(b->data, b->size);
     struct nxr__pool_class *c = &p->classes[b->cls];
-    pthread_mutex_lock(&c->lock);
+    nxr__lock(&c->lock, NXR__RANK_POOL);
     b->next = c->top;
     c->top = b;
     c->count++;
-    pthread_mutex_unlock(&c->lock);
+    nxr__unlock(&c->lock, NXR__RANK_POOL);
 }
 
 void *nxr_buffer_data(const nxr_buffer_t *b)
@@ -291,11 +292,11 @@ void nxr__pool_stats(struct nxr__pool *p, struct nxr_pool_stats *out)
     memset(out, 0, sizeof(*out));
     for (unsigned i = 0; i < NXR__CLASS_COUNT; i++) {
         struct nxr__pool_class *c = &p->classes[i];
-        pthread_mutex_lock(&c->lock);
+        nxr__lock(&c->lock, NXR__RANK_POOL);
         out->cached_buffers += c->count;
         out->hits += c->hits;
         out->misses += c->misses;
-        pthread_mutex_unlock(&c->lock);
+        nxr__unlock(&c->lock, NXR__RANK_POOL);
     }
     out->cap_bytes = atomic_load_explicit(&p->cap, memory_order_relaxed);
     out->cached_bytes = atomic_load_explicit(&p->cached_bytes, memory_order_relaxed);

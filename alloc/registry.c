@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 
 struct range {
@@ -114,7 +115,7 @@ static void cut(struct nxr__registry *r, uintptr_t b, uintptr_t e)
 
 int nxr__registry_add(struct nxr__registry *r, uintptr_t begin, uintptr_t end, int tag)
 {
-    pthread_mutex_lock(&r->lock);
+    nxr__lock(&r->lock, NXR__RANK_MEM_REGISTRY);
     /* At most one split (a stale overlap) plus the new range. */
     int rc = reserve(r, 2);
     if (rc == 0) {
@@ -137,48 +138,48 @@ int nxr__registry_add(struct nxr__registry *r, uintptr_t begin, uintptr_t end, i
             r->count++;
         }
     }
-    pthread_mutex_unlock(&r->lock);
+    nxr__unlock(&r->lock, NXR__RANK_MEM_REGISTRY);
     return rc;
 }
 
 int nxr__registry_remove(struct nxr__registry *r, uintptr_t begin, uintptr_t end)
 {
-    pthread_mutex_lock(&r->lock);
+    nxr__lock(&r->lock, NXR__RANK_MEM_REGISTRY);
     int rc = cut_splits(r, begin, end) ? reserve(r, 1) : 0;
     if (rc == 0)
         cut(r, begin, end);
-    pthread_mutex_unlock(&r->lock);
+    nxr__unlock(&r->lock, NXR__RANK_MEM_REGISTRY);
     return rc;
 }
 
 void nxr__registry_remove_tag(struct nxr__registry *r, int tag)
 {
-    pthread_mutex_lock(&r->lock);
+    nxr__lock(&r->lock, NXR__RANK_MEM_REGISTRY);
     size_t kept = 0;
     for (size_t i = 0; i < r->count; i++) {
         if (r->v[i].tag != tag)
             r->v[kept++] = r->v[i];
     }
     r->count = kept;
-    pthread_mutex_unlock(&r->lock);
+    nxr__unlock(&r->lock, NXR__RANK_MEM_REGISTRY);
 }
 
 bool nxr__registry_find(struct nxr__registry *r, const void *ptr, int *tag)
 {
     uintptr_t p = (uintptr_t)ptr;
-    pthread_mutex_lock(&r->lock);
+    nxr__lock(&r->lock, NXR__RANK_MEM_REGISTRY);
     size_t i = first_above(r, p);
     bool hit = i < r->count && r->v[i].begin <= p;
     if (hit)
         *tag = r->v[i].tag;
-    pthread_mutex_unlock(&r->lock);
+    nxr__unlock(&r->lock, NXR__RANK_MEM_REGISTRY);
     return hit;
 }
 
 size_t nxr__registry_count(struct nxr__registry *r)
 {
-    pthread_mutex_lock(&r->lock);
+    nxr__lock(&r->lock, NXR__RANK_MEM_REGISTRY);
     size_t n = r->count;
-    pthread_mutex_unlock(&r->lock);
+    nxr__unlock(&r->lock, NXR__RANK_MEM_REGISTRY);
     return n;
 }

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/internal/lock_rank.h"
+
 static atomic_uint fault_points; /* armed points; 0 = disarmed */
 static atomic_long fault_target; /* the call number that fails */
 static atomic_long fault_seen;   /* calls seen through armed points */
@@ -250,11 +252,11 @@ void nxr__handle_retire(unsigned *magic, void *mem)
 {
     *magic = NXR__HANDLE_DEAD;
 #if NXR__CHECKED_BUILD
-    pthread_mutex_lock(&quarantine_lock);
+    nxr__lock(&quarantine_lock, NXR__RANK_QUARANTINE);
     void *oldest = quarantine[quarantine_next];
     quarantine[quarantine_next] = mem;
     quarantine_next = (quarantine_next + 1) % QUARANTINE;
-    pthread_mutex_unlock(&quarantine_lock);
+    nxr__unlock(&quarantine_lock, NXR__RANK_QUARANTINE);
     free(oldest);
 #else
     free(mem);

@@ -1,5 +1,5 @@
 /*
- * bench/decode with nxr, the way the docs tell a user to write it (README,
+ * bench/decode with nxr, the way the docs tell a user to write it (docs/guide.md,
  * "Kernels"; runtime/nxr_weights.h): one context on the domain; every
  * matrix packed once at load with nxr_weights_create (a layer's Wq, Wk, Wv
  * as one matrix, its W1, W3 as one); each product one nxr_sgemm_packed with

@@ -50,7 +50,9 @@
  *                                [--triad-mib M] [--short] [--only-percall]
  * --short (CI's bench stage): 2 rounds, SGEMM at n = 128 and 256 in the rows
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
- * and the 4 MiB GEMV only.
+ * and the 4 MiB GEMV only, and the weight formats at 4 MiB.
+ * --formats-mib: f32 MiB of W in the weight-formats rows (kernels_formats.h;
+ * default 64). --only-formats: those rows alone.
  * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
@@ -71,6 +73,7 @@
 
 #include "bench/kernels_util.h"
 #include "bench/kernels_percall.h"
+#include "bench/kernels_formats.h"
 #include "bench/kernels_small.h"
 
 /* Calls per contender's turn (see the file comment): a turn at n = 512 is
@@ -426,7 +429,8 @@ int main(int argc, char **argv)
 {
     bool json = false, skip_small = false;
     int reps = 12;
-    size_t triad_mib = 64;
+    size_t triad_mib = 64, formats_mib = 64;
+    bool only_formats = false, only_percall = false;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sgemm-child") == 0 && i + 1 < argc)
@@ -447,38 +451,58 @@ int main(int argc, char **argv)
             small_print_text(&small, 0.0);
             return 0;
         } else if (strcmp(argv[i], "--only-percall") == 0) {
-            struct percall_report percall;
-            percall_section(&percall, reps);
-            if (json) {
-                printf("{\"reps\":%d", reps);
-                percall_print_json(&percall);
-                printf("}\n");
-            } else {
-                percall_print_text(&percall);
-            }
-            return 0;
+            only_percall = true;
         } else if (strcmp(argv[i], "--short") == 0) {
             /* CI's bench stage: every section runs, small and briefly. */
             reps = 2;
             core = NULL;
             triad_mib = 4;
             small_only_mib = 4;
+            formats_mib = 4;
             sgemm_n[0] = 128;
             sgemm_n[1] = 256;
+        } else if (strcmp(argv[i], "--formats-mib") == 0 && i + 1 < argc) {
+            formats_mib = (size_t)atol(argv[++i]);
+        } else if (strcmp(argv[i], "--only-formats") == 0) {
+            only_formats = true;
         } else if (strcmp(argv[i], "--no-small") == 0) {
             skip_small = true;
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
             triad_mib = (size_t)atol(argv[++i]);
         } else {
             fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
-                            "[--triad-mib M] [--gemv-mib M] [--only-small] [--no-small] "
-                            "[--only-percall] (after --json/--reps)\n");
+                            "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--only-small] "
+                            "[--only-formats] [--only-percall] [--no-small]\n");
             return 2;
         }
     }
-    if (reps < 2 || reps > 1000 || triad_mib < 1) {
-        fprintf(stderr, "kernels: bad --reps or --triad-mib\n");
+    if (reps < 2 || reps > 1000 || triad_mib < 1 || formats_mib < 1 || formats_mib > 4096) {
+        fprintf(stderr, "kernels: bad --reps, --triad-mib or --formats-mib\n");
         return 2;
+    }
+    if (only_percall) { /* the per-call rows alone */
+        struct percall_report percall;
+        percall_section(&percall, reps);
+        if (json) {
+            printf("{\"threads\":%u,\"reps\":%d", percall.threads, reps);
+            percall_print_json(&percall);
+            printf("}\n");
+        } else {
+            percall_print_text(&percall);
+        }
+        return 0;
+    }
+    if (only_formats) { /* the weight-format rows alone */
+        struct formats_report fr;
+        formats_section(&fr, formats_mib, reps);
+        if (json) {
+            printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
+            formats_print_json(&fr);
+            printf("}\n");
+        } else {
+            formats_print_text(&fr);
+        }
+        return 0;
     }
     if (getenv("OPENBLAS_CORETYPE") != NULL)
         fprintf(stderr, "kernels: note: OPENBLAS_CORETYPE=%s is set for the default rows too\n",
@@ -491,8 +515,11 @@ int main(int argc, char **argv)
     struct triad_report triad;
     triad_section(&triad, triad_mib, 3 * reps);
     struct small_report small;
-    if (!skip_small)
+    struct formats_report fmts;
+    if (!skip_small) {
         small_section(&small, reps);
+        formats_section(&fmts, formats_mib, reps);
+    }
     struct percall_report percall;
     percall_section(&percall, reps);
     openblas_set_num_threads(original_count);
@@ -513,8 +540,10 @@ int main(int argc, char **argv)
                "\"triad_vs_omp\":%.4f",
                triad.mib, triad.nxr, triad.omp, triad.ratio);
         printf(",\"native_2048_gflops\":%.2f", r2048->native);
-        if (!skip_small)
+        if (!skip_small) {
             small_print_json(&small);
+            formats_print_json(&fmts);
+        }
         percall_print_json(&percall);
         printf("}\n");
         return 0;
@@ -545,8 +574,10 @@ int main(int argc, char **argv)
            r2048->ctx_vs_direct, goal(r2048->ctx_vs_direct, 0.97), r512->native_vs_direct,
            goal(r512->native_vs_direct, 0.9), r512->native_vs_native1,
            goal(r512->native_vs_native1, 1.7), triad.ratio, goal(triad.ratio, 1.0));
-    if (!skip_small)
+    if (!skip_small) {
         small_print_text(&small, r2048->native);
+        formats_print_text(&fmts);
+    }
     percall_print_text(&percall);
     return 0;
 }

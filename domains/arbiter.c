@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
 #include "domains/nxr_domains.h"
 #include "base/internal/build.h"
@@ -403,7 +404,7 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
     uint64_t start = now_ns();
     enqueue(a, &w);
     a->waits++;
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
 
     int rc = 0;
     /* Acquire pairs with the release store in serve(). */
@@ -413,7 +414,7 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
         nxr__cpu_relax();
     }
 
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     if (!atomic_load_explicit(&w.granted, memory_order_acquire)) {
         /* Static initialiser: cannot fail, nothing to undo on any path. */
         w.cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
@@ -432,9 +433,9 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
                         ETIMEDOUT &&
                     !atomic_load_explicit(&w.granted, memory_order_acquire)) {
                     note->at = 0;
-                    pthread_mutex_unlock(&a->lock);
+                    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
                     note->fn(note->arg, now_ns() - start);
-                    pthread_mutex_lock(&a->lock);
+                    nxr__lock(&a->lock, NXR__RANK_ARBITER);
                 }
                 continue;
             }
@@ -455,7 +456,7 @@ static int wait_granted(struct nxr__arbiter *a, const struct nxr__arbiter_reques
         /* No granter can signal w any more: it is granted or unlinked. */
         pthread_cond_destroy(&w.cond);
     }
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
 
 out_record:
     record_wait(a, now_ns() - start);
@@ -469,22 +470,26 @@ enum mode { MODE_BLOCK, MODE_TRY, MODE_TIMED };
 static inline int acquire(struct nxr__arbiter *a, const struct nxr__arbiter_request *r,
                           enum mode mode, uint64_t timeout_ns, struct stall_note *note)
 {
-    pthread_mutex_lock(&a->lock);
+    /* A thread that may wait for a permit holds no lock: a holder of that
+     * lock could be what the permit waits for (base/internal/lock_rank.h). */
+    if (mode == MODE_BLOCK || (mode == MODE_TIMED && timeout_ns > 0))
+        NXR__LOCK_RANK_NONE("waiting for a permit");
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     if (grantable_now(a, r)) {
         take(a, r);
-        pthread_mutex_unlock(&a->lock);
+        nxr__unlock(&a->lock, NXR__RANK_ARBITER);
         return 0;
     }
     if (mode == MODE_TRY) {
         a->busy++;
-        pthread_mutex_unlock(&a->lock);
+        nxr__unlock(&a->lock, NXR__RANK_ARBITER);
         return -EBUSY;
     }
     uint64_t deadline = 0;
     if (mode == MODE_TIMED) {
         if (timeout_ns == 0) {
             a->timeouts++;
-            pthread_mutex_unlock(&a->lock);
+            nxr__unlock(&a->lock, NXR__RANK_ARBITER);
             return -ETIMEDOUT;
         }
         uint64_t now = now_ns();
@@ -538,7 +543,7 @@ void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_requ
         abort();
     }
     const uint64_t *w = req_words(r);
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     uint64_t *h = a->held + r->first;
     for (unsigned i = 0; i < r->count; i++) {
         ARB_CHECK((h[i] & w[i]) == w[i], "release of a permit that is not held");
@@ -549,7 +554,7 @@ void nxr__arbiter_release(struct nxr__arbiter *a, const struct nxr__arbiter_requ
     /* See the file comment: only these waiters can have been unblocked. */
     if (a->head != NULL && (a->exclusive_waiters > 0 || overlaps(a->waiting, r)))
         serve(a);
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
 }
 
 bool nxr__arbiter_contended(struct nxr__arbiter *a, const struct nxr__arbiter_request *r)
@@ -562,10 +567,10 @@ bool nxr__arbiter_contended(struct nxr__arbiter *a, const struct nxr__arbiter_re
      * happened before it queued. */
     if (atomic_load_explicit(&a->queued, memory_order_relaxed) == 0)
         return false;
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     bool contended =
         a->head != NULL && (a->exclusive_waiters > 0 || overlaps(a->waiting, r));
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
     return contended;
 }
 
@@ -604,12 +609,12 @@ void nxr__arbiter_release_exclusive(struct nxr__arbiter *a)
 {
     if (a == NULL)
         return;
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     ARB_CHECK(a->exclusive, "release of the exclusive permit, which is not held");
     a->exclusive = false;
     if (a->head != NULL)
         serve(a);
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
 }
 
 /* ---- Instrumentation ---------------------------------------------------- */
@@ -619,7 +624,7 @@ void nxr__arbiter_stats(struct nxr__arbiter *a, struct nxr__arbiter_stats *out)
     memset(out, 0, sizeof(*out));
     if (a == NULL)
         return;
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     out->grants = a->grants;
     out->exclusive_grants = a->exclusive_grants;
     out->waits = a->waits;
@@ -629,7 +634,7 @@ void nxr__arbiter_stats(struct nxr__arbiter *a, struct nxr__arbiter_stats *out)
     out->waiters = a->nwaiters;
     out->exclusive_waiters = a->exclusive_waiters;
     out->exclusive_held = a->exclusive;
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
     /* Relaxed: statistics, see record_wait(). */
     out->max_wait_ns = atomic_load_explicit(&a->max_wait_ns, memory_order_relaxed);
     out->total_wait_ns = atomic_load_explicit(&a->total_wait_ns, memory_order_relaxed);
@@ -655,11 +660,11 @@ int nxr__arbiter_snapshot(struct nxr__arbiter *a, hwloc_bitmap_t held, hwloc_bit
         return -EINVAL;
     int rc = 0;
     /* hwloc only allocates here; it never calls back, so the lock stays a leaf. */
-    pthread_mutex_lock(&a->lock);
+    nxr__lock(&a->lock, NXR__RANK_ARBITER);
     if (held != NULL)
         rc = words_to_bitmap(a->held, a->nwords, held);
     if (rc == 0 && waiting != NULL)
         rc = words_to_bitmap(a->waiting, a->nwords, waiting);
-    pthread_mutex_unlock(&a->lock);
+    nxr__unlock(&a->lock, NXR__RANK_ARBITER);
     return rc;
 }

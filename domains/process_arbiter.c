@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
@@ -68,7 +69,7 @@ int nxr__arbiter_process_get(struct nxr__arbiter **out)
     *out = NULL;
     pthread_once(&fork_once, watch_fork);
     int rc = 0;
-    pthread_mutex_lock(&lock);
+    nxr__lock(&lock, NXR__RANK_PROCESS_ARBITER);
     if (shared == NULL) {
         hwloc_bitmap_t universe = hwloc_bitmap_alloc();
         if (nxr__fault_hit(NXR_FAULT_ALLOC) || universe == NULL ||
@@ -82,7 +83,7 @@ int nxr__arbiter_process_get(struct nxr__arbiter **out)
         refs++;
         *out = shared;
     }
-    pthread_mutex_unlock(&lock);
+    nxr__unlock(&lock, NXR__RANK_PROCESS_ARBITER);
     return rc;
 }
 
@@ -90,14 +91,14 @@ void nxr__arbiter_process_put(struct nxr__arbiter *a)
 {
     if (a == NULL)
         return;
-    pthread_mutex_lock(&lock);
+    nxr__lock(&lock, NXR__RANK_PROCESS_ARBITER);
     if (a != shared || refs == 0) {
-        pthread_mutex_unlock(&lock);
+        nxr__unlock(&lock, NXR__RANK_PROCESS_ARBITER);
         nxr__handle_dead("process arbiter", a); /* a put without its get: memory is at stake */
     }
     if (--refs == 0) {
         nxr__arbiter_destroy(shared);
         shared = NULL;
     }
-    pthread_mutex_unlock(&lock);
+    nxr__unlock(&lock, NXR__RANK_PROCESS_ARBITER);
 }

@@ -44,14 +44,15 @@
  * workers included), is NXR_EADMISSION. The guard clears on every exit path
  * because leave is paired with every successful enter.
  *
- * Lock order: exec->lock may be held while releasing a permit or trying one
- * (the arbiter's mutex is a leaf); no lock is held while acquiring one, nor
- * while handing batches or the acquiring item to the executor (its submit
- * takes the team's queue_lock, and a synchronous pool runs items inline).
+ * Lock order (ranks: base/internal/lock_rank.h): exec->lock may be held while releasing a permit or
+ * trying one (the arbiter's mutex is a leaf); no lock is held while acquiring one, nor while
+ * handing batches or the acquiring item to the executor (its submit takes the team's queue_lock,
+ * and a synchronous pool runs items inline).
  */
 #include <errno.h>
 #include <time.h>
 
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "executor/internal/contract.h"
 #include "executor/internal/exec.h"
@@ -108,9 +109,9 @@ static int enter_guarded(struct nxr__exec *exec)
     if (!atomic_compare_exchange_strong_explicit(&exec->guard, &idle, 1, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return NXR_EADMISSION;
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->active++;
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     return 0;
 }
 
@@ -180,9 +181,9 @@ static void wait_changed(struct admission_wait *w)
     struct timespec ts = {.tv_sec = (time_t)(at / 1000000000u),
                           .tv_nsec = (long)(at % 1000000000u)};
     if (pthread_cond_clockwait(&exec->changed, &exec->lock, CLOCK_MONOTONIC, &ts) == ETIMEDOUT) {
-        pthread_mutex_unlock(&exec->lock);
+        nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
         report_region(w, nxr__now_ns() - w->start);
-        pthread_mutex_lock(&exec->lock);
+        nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     }
 }
 
@@ -198,13 +199,13 @@ static void acquire_for_deferred(void *p, size_t index)
     (void)nxr__arbiter_acquire_reporting(exec->arbiter, &exec->request,
                                          nxr__stall_deadline(exec->stall, nxr__now_ns()),
                                          report_deferred, exec);
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->acquiring = false;
     struct nxr__deferred *d = take_deferred(exec);
     if (exec->active == 0) /* NEVER: batches are deferred only with a taker */
         nxr__arbiter_release(exec->arbiter, &exec->request);
     pthread_cond_broadcast(&exec->changed);
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     submit_taken(exec, d);
 }
 
@@ -224,13 +225,13 @@ static void start_acquirer(struct nxr__exec *exec)
                                         acquired, NULL);
     if (rc == 0)
         return;
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     struct nxr__deferred *d = exec->deferred_head;
     exec->deferred_head = exec->deferred_tail = NULL;
     exec->deferred = 0;
     exec->acquiring = false;
     pthread_cond_broadcast(&exec->changed);
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     while (d != NULL) {
         struct nxr__deferred *next = d->link;
         d->fail(d->done_arg, rc);
@@ -242,7 +243,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
 {
     bool deferred = false;
     struct admission_wait w = {.exec = exec, .start = 0, .reported = false};
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->waiting++;
     for (;;) {
         if (w.start == 0 && (exec->acquiring || exec->active > 0))
@@ -261,7 +262,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
             exec->active++;
             exec->joins++;
             exec->waiting--;
-            pthread_mutex_unlock(&exec->lock);
+            nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
             return 0;
         }
         if (!deferred) {
@@ -272,7 +273,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
         wait_changed(&w);
     }
     exec->acquiring = true;
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (w.start == 0)
         w.start = nxr__now_ns();
     /* Bounded by the overlapping holders and earlier waiters (the arbiter's
@@ -280,7 +281,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
     int rc = nxr__arbiter_acquire_reporting(
         exec->arbiter, &exec->request, w.reported ? 0 : nxr__stall_deadline(exec->stall, w.start),
         report_region, &w);
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->waiting--;
     exec->acquiring = false;
     struct nxr__deferred *d = NULL;
@@ -289,7 +290,7 @@ static int enter_arbitrated(struct nxr__exec *exec)
         d = take_deferred(exec); /* batches deferred meanwhile share the grant */
     }
     pthread_cond_broadcast(&exec->changed);
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     submit_taken(exec, d);
     return rc;
 }
@@ -299,7 +300,7 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
     if (exec->arbiter == NULL || nxr__tls.depth > 0)
         return nxr__exec_enter(exec); /* the guard, or NXR_EREENTRANT */
     bool start = false;
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     if (!exec->acquiring && exec->deferred == 0) {
         /* Join (see Fairness), or take the permit if it is free now. The
          * arbiter's mutex is a leaf: both are safe under exec->lock. */
@@ -314,7 +315,7 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
         if (admitted) {
             exec->active++;
             exec->batches++;
-            pthread_mutex_unlock(&exec->lock);
+            nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
             nxr__executor_retain(&exec->executor);
             return 0;
         }
@@ -334,7 +335,7 @@ int nxr__exec_enter_batch(struct nxr__exec *exec, struct nxr__deferred *d)
         exec->acquiring = true;
         start = true;
     }
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);
     return NXR__DEFERRED;
@@ -358,7 +359,7 @@ void nxr__exec_leave(struct nxr__exec *exec)
 {
     nxr__executor_release(&exec->executor);
     bool start = false;
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     if (--exec->active == 0) {
         if (exec->arbiter != NULL) {
             nxr__arbiter_release(exec->arbiter, &exec->request);
@@ -373,7 +374,7 @@ void nxr__exec_leave(struct nxr__exec *exec)
         }
         pthread_cond_broadcast(&exec->changed);
     }
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);
 }
@@ -381,16 +382,16 @@ void nxr__exec_leave(struct nxr__exec *exec)
 void nxr__exec_leave_batch(struct nxr__exec *exec)
 {
     if (exec->arbiter != NULL) {
-        pthread_mutex_lock(&exec->lock);
+        nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
         exec->batches--;
-        pthread_mutex_unlock(&exec->lock);
+        nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     }
     nxr__exec_leave(exec);
 }
 
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
 {
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     *out = (struct nxr__admission_stats){.joins = exec->joins,
                                          .deferrals = exec->deferrals,
                                          .active = exec->active,
@@ -398,17 +399,17 @@ void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_sta
                                          .batches = exec->batches,
                                          .waiting = exec->waiting,
                                          .acquiring = exec->acquiring};
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
 }
 
 bool nxr__exec_drain(struct nxr__exec *exec)
 {
     bool waited = false;
-    pthread_mutex_lock(&exec->lock);
+    nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     while (exec->active > 0 || exec->acquiring) {
         waited = true;
         pthread_cond_wait(&exec->changed, &exec->lock);
     }
-    pthread_mutex_unlock(&exec->lock);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     return waited;
 }

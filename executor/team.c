@@ -60,8 +60,8 @@
  * that would pass the wake-up on only when its item ends, so whoever wakes
  * it wakes its children instead (wake_pair: every worker a region needs is
  * woken, busy or parked; at most one futex call per participant then). A
- * dispatcher that takes part may make none (wake_for_joining_caller: a worker about to wake by itself, or regions too
- * short for a woken worker to arrive in time, are left alone). `parked` and
+ * dispatcher that takes part may make none (wake_for_joining_caller: a worker about to wake by
+ * itself, or regions too short for a woken worker to arrive in time, are left alone). `parked` and
  * the published work (`job`, `queued`) form a Dekker pair (all seq_cst): the
  * worker sets parked then re-reads the work; a waker publishes the work then
  * reads parked. Either the waker sees the worker parked and wakes it
@@ -82,7 +82,8 @@
  * time, runs it without any lock held, and the one that finishes a batch's
  * last item calls its done callback, then counts the batch out.
  *
- * Lock order: no two of run_lock, queue_lock and start_lock are ever held
+ * Lock order (ranks: base/internal/lock_rank.h): no two of run_lock,
+ * queue_lock and start_lock are ever held
  * together. run_lock serialises dispatchers; queue_lock guards the batch
  * FIFO and the outstanding count; start_lock is used only during creation.
  */
@@ -99,6 +100,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
 #include "executor/internal/rhythm.h"
 #include "base/internal/build.h"
@@ -218,14 +220,14 @@ static _Thread_local unsigned in_region;
 
 static void report_start(struct nxr__team *team, int status, const char *msg)
 {
-    pthread_mutex_lock(&team->start_lock);
+    nxr__lock(&team->start_lock, NXR__RANK_TEAM_START);
     if (status != 0 && team->start_status == 0) {
         team->start_status = status;
         snprintf(team->start_err, sizeof(team->start_err), "%s", msg);
     }
     team->reported++;
     pthread_cond_signal(&team->start_cond);
-    pthread_mutex_unlock(&team->start_lock);
+    nxr__unlock(&team->start_lock, NXR__RANK_TEAM_START);
 }
 
 /* Pins the calling worker to the whole domain set and reads it back. */
@@ -555,11 +557,11 @@ static bool run_one_item(struct nxr__team *team, struct worker *w, uint32_t seen
         atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
         return false;
     }
-    pthread_mutex_lock(&team->queue_lock);
+    nxr__lock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     struct batch *b = team->head;
     if (b == NULL) {
         atomic_store_explicit(&team->queued, 0, memory_order_relaxed);
-        pthread_mutex_unlock(&team->queue_lock);
+        nxr__unlock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
         /* Relaxed: a stale 1 only makes a waker wake this worker's children. */
         atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
         return false;
@@ -572,7 +574,7 @@ static bool run_one_item(struct nxr__team *team, struct worker *w, uint32_t seen
             atomic_store_explicit(&team->queued, 0, memory_order_relaxed);
         }
     }
-    pthread_mutex_unlock(&team->queue_lock);
+    nxr__unlock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
 
     b->fn(b->arg, index);
     /* acq_rel: the finisher of the last item sees every other item's writes
@@ -583,10 +585,10 @@ static bool run_one_item(struct nxr__team *team, struct worker *w, uint32_t seen
         free(b);
         if (done != NULL)
             done(done_arg);
-        pthread_mutex_lock(&team->queue_lock);
+        nxr__lock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
         if (--team->outstanding == 0)
             pthread_cond_broadcast(&team->drained);
-        pthread_mutex_unlock(&team->queue_lock);
+        nxr__unlock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     }
     /* Relaxed: see above. The next item's busy store re-reads the job word
      * in order, and so does the parking re-check. */
@@ -774,14 +776,14 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
         }
     }
     /* Every started worker reports exactly once, success or failure. */
-    pthread_mutex_lock(&team->start_lock);
+    nxr__lock(&team->start_lock, NXR__RANK_TEAM_START);
     while (team->reported < started)
         pthread_cond_wait(&team->start_cond, &team->start_lock);
     if (rc == 0 && team->start_status != 0) {
         rc = team->start_status;
         snprintf(err, errsz, "%s", team->start_err);
     }
-    pthread_mutex_unlock(&team->start_lock);
+    nxr__unlock(&team->start_lock, NXR__RANK_TEAM_START);
 
     if (rc != 0) {
         team_stop(team, started);
@@ -795,12 +797,12 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
 bool nxr__team_drain(struct nxr__team *team)
 {
     bool waited = false;
-    pthread_mutex_lock(&team->queue_lock);
+    nxr__lock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     while (team->outstanding != 0) {
         waited = true;
         pthread_cond_wait(&team->drained, &team->queue_lock);
     }
-    pthread_mutex_unlock(&team->queue_lock);
+    nxr__unlock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     return waited;
 }
 
@@ -826,7 +828,7 @@ int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t c
         return -ENOMEM;
     *b = (struct batch){.fn = fn, .arg = arg, .count = count, .done = done, .done_arg = done_arg};
     atomic_init(&b->remaining, count);
-    pthread_mutex_lock(&team->queue_lock);
+    nxr__lock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     if (team->tail != NULL)
         team->tail->link = b;
     else
@@ -836,7 +838,7 @@ int nxr__team_submit(struct nxr__team *team, nxr_item_fn fn, void *arg, size_t c
     /* seq_cst: the publish half of the parking Dekker pair (wake_worker
      * reads the parked flags after it). */
     atomic_store_explicit(&team->queued, 1, memory_order_seq_cst);
-    pthread_mutex_unlock(&team->queue_lock);
+    nxr__unlock(&team->queue_lock, NXR__RANK_TEAM_QUEUE);
     /* Any worker may run any item: wake parked ones, at most one per item
      * (spinning workers find the items by themselves). */
     size_t woken = 0;
@@ -898,7 +900,7 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     atomic_fetch_add_explicit(&team->regions, 1, memory_order_relaxed);
     if (in_region > 0)
         atomic_fetch_add_explicit(&team->nested_regions, 1, memory_order_relaxed);
-    pthread_mutex_lock(&team->run_lock);
+    nxr__lock(&team->run_lock, NXR__RANK_TEAM_RUN);
     const unsigned slots = nworkers + offset;
     team->fn = fn;
     team->arg = arg;
@@ -966,7 +968,7 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
     }
 out_done:
     nxr__rhythm_end(&team->rhythm, gen, nxr__now_ns());
-    pthread_mutex_unlock(&team->run_lock);
+    nxr__unlock(&team->run_lock, NXR__RANK_TEAM_RUN);
 }
 
 uint64_t nxr__team_regions(const struct nxr__team *team)

@@ -90,6 +90,12 @@ int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz)
 int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const names[3], char *why,
                            size_t whysz)
 {
+    return nxr__check_sgemm_b_span(g, names, g != NULL ? nxr__sgemm_b_bytes(g) : 0, why, whysz);
+}
+
+int nxr__check_sgemm_b_span(const struct nxr_sgemm_args *g, const char *const names[3],
+                            size_t b_bytes, char *why, size_t whysz)
+{
     if (g == NULL)
         return bad(why, whysz, "args is NULL");
     if (g->m == 0 || g->n == 0)
@@ -115,7 +121,7 @@ int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const nam
     if (nxr__spans_overlap(g->c, c, g->a, nxr__sgemm_a_bytes(g)))
         return bad(why, whysz, "%s %s %s (C must not overlap A or B)", names[2],
                    g->c == g->a ? "==" : "overlaps", names[0]);
-    if (nxr__spans_overlap(g->c, c, g->b, nxr__sgemm_b_bytes(g)))
+    if (nxr__spans_overlap(g->c, c, g->b, b_bytes))
         return bad(why, whysz, "%s %s %s (C must not overlap A or B)", names[2],
                    g->c == g->b ? "==" : "overlaps", names[1]);
     return 0;

@@ -20,16 +20,14 @@
  * One gate for every provider: a process rarely has two libraries with a
  * global count, and two providers may wrap the same one.
  *
- * Lock order: any permit (the exclusive one included) before the gate.
- * The writer holds the exclusive permit when it takes the gate; readers hold
- * the gate only around a read or a provider call and never wait for a permit
- * meanwhile. That holds because only GLOBAL_OR_UNCONTROLLED providers take
- * the gate (nxr__provider_new refuses a count on any other), and those run
- * on threads of their own: nxr gives them no call->parallel_for, so nothing
- * inside their call asks for a permit. A PER_CALL_BOUND x ENGINE_WORKERS
- * provider with a count would have taken each region's permit under the
- * gate, against an exclusive call holding its permit and waiting for the
- * gate (tests/runtime/gate_order_test.c).
+ * Lock order (ranks: base/internal/lock_rank.h): any permit (the exclusive one included) before the
+ * gate. The writer holds the exclusive permit when it takes the gate; readers hold the gate only
+ * around a read or a provider call and never wait for a permit meanwhile. That holds because only
+ * GLOBAL_OR_UNCONTROLLED providers take the gate (nxr__provider_new refuses a count on any other),
+ * and those run on threads of their own: nxr gives them no call->parallel_for, so nothing inside
+ * their call asks for a permit. A PER_CALL_BOUND x ENGINE_WORKERS provider with a count would have
+ * taken each region's permit under the gate, against an exclusive call holding its permit and
+ * waiting for the gate (tests/runtime/gate_order_test.c).
  *
  * Fairness: the gate prefers writers, so a steady stream of strict calls
  * cannot hold an exclusive call back (at most one writer is ever waiting:
@@ -51,6 +49,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "base/internal/lock_rank.h"
 #include "kernels/internal/provider.h"
 
 static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
@@ -77,13 +76,13 @@ static void gate_enter_shared(void)
 {
     pthread_once(&fork_once, watch_fork);
     if (held++ == 0)
-        pthread_rwlock_rdlock(&gate);
+        nxr__rdlock(&gate, NXR__RANK_COUNT_GATE);
 }
 
 static void gate_leave(void)
 {
     if (--held == 0)
-        pthread_rwlock_unlock(&gate);
+        nxr__rwunlock(&gate, NXR__RANK_COUNT_GATE);
 }
 
 int nxr__global_threads_get(const nxr_provider_t *p)
@@ -124,7 +123,7 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
     if (held > 0)
         return NXR_EREENTRANT; /* inside this thread's own hold: it cannot wait for itself */
     pthread_once(&fork_once, watch_fork);
-    pthread_rwlock_wrlock(&gate);
+    nxr__wrlock(&gate, NXR__RANK_COUNT_GATE);
     held = 1;
     const int previous = g->get(p->self);
     if (previous != count)
@@ -135,6 +134,6 @@ int nxr__global_threads_run(const nxr_provider_t *p, int count, int (*fn)(void *
     if (previous >= 1 && g->get(p->self) != previous)
         g->set(p->self, previous);
     held = 0;
-    pthread_rwlock_unlock(&gate);
+    nxr__rwunlock(&gate, NXR__RANK_COUNT_GATE);
     return rc;
 }

@@ -17,6 +17,7 @@
 #include "base/internal/last_error.h"
 #include "executor/nxr_executor.h"
 #include "kernels/internal/native.h"
+#include "kernels/internal/native_quant.h"
 #include "kernels/internal/provider.h"
 #include "base/internal/sys.h"
 
@@ -81,7 +82,9 @@ static size_t native_sgemm_scratch(void *self, const struct nxr_sgemm_args *args
 static int run_epilogue(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
                         const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep);
 
-/* Every native GEMM, plain, fused or against packed weights, comes here.
+/* Every native GEMM, plain, fused or against packed f32 weights, comes here
+ * (bf16 and 8-bit weights: nxr__native_sgemm_quant, below, which comes here
+ * only to scale C when alpha is 0).
  * ep (NULL: none) rides in the plan and is applied per micro-tile as the
  * last kc slice is written back (native_gemm.inc). When A and B are not
  * read (alpha == 0, k == 0) there is no such write-back: C is scaled, then
@@ -209,6 +212,28 @@ int nxr__native_sgemm_packed(const struct nxr__native_isa *isa, const struct nxr
     g.trans_b = !packed->panels;
     g.ldb = packed->panels ? packed->n : packed->ld;
     return gemm_run(isa, call, &g, epilogue, packed->panels ? packed : NULL);
+}
+
+int nxr__native_sgemm_quant(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *args, const struct nxr__packed_q *w,
+                            const struct nxr_sgemm_epilogue *epilogue)
+{
+    if (call == NULL || args == NULL || w == NULL || args->n != w->n || args->k != w->k)
+        return -EINVAL;
+    if (!reads_operands(args)) {
+        /* C = beta C (then the epilogue): W is not read, the tile loop
+         * scales C as for any GEMM. */
+        struct nxr_sgemm_args g = *args;
+        g.b = NULL;
+        return gemm_run(isa, call, &g, epilogue, NULL);
+    }
+    struct nxr__quant_job job;
+    nxr__quant_plan_init(&job.plan, isa, args, w, epilogue);
+    int rc = check_scratch(call, nxr__quant_scratch_bytes(w, args->m));
+    if (rc != 0)
+        return rc;
+    job.scratch = call->scratch;
+    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan), nxr__quant_chunk, &job);
 }
 
 static const struct nxr_gemm_ops native_gemm_ops = {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "alloc/internal/pool.h"
+#include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
 #include "executor/internal/contract.h"
 #include "runtime/internal/runtime.h"
@@ -109,7 +110,7 @@ static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char 
         snprintf(err, errsz, "the runtime was created before this process forked");
         return NXR_EFORKED;
     }
-    pthread_mutex_lock(&rt->domains_lock);
+    nxr__lock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     int rc = validate(rt, decl, err, errsz);
     if (rc != 0)
         goto out_unlock;
@@ -153,7 +154,7 @@ static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char 
     /* Held until nxr__domain_free releases it, after the domain drained. */
     nxr__executor_retain(&d->exec.executor);
     quiet_overlapping_teams(rt, d->spec.cpus);
-    pthread_mutex_unlock(&rt->domains_lock);
+    nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     return 0;
 
 out_free:
@@ -161,7 +162,7 @@ out_free:
     nxr__pool_destroy(d->pool);  /* fresh and unused: nothing outstanding */
     nxr__domain_free(d);
 out_unlock:
-    pthread_mutex_unlock(&rt->domains_lock);
+    nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     return rc;
 }
 

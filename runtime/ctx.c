@@ -14,6 +14,7 @@
 #include "base/internal/build.h"
 #include "base/internal/fork.h"
 #include "base/internal/last_error.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
@@ -30,7 +31,7 @@ static bool counted(const nxr_ctx_t *ctx)
 
 static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
 {
-    pthread_mutex_lock(&rt->ctx_lock);
+    nxr__lock(&rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
     ctx->prev = NULL;
     ctx->next = rt->contexts;
     if (rt->contexts != NULL)
@@ -38,7 +39,7 @@ static void link_ctx(nxr_runtime_t *rt, nxr_ctx_t *ctx)
     rt->contexts = ctx;
     if (counted(ctx))
         ctx->domain->open_contexts++;
-    pthread_mutex_unlock(&rt->ctx_lock);
+    nxr__unlock(&rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
 }
 
 /* Caller holds rt->ctx_lock. */
@@ -68,7 +69,7 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
 {
     size_t open = 0, len = 0;
     report[0] = '\0';
-    pthread_mutex_lock(&rt->ctx_lock);
+    nxr__lock(&rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
     /* Per domain, in table order (domains_lock is not needed: destroy owns
      * the runtime, nothing attaches meanwhile). */
     for (size_t i = 0; i < rt->domain_count; i++) {
@@ -92,7 +93,7 @@ size_t nxr__ctx_orphan_all(nxr_runtime_t *rt, char *report, size_t size)
         c->domain = NULL;
         c->exec = NULL;
     }
-    pthread_mutex_unlock(&rt->ctx_lock);
+    nxr__unlock(&rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
     return open;
 }
 
@@ -178,9 +179,9 @@ void nxr_ctx_destroy(nxr_ctx_t *ctx)
         return;
     }
     if (ctx->rt != NULL) { /* else orphaned: its runtime already unlinked it */
-        pthread_mutex_lock(&ctx->rt->ctx_lock);
+        nxr__lock(&ctx->rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
         unlink_locked(ctx->rt, ctx);
-        pthread_mutex_unlock(&ctx->rt->ctx_lock);
+        nxr__unlock(&ctx->rt->ctx_lock, NXR__RANK_RUNTIME_CTX);
         free_scopes(ctx);
     }
     nxr__span_free(ctx->span); /* its member contexts, its permit request */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
 #include "alloc/internal/huge_pages.h"
 #include "alloc/internal/pool.h"
@@ -46,9 +47,9 @@ static uint64_t placed(const struct nxr_domain *d, enum nxr_route_reason r)
 /* Open contexts of d; ctx_lock nests inside domains_lock (it is a leaf). */
 static unsigned open_contexts(const nxr_runtime_t *rt, const struct nxr_domain *d)
 {
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->ctx_lock);
+    nxr__lock(&((nxr_runtime_t *)rt)->ctx_lock, NXR__RANK_RUNTIME_CTX);
     unsigned n = d->open_contexts;
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->ctx_lock);
+    nxr__unlock(&((nxr_runtime_t *)rt)->ctx_lock, NXR__RANK_RUNTIME_CTX);
     return n;
 }
 
@@ -327,7 +328,7 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
     nxr_runtime_t *rt = p;
     /* Lock order: domains_lock, then each exec->lock (in the stats call),
      * then the arbiter's leaf mutex. The waiter holds none of them. */
-    pthread_mutex_lock(&rt->domains_lock);
+    nxr__lock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     for (int pass = 0; pass < 2; pass++) {
         unsigned named = 0;
         nxr__strbuf_printf(sb, pass == 0 ? "; its CPUs are held by" : "; waiting for them");
@@ -353,7 +354,7 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
         if (named == 0)
             nxr__strbuf_printf(sb, pass == 0 ? ": no domain of this runtime" : ": nobody else");
     }
-    pthread_mutex_unlock(&rt->domains_lock);
+    nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     struct nxr__arbiter_stats as;
     nxr__arbiter_stats(rt->arbiter, &as);
     nxr__strbuf_printf(sb, "; process arbiter: %u permit(s) held%s, %u request(s) queued", as.holders,
@@ -378,9 +379,9 @@ int nxr_runtime_describe(const nxr_runtime_t *rt, enum nxr_describe_format forma
     struct nxr__emit e;
     nxr__emit_init(&e, format == NXR_DESCRIBE_JSON ? NXR__EMIT_JSON : NXR__EMIT_TEXT, &sb);
     /* The table may grow under an attach. */
-    pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
+    nxr__lock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     describe(rt, &e);
-    pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
+    nxr__unlock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     int rc = nxr__strbuf_take(&sb, out);
     return rc == 0 ? 0 : nxr__fail(rc, __func__, "the description: %s", nxr_strerror(rc));
 }

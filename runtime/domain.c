@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include "base/internal/last_error.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "domains/internal/cpuset.h"
 #include "runtime/internal/runtime.h"
@@ -18,13 +19,13 @@ static void lock(const nxr_runtime_t *rt)
      * thread of this process can attach to this runtime (every call on it
      * is NXR_EFORKED), so the accessors read without it. */
     if (!nxr__runtime_forked(rt))
-        pthread_mutex_lock(&((nxr_runtime_t *)rt)->domains_lock);
+        nxr__lock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
 }
 
 static void unlock(const nxr_runtime_t *rt)
 {
     if (!nxr__runtime_forked(rt))
-        pthread_mutex_unlock(&((nxr_runtime_t *)rt)->domains_lock);
+        nxr__unlock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
 }
 
 /* The checks every lookup starts with: 0, or its failure (out is then NULL). */

@@ -245,12 +245,42 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
 
 /* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
 
+int nxr__packed_invoke(const struct nxr_kernel_call *c, const struct nxr__packed_call *pc)
+{
+    if (pc->quant != NULL)
+        return nxr__native_sgemm_quant(pc->isa, c, &pc->gemm, pc->quant, pc->epilogue);
+    return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
+}
+
 static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *c,
                             const void *p)
 {
-    const struct nxr__packed_call *pc = p;
     (void)b; /* the weights' own ISA: the native provider's, checked at creation */
-    return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
+    return nxr__packed_invoke(c, p);
+}
+
+/* The rest of the verdict for weights in bf16 or 8-bit blocks: nxr_sgemm's
+ * rules with B the whole copy (its bytes are not floats, so its span is the
+ * copy's), the epilogue's, then the scratch of the quantized kernel. */
+static void quant_prepare(struct nxr__kcall *k, struct nxr__packed_call *pc,
+                          const struct nxr__weights_copy *copy)
+{
+    static const char *const names[3] = {"a", "the packed weights", "c"};
+    pc->quant = &copy->qview;
+    pc->gemm.trans_b = true;
+    pc->gemm.ldb = pc->gemm.k;
+    k->bad = nxr__check_sgemm_b_span(&pc->gemm, names, copy->bytes, k->why, sizeof k->why);
+    if (k->bad == 0)
+        k->bad = nxr__check_epilogue(&pc->gemm, pc->epilogue, k->why, sizeof k->why);
+    if (k->bad != 0)
+        return;
+    if (nxr__sgemm_reads_ab(&pc->gemm)) {
+        k->scratch_bytes = nxr__quant_scratch_bytes(&copy->qview, pc->gemm.m);
+        input(k, pc->gemm.a, nxr__sgemm_a_bytes(&pc->gemm));
+        input(k, copy->data, copy->bytes);
+    }
+    if (pc->gemm.m > 0 && pc->gemm.n > 0 && pc->gemm.beta != 0.0f)
+        input(k, pc->gemm.c, nxr__sgemm_c_bytes(&pc->gemm));
 }
 
 /* The packed call's verdict: the copy for ctx's domain, then nxr_sgemm's
@@ -296,6 +326,10 @@ void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packe
                                                              copy->data, copy->bytes)) {
         k->bad = -EINVAL;
         snprintf(k->why, sizeof k->why, "c overlaps the packed weights");
+        return;
+    }
+    if (w->format != NXR_WEIGHTS_F32) {
+        quant_prepare(k, pc, copy);
         return;
     }
     k->bad = nxr__check_sgemm(&pc->gemm, k->why, sizeof k->why);

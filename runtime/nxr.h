@@ -1,6 +1,6 @@
 /*
  * nxr: a NUMA-aware executor runtime. This is the public header; include it
- * and link libnxr (`pkg-config --cflags --libs nxr`; the README's "Using
+ * and link libnxr (`pkg-config --cflags --libs nxr`; docs/guide.md, "Using
  * nxr from Make or CMake").
  *
  * A runtime (nxr_runtime_t) discovers the machine, forms resource domains
@@ -25,7 +25,7 @@
  * Environment (read at creation unless opts.ignore_env): NXR_TOPOLOGY,
  * NXR_DOMAINS, NXR_NUM_THREADS, NXR_SPIN, NXR_DISPLAY_ENV, NXR_POOL_CAP,
  * NXR_GEMM, NXR_PROVIDER_POLICY, NXR_ROUTE, NXR_CPU_QUOTA, NXR_PEERS,
- * NXR_STALL_REPORT_MS (see README "Knobs"). Numbers are digits only; any
+ * NXR_STALL_REPORT_MS (see docs/guide.md, "Knobs"). Numbers are digits only; any
  * other NXR_* variable is warned of once per process on stderr (a typo).
  *
  * The rest of the public API is in the headers included below: contexts

@@ -29,7 +29,7 @@
  * from outside the domain is a one-worker region and regions take turns.
  * Keep nxr_parallel_for and INNER kernels for requests big enough to use
  * the whole domain: with several clients those take turns too.
- * The service benchmark (README, "Benchmarks") measures the two
+ * The service benchmark (docs/guide.md, "Benchmarks") measures the two
  * shapes against each other.
  *
  * Tasks, loops and jobs started through a context stay valid after the

@@ -96,7 +96,7 @@ NXR_API enum nxr_mem_binding nxr_domain_mem_binding(const nxr_domain_t *d);
  * is a private jemalloc arena: takes its locks, and maps memory (mmap +
  * mbind) when it has none free; in libnxr.so (which must dlopen, so has no
  * jemalloc) every call maps its own extent and nxr_domain_free unmaps it --
- * slower, see the README's "dlopen".
+ * slower, see docs/guide.md, "dlopen".
  * The caller owns the memory until nxr_domain_free.
  */
 NXR_API int nxr_domain_malloc(nxr_domain_t *d, size_t size, size_t alignment, void **out);

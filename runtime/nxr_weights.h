@@ -17,12 +17,16 @@
  * a small batch, or many; the call reads that domain's copy. The result is
  * bit for bit what nxr_sgemm (or nxr_sgemm_fused) gives on the same
  * arguments with the original W, so packed and plain paths can be compared
- * exactly. At shutdown, nxr_weights_destroy before nxr_runtime_destroy.
+ * exactly (f32 weights; nxr_weights_create_format packs bf16 or 8-bit
+ * blocks, within a documented error instead). At shutdown,
+ * nxr_weights_destroy before nxr_runtime_destroy.
  *
- * The layout follows the source's orientation (an untransposed W becomes
+ * The f32 layout follows the source's orientation (an untransposed W becomes
  * column panels of the GEMM micro-kernel's width over all of k; a
  * transposed one stays rows of k, re-strided and aligned): it is the one
- * that gives the same bits as the unpacked call. It is nxr's native
+ * that gives the same bits as the unpacked call. bf16 and 8-bit blocks
+ * ("Weight formats" below) are rows of k per column of op(W) whichever the
+ * orientation. Every layout is nxr's native
  * kernels' layout: a runtime whose GEMM provider is not nxr's own
  * (NXR_GEMM=openblas, an injected provider) refuses to pack
  * (NXR_EUNSUPPORTED), never silently runs another kernel.
@@ -72,6 +76,54 @@ NXR_API void nxr_weights_desc_init(struct nxr_weights_desc *desc);
  */
 NXR_API int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
                                nxr_weights_t **out);
+
+/*
+ * Weight formats. A packed copy holds op(W) in one of these; the call's
+ * inputs, outputs and accumulation are f32 whatever the format (8-bit blocks
+ * may quantize A per block on CPUs with an integer dot product), and only
+ * W's values change on packing (nxr_sgemm_packed's error bound below):
+ *   NXR_WEIGHTS_F32        W as given: the same bits as nxr_sgemm.
+ *   NXR_WEIGHTS_BF16       each weight rounded to bfloat16 (the top 16 bits of
+ *                          its f32, round to nearest, ties to even; NaN and
+ *                          infinities kept): 2 bytes a weight, relative error
+ *                          at most 2^-8 per weight (0 for exactly
+ *                          representable values; values past bf16's largest
+ *                          finite one become infinite).
+ *   NXR_WEIGHTS_Q8_BLOCK32 signed 8-bit blocks: along k, every 32 weights of
+ *                          one column of op(W) (the last block of a column
+ *                          zero-padded) share one f32 scale s = max|w| / 127;
+ *                          each weight is stored as q = round(w / s) in
+ *                          [-127, 127] (symmetric: no offset) and read back as
+ *                          q * s. 36 bytes per 32 weights; error at most s / 2
+ *                          = max|w| / 254 per weight (times 1 + 2^-12 for
+ *                          the f32 rounding of s and q * s). W must be
+ *                          finite: blocks hold no NaN or infinity (-EINVAL
+ *                          names the first such weight).
+ * Every format's layout is rows of k per column of op(W) whatever desc->trans
+ * says, except f32's (see nxr_weights_create). The values are f32 on input.
+ */
+enum nxr_weights_format {
+    NXR_WEIGHTS_F32 = 0,
+    NXR_WEIGHTS_BF16 = 1,
+    NXR_WEIGHTS_Q8_BLOCK32 = 2,
+};
+
+/* Weights per block of NXR_WEIGHTS_Q8_BLOCK32. */
+#define NXR_WEIGHTS_Q8_BLOCK 32
+
+/*
+ * nxr_weights_create in the given format: the same arguments, rules and
+ * errors, plus -EINVAL for a format that is no enum nxr_weights_format value
+ * (the detail names it) and, for NXR_WEIGHTS_Q8_BLOCK32, for a non-finite
+ * weight. nxr_weights_create(rt, desc, out) is
+ * nxr_weights_create_format(rt, desc, NXR_WEIGHTS_F32, out). On failure *out
+ * is NULL and nothing stays allocated.
+ */
+NXR_API int nxr_weights_create_format(nxr_runtime_t *rt, const struct nxr_weights_desc *desc,
+                                      enum nxr_weights_format format, nxr_weights_t **out);
+
+/* The format w was packed in (NXR_WEIGHTS_F32 for NULL). */
+NXR_API enum nxr_weights_format nxr_weights_format(const nxr_weights_t *w);
 
 /* Frees every copy (back to its domain's arena) and the handle. NULL is a
  * no-op. Not while a call against w is running; before the runtime goes. */
@@ -140,6 +192,28 @@ struct nxr_sgemm_packed_args {
  * has no domain to choose a copy by; NULL w), NXR_ENODOMAIN (w has no copy
  * on ctx's domain; the detail names it). The context's thread rule applies;
  * blocks until the product is done.
+ *
+ * Weights in bf16 or 8-bit blocks (nxr_weights_format): the same call and
+ * rules; W's values are the packed ones, everything else is f32 (A is read
+ * as f32, products are accumulated in f32 per output, then alpha, beta and
+ * the epilogue as for f32). Not bit-equal to nxr_sgemm: against the exact
+ * product with the original W, each output of the product (before the
+ * epilogue) is off by at most
+ *     |alpha| sum_p |A[i][p]| e_p + 2 (k + 2) u |alpha| sum_p |A[i][p] W[p][j]|
+ *     + 2 u (|C[i][j]| + |beta C_in[i][j]|)
+ * with u = 2^-24 and e_p = max(2^-8 |W[p][j]|, 2^-134) (bf16) or
+ * (1 + 2^-12) max|W| / 254 over p's block of column j (8-bit blocks): the
+ * first term is the packing's, the others are f32 accumulation and the
+ * alpha/beta update, as for any f32 product. With 8-bit blocks, CPUs whose
+ * kernel multiplies in integers (AVX2) quantize A's rows per block of 32 as
+ * well (t = max|a| / 127, round(a / t)), which adds
+ *     |alpha| sum_p (|W[p][j]| + e_p) (1 + 2^-12) max|A[i][.]| / 254
+ * (the max over p's block of A's row); a row group of A holding a NaN or
+ * an infinity is not quantized, so they reach C as in f32. The bits may
+ * differ between CPUs (vector widths, integer or f32 products), not between
+ * calls or budgets on one CPU. Any m is allowed; the formats are made for
+ * m <= 16 (a decode step's GEMV, a small batch): larger m runs as groups of
+ * 16 rows, each streaming W again.
  */
 NXR_API int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
                              const struct nxr_sgemm_epilogue *epilogue);

@@ -289,7 +289,7 @@ static void run_product(struct nxr__step_run *r, size_t i, unsigned participant)
         .runner = &c,
     };
     const struct nxr__packed_call *pc = &r->pc[i];
-    int rc = nxr__native_sgemm_packed(pc->isa, &call, &pc->gemm, pc->packed, pc->epilogue);
+    int rc = nxr__packed_invoke(&call, pc);
     if (rc != 0) {
         /* Checked before the run, so not expected; the same refusal on every
          * participant, before any chunk: nobody waits for this operation. */

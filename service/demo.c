@@ -14,6 +14,7 @@
 #include "service/model.h"
 #include "service/span_path.h"
 #include "service/omp_path.h"
+#include "service/plot.h"
 #include "service/server.h"
 #include "service/stream.h"
 #include "service/weights.h"
@@ -502,6 +503,35 @@ static void describe_domains(struct run *run, const struct path *nxr, struct svc
     free(v);
 }
 
+/* --plot: one latency CDF per path that ran, in the paths' report order. */
+static int plot(const struct svc_demo_config *c, const struct path *paths,
+                struct svc_demo_result *res)
+{
+    static const char *const names[PATHS] = {[PATH_NXR] = "nxr: one context per domain",
+                                             [PATH_BASELINE] = "baseline: max-batch 1",
+                                             [PATH_FLAT] = "flat: one team",
+                                             [PATH_OMP] = "OpenMP",
+                                             [PATH_SPAN] = "span"};
+    struct svc_plot_series series[PATHS];
+    size_t n = 0;
+    for (size_t p = 0; p < PATHS; p++)
+        if (paths[p].service != NULL && paths[p].latency != NULL)
+            series[n++] = (struct svc_plot_series){
+                .name = names[p], .y = paths[p].latency, .count = paths[p].served};
+    const struct svc_plot_panel panel = {.kind = SVC_PLOT_CDF,
+                                         .title = "request latency, each path (CDF)",
+                                         .x_label = "latency, ms (log scale)",
+                                         .y_label = "fraction of requests at or below",
+                                         .series = series,
+                                         .series_count = n};
+    char why[200];
+    int rc = svc_plot_write_svg(c->plot_path, "nxr demo: the same requests through each path",
+                                &panel, 1, why, sizeof why);
+    if (rc != 0)
+        snprintf(res->error, sizeof(res->error), "--plot: %s", why);
+    return rc;
+}
+
 int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, bool *bad_input)
 {
     memset(res, 0, sizeof(*res));
@@ -561,6 +591,8 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         }
         describe_domains(&run, &paths[PATH_NXR], res);
     }
+    if (rc == 0 && c->plot_path != NULL)
+        rc = plot(c, paths, res);
     svc_compete_stop(&noise);
     for (size_t p = 0; p < PATHS; p++) {
         free(paths[p].latency);

@@ -77,6 +77,9 @@ struct svc_demo_config {
      * whole run, killed after (--compete N; 0: none): the run beside a
      * noisy neighbour (service/compete.h). */
     unsigned compete;
+    /* --plot FILE.svg: the latency distribution of each path that ran, one
+     * curve each (service/plot.h), written after the run; NULL: none. */
+    const char *plot_path;
     /* Called after each path's round (progress bar); may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;

@@ -1,6 +1,6 @@
 /*
  * The demo's report: a human table or one JSON object (keys documented in
- * README "What `nxr demo` shows"), including the benchmark ratios against
+ * docs/guide.md, "What `nxr demo` shows"), including the benchmark ratios against
  * the peers measured in the same run and whether each goal was met.
  */
 #ifndef NXR_SERVICE_REPORT_H

@@ -25,7 +25,8 @@ const char nxr_tool_demo_usage[] =
     "             --batch MIN-MAX  rows per request, log-uniform (default 1-16)\n"
     "             --hidden N       model width (default 256; ffn = 4 x hidden)\n"
     "             --layers N       MLP blocks (default 8)\n"
-    "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per node)\n"
+    "             --domains SPEC   NXR_DOMAINS grammar, e.g. '0:0-3;1:4-7' (default: one per "
+    "node)\n"
     "             --executor E     nxr (default), openmp or pool: run on an attached executor\n"
     "             --seed N         weights and requests (default 1)\n"
     "             --max-batch N    rows one forward pass coalesces from the requests waiting\n"
@@ -41,6 +42,7 @@ const char nxr_tool_demo_usage[] =
     "             --no-compare     serve with nxr only\n"
     "             --span           also serve each request across every domain, weights\n"
     "                              sharded (the latency mode), beside the per-domain one\n"
+    "             --plot FILE.svg  also write each path's latency distribution (a CDF) to FILE\n"
     "             --json           one JSON object instead of the table\n";
 
 static int bad(const char *flag, const char *fmt, const char *value)
@@ -149,11 +151,10 @@ int nxr_tool_demo(int argc, char **argv)
                 c.compare = false;
             continue;
         }
-        static const char *const with_value[] = {"--requests", "--clients", "--batch",
-                                                 "--hidden",   "--layers",  "--domains",
-                                                 "--executor", "--seed",    "--time-budget",
-                                                 "--max-batch", "--weights", "--compete",
-                                                 "--machine"};
+        static const char *const with_value[] = {
+            "--requests", "--clients",  "--batch",   "--hidden",      "--layers",
+            "--domains",  "--executor", "--seed",    "--time-budget", "--max-batch",
+            "--weights",  "--compete",  "--machine", "--plot"};
         bool known = false;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(flag, with_value[k]) == 0;
@@ -199,6 +200,18 @@ int nxr_tool_demo(int argc, char **argv)
         } else if (strcmp(flag, "--compete") == 0) {
             if ((rc = parse_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
                 c.compete = (unsigned)x;
+        } else if (strcmp(flag, "--plot") == 0) {
+            if (value[0] == '\0')
+                return bad(flag, "%sis empty (a file name: FILE.svg)", "");
+            /* Refused before the run, not after it: the file's directory
+             * must exist and be writable. */
+            char dir[4096];
+            const char *slash = strrchr(value, '/');
+            snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : (int)(slash - value + 1),
+                     slash == NULL ? "." : value);
+            if (access(dir, W_OK) != 0)
+                return bad(flag, "cannot write in the directory of '%s'", value);
+            c.plot_path = value;
         } else if (strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return bad(flag, "%sis empty", "");

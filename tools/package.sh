@@ -8,6 +8,8 @@
 #   nxr-tools_<version>_<arch>.deb      /usr/bin/nxr
 #   python3-nxr_<version>_<arch>.deb    /usr/lib/python3/dist-packages/nxr (import nxr;
 #                                       it loads libnxr.so.<major> of libnxr<major>)
+#   nxr-<version>-py3-none-<platform>.whl  the binding with its own libnxr.so.<major>,
+#                                       for pip (tools/wheel.py)
 # Binaries are stripped as Debian's tools strip them (debug info removed;
 # the .a keeps its symbol table). Depends are read from the ELF files:
 # each NEEDED library's Debian package. Prints each package and its size.
@@ -104,3 +106,6 @@ build nxr-tools "NUMA-aware executor runtime (the nxr command)" \
 # optional (without it: runtimes, contexts, bind; no arrays or kernels).
 build python3-nxr "NUMA-aware executor runtime (Python binding)" \
     "libnxr$major (= $version), python3" usr/lib/python3/dist-packages/nxr
+# The pip wheel: the same binding, with its own stripped libnxr.so beside it.
+wheel=$(python3 tools/wheel.py "$root" "$libdir" "$version" "$out")
+printf '  %10s  %s\n' "$(stat -c %s "$wheel")" "$wheel"

@@ -16,6 +16,7 @@ PACKAGES=(
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
     python3-numpy         # tests/dist: ctypes.CDLL of libnxr.so beside numpy's BLAS
+    python3-venv python3-pip  # tests/dist: the pip wheel installed into a fresh virtual environment
     cmake pkg-config      # tests/dist: consumers of the installed nxr (find_package, pkg-config)
     libudev-dev           # `pkg-config --static` of hwloc names -ludev (Debian's hwloc.pc)
     qemu-system-x86 busybox-static cpio  # multi-node VMs (tools/vm_test.sh, numa-vm)

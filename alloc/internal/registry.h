@@ -13,7 +13,8 @@
  * domain's mappings (tens, not thousands). One mutex guards it: a lookup
  * holds it for a binary search, an add or remove for an array edit.
  *
- * Lock order: the registry's lock is a leaf. The extent hooks take it while
+ * Lock order (ranks: base/internal/lock_rank.h): the registry's lock is a
+ * leaf. The extent hooks take it while
  * jemalloc holds its own arena locks; the registry never calls into
  * jemalloc (its array comes from the system allocator), so the order is
  * always jemalloc -> registry, never the reverse.

@@ -23,7 +23,7 @@
 struct nxr__exec;
 struct nxr__strbuf;
 
-/* The default threshold (README "Knobs"): long enough that no healthy wait
+/* The default threshold (docs/guide.md, "Knobs"): long enough that no healthy wait
  * reaches it, short enough for an operator watching a hung request. */
 #define NXR__STALL_DEFAULT_MS 5000u
 

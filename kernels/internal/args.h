@@ -45,6 +45,10 @@ int nxr__check_sgemm(const struct nxr_sgemm_args *g, char *why, size_t whysz);
  * (a span kernel's member GEMM: "x", "w (part 1)", "y"). */
 int nxr__check_sgemm_named(const struct nxr_sgemm_args *g, const char *const names[3], char *why,
                            size_t whysz);
+/* The same, B spanning b_bytes from g->b whatever ldb says (weights packed in
+ * a format whose bytes are not floats). */
+int nxr__check_sgemm_b_span(const struct nxr_sgemm_args *g, const char *const names[3],
+                            size_t b_bytes, char *why, size_t whysz);
 int nxr__check_sgemm_batch(const struct nxr_sgemm_batch_args *b, char *why, size_t whysz);
 int nxr__check_epilogue(const struct nxr_sgemm_args *g, const struct nxr_sgemm_epilogue *ep, char *why,
                         size_t whysz);

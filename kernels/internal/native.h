@@ -46,6 +46,7 @@ static inline size_t nxr__pow2_below(size_t m)
 }
 
 struct nxr__small_plan;
+struct nxr__quant_plan;
 
 /* One ISA's kernels. Lengths are element counts; nothing here validates. */
 struct nxr__native_isa {
@@ -58,6 +59,10 @@ struct nxr__native_isa {
                         float *scratch);
     /* Units [begin, end) of a small-shape GEMM (see nxr__small_plan). */
     void (*sgemm_small)(const struct nxr__small_plan *plan, size_t begin, size_t end,
+                        float *scratch);
+    /* Units [begin, end) of a GEMM against bf16 / 8-bit weights
+     * (kernels/internal/native_quant.h); scratch: nxr__quant_scratch_bytes. */
+    void (*sgemm_quant)(const struct nxr__quant_plan *plan, size_t begin, size_t end,
                         float *scratch);
     void (*add)(size_t n, const float *x, const float *y, float *out);
     void (*mul)(size_t n, const float *x, const float *y, float *out);

@@ -410,7 +410,8 @@ class Context:
                      activation=None):
         """ctx.sgemm against packed weights (rt.pack): op(a) is m x weights.k
         (1-D: one row), out m x weights.n; the domain's own copy is read.
-        Same bits as sgemm with the original matrix."""
+        Same bits as sgemm with the original matrix for f32 weights; bf16
+        and q8 weights are within runtime/nxr_weights.h's bound of it."""
         call = "sgemm_packed"
         _memory.need_numpy(call)
         from nxr._weights import Weights

@@ -179,6 +179,8 @@ _PROTOTYPES = {
     "nxr_sgemm_fused": (c_int, [c_void_p, P(SgemmArgs), P(SgemmEpilogue)]),
     "nxr_weights_desc_init": (None, [P(WeightsDesc)]),
     "nxr_weights_create": (c_int, [c_void_p, P(WeightsDesc), P(c_void_p)]),
+    "nxr_weights_create_format": (c_int, [c_void_p, P(WeightsDesc), c_int, P(c_void_p)]),
+    "nxr_weights_format": (c_int, [c_void_p]),
     "nxr_weights_destroy": (None, [c_void_p]),
     "nxr_weights_k": (c_size_t, [c_void_p]),
     "nxr_weights_n": (c_size_t, [c_void_p]),

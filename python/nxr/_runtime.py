@@ -259,8 +259,10 @@ class Runtime:
             copies.append(_memory.replicate_one(h, d, dom, array))
         return copies
 
-    def pack(self, w, trans=False, domains=None):
+    def pack(self, w, trans=False, domains=None, format="f32"):
         """Packs weight matrix w (op(W) is k x n: w is k x n, or n x k with
         trans) once into the node memory of each listed domain id (None:
-        every domain) for ctx.sgemm_packed. Returns nxr.Weights."""
-        return Weights(self, self._ptr("pack"), w, trans, domains)
+        every domain) for ctx.sgemm_packed, in format "f32" (the same bits
+        as ctx.sgemm), "bf16" or "q8" (8-bit blocks of 32 along k; w must
+        be finite): see nxr._weights. Returns nxr.Weights."""
+        return Weights(self, self._ptr("pack"), w, trans, domains, format)

@@ -3,7 +3,10 @@
 rt.pack(w) copies w into each domain's node memory in the layout nxr's
 GEMM reads; ctx.sgemm_packed(x, weights) then multiplies against the copy
 of the context's domain, packing nothing per call, with the same bits as
-ctx.sgemm(x, w). The caller's w may be dropped after pack. The copies are
+ctx.sgemm(x, w). rt.pack(w, format="bf16") or format="q8" packs the weights
+in bfloat16 or in signed 8-bit blocks of 32 along k with one scale each
+(half and about a quarter of the bytes); the call is then within the bound
+runtime/nxr_weights.h documents of the f32 result, not bit-equal to it. The caller's w may be dropped after pack. The copies are
 freed by close() or when the object is collected; the runtime stays until
 then (nxr._runtime, "Lifetime").
 
@@ -22,11 +25,17 @@ from nxr._errors import ERRNOS, Error, check, invalid
 from nxr._memory import need_numpy
 
 
+# format= of rt.pack: enum nxr_weights_format (runtime/nxr_weights.h).
+FORMATS = {"f32": 0, "bf16": 1, "q8": 2}
+
+
 class Weights:
-    def __init__(self, runtime, handle, w, trans, domains):
+    def __init__(self, runtime, handle, w, trans, domains, format="f32"):
         need_numpy("pack")
         from nxr._context import f32
 
+        if not isinstance(format, str) or format not in FORMATS:
+            raise invalid("pack", "format %r: expected 'f32', 'bf16' or 'q8'" % (format,))
         f32("pack", "w", w, ndim=2)
         desc = _lib.WeightsDesc()
         _lib.lib.nxr_weights_desc_init(ctypes.byref(desc))
@@ -46,11 +55,14 @@ class Weights:
             desc.domain_count = len(domains)
         out = ctypes.c_void_p()
         check(
-            _lib.lib.nxr_weights_create(handle.ptr, ctypes.byref(desc), ctypes.byref(out)),
-            "nxr_weights_create",
+            _lib.lib.nxr_weights_create_format(
+                handle.ptr, ctypes.byref(desc), FORMATS[format], ctypes.byref(out)
+            ),
+            "nxr_weights_create_format",
         )
         self.ptr = out
         self.k, self.n = desc.k, desc.n
+        self.format = format
         # handle rides along: the runtime outlives its weights.
         self._free = weakref.finalize(self, _destroy, out, handle)
         self._lock = threading.Lock()  # users and close
@@ -87,7 +99,9 @@ class Weights:
         return not self._free.alive
 
     def __repr__(self):
-        return "<nxr.Weights k=%d n=%d%s>" % (self.k, self.n, " closed" if self.closed else "")
+        return "<nxr.Weights k=%d n=%d %s%s>" % (
+            self.k, self.n, self.format, " closed" if self.closed else ""
+        )
 
 
 def _destroy(ptr, handle):

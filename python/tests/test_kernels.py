@@ -83,6 +83,69 @@ class Kernels(unittest.TestCase):
         with self.assertRaises(nxr.Error):
             self.ctx.sgemm_packed(a, packed)
 
+    def test_packed_formats_within_their_bound(self):
+        # runtime/nxr_weights.h's bound: |alpha| sum |a| e + 2 (k + 2) u sum |a w| (+ the
+        # alpha/beta rounding), e = 2^-8 |w| (bf16) or (1 + 2^-12) max|w| / 254 per
+        # block of 32 along k (q8), and for q8 the activations' term where A is quantized
+        # too: sum (|w| + e) (1 + 2^-12) max|a| / 254 over a's block.
+        k, n, u = 100, 70, 2.0**-24
+        w = rand(k, n)
+        wd = f64(w)
+        bmax = np.concatenate(
+            [np.repeat(np.abs(wd[b : b + 32]).max(axis=0, keepdims=True), min(32, k - b), axis=0)
+             for b in range(0, k, 32)]
+        )
+        errs = {"bf16": 2.0**-8 * np.abs(wd), "q8": (1 + 2.0**-12) * bmax / 254}
+        for fmt, e in errs.items():
+            packed = self.rt.pack(w, format=fmt)
+            packed_t = self.rt.pack(np.ascontiguousarray(w.T), trans=True, format=fmt)
+            self.assertEqual(packed.format, fmt)
+            self.assertIn(fmt, repr(packed))
+            for m in (1, 3, 16, 17):
+                a = rand(m, k)
+                ref = f64(a) @ wd
+                bound = np.abs(f64(a)) @ e + 2 * (k + 2) * u * (np.abs(f64(a)) @ np.abs(wd)) \
+                    + 2 * u * np.abs(ref)
+                if fmt == "q8":
+                    amax = np.concatenate(
+                        [np.repeat(np.abs(f64(a)[:, b : b + 32]).max(axis=1, keepdims=True),
+                                   min(32, k - b), axis=1) for b in range(0, k, 32)], axis=1)
+                    bound += (1 + 2.0**-12) * (amax / 254) @ (np.abs(wd) + e)
+                for p in (packed, packed_t):
+                    got = f64(self.ctx.sgemm_packed(a, p))
+                    self.assertTrue(np.all(np.abs(got - ref) <= bound * (1 + 1e-6)),
+                                    "%s m %d: off by %g, bound %g"
+                                    % (fmt, m, np.max(np.abs(got - ref)), np.min(bound)))
+            packed.close()
+            packed_t.close()
+        self.assertEqual(self.rt.pack(w).format, "f32")
+
+    def test_packed_formats_hold_their_values(self):
+        # 127 times a row of the identity reads one weight of each column back, times 127,
+        # with one f32 rounding (127 quantizes to itself where q8 quantizes A too): bf16
+        # rounds to nearest even, q8 is round(w / s) * s with s = max|w| / 127 over 32
+        # along k, read as (127 q) * s.
+        k, n = 40, 3
+        w = rand(k, n)
+        w[5] = [0.01, -0.3, 1.0 + 2.0**-8]  # 1 + 2^-8: a tie, to even (1.0)
+        bits = w.view(np.uint32).astype(np.uint64)
+        bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+        bf16 = np.float32(127) * bf16
+        q8 = np.empty_like(w)
+        for b in range(0, k, 32):
+            s = (np.abs(w[b : b + 32]).max(axis=0) / np.float32(127)).astype(np.float32)
+            q = np.clip(np.rint(w[b : b + 32] / s), -127, 127).astype(np.float32)
+            q8[b : b + 32] = (np.float32(127) * q) * s
+        for fmt, want in (("bf16", bf16), ("q8", q8)):
+            packed = self.rt.pack(w, format=fmt)
+            for p in (0, 5, 33, 39):
+                e = np.zeros(k, np.float32)
+                e[p] = 127
+                got = self.ctx.sgemm_packed(e, packed)
+                self.assertTrue(np.array_equal(got, want[p]), "%s row %d: %r, want %r"
+                                % (fmt, p, got, want[p]))
+            packed.close()
+
     def test_norms_and_softmax(self):
         x, g, b = rand(7, 33), rand(33), rand(33)
         ms = np.mean(f64(x) ** 2, axis=1, keepdims=True)
@@ -140,6 +203,14 @@ class BadInput(unittest.TestCase):
         for w in words:
             self.assertIn(w, str(e.exception))
         return e.exception
+
+    def test_packed_format_refusals(self):
+        w = rand(8, 4)
+        self.refused(["format 'int4'", "'bf16'"], self.rt.pack, w, format="int4")
+        self.refused(["format"], self.rt.pack, w, format=2)
+        w[3, 1] = np.inf
+        self.refused(["op(W)[3][1] is not finite"], self.rt.pack, w, format="q8")
+        self.rt.pack(w, format="bf16").close()  # bf16 keeps infinities
 
     def test_wrong_dtype(self):
         a, b = rand(4, 8), rand(8, 3)

@@ -28,6 +28,8 @@ def includedir():
                  "needs cc and pkg-config (tools/setup.sh installs both)")
 class Layout(unittest.TestCase):
     def test_mirrors_and_codes_match_the_installed_headers(self):
+        if getattr(nxr._build, "WHEEL", False):
+            self.skipTest("a pip wheel carries no headers: checked against a prefix install")
         cflags = includedir()
         self.assertIsNotNone(cflags, "no nxr.pc beside %s" % nxr.library_path)
         lines = ['#include <stddef.h>', '#include <stdio.h>', '#include <nxr/nxr.h>', 'int main(void) {']

@@ -49,6 +49,7 @@ struct nxr__packed_call {
     const struct nxr__native_isa *isa;
     struct nxr_sgemm_args gemm; /* b: the copy's data */
     const struct nxr__packed_b *packed;
+    const struct nxr__packed_q *quant;         /* bf16 / q8 weights (then packed is NULL) */
     const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
 };
 
@@ -58,5 +59,8 @@ struct nxr__packed_call {
 void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packed_call *pc,
                          const struct nxr_sgemm_packed_args *args,
                          const struct nxr_sgemm_epilogue *ep);
+
+/* Runs the prepared product with `c` (the native kernel of its format). */
+int nxr__packed_invoke(const struct nxr_kernel_call *c, const struct nxr__packed_call *pc);
 
 #endif /* NXR_RUNTIME_INTERNAL_KERNEL_CALL_H */

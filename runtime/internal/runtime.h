@@ -18,7 +18,7 @@
 #include "base/internal/fork.h"
 #include "runtime/nxr.h"
 
-/* The default spin policy (see README "Knobs"): no fixed bound; workers
+/* The default spin policy (see docs/guide.md, "Knobs"): no fixed bound; workers
  * follow the rhythm of the regions (executor/internal/rhythm.h). NXR_SPIN
  * (a pause count, INT_MAX at most) overrides it. */
 #define NXR_SPIN_DEFAULT NXR__TEAM_SPIN_ADAPTIVE

@@ -2,8 +2,8 @@
 # bench/decode --short --json: exits 0, prints one JSON object whose
 # tokens_match is true (the nxr engine, by calls and as one step per token,
 # and the OpenMP row-loop engine generate the same greedy tokens from the
-# same weights), with every key
-# the README promises; no figure is judged. A format that is not there yet
+# same weights), with every key the user guide (docs/guide.md) promises; no
+# figure is judged. A format that is not there yet
 # exits 2 with a message that says so; a bad shape exits 2 and says why.
 set -euo pipefail
 decode=$(realpath "$1")

@@ -81,6 +81,21 @@ grep -q "NEEDED.*\[libnxr.so.$major\]" <<<"$(readelf -d "$work/consumer_shared")
     fail "consumer_shared does not need libnxr.so.$major"
 run "cc \$(pkg-config --cflags --libs nxr)" "$work/consumer_shared"
 
+# ---- The README's first program, as printed there ------------------------------
+# The C block under "## A first program" in the installed README, built the way
+# the README says (cc ... $(pkg-config --cflags --libs nxr)), and its output
+# against the line the README promises.
+awk '/^## A first program/{f=1} f&&/^```c$/{c=1;next} c&&/^```$/{exit} c' \
+    "$prefix/share/doc/nxr/README.md" >"$work/first.c"
+[ -s "$work/first.c" ] || fail "the README has no C block under '## A first program'"
+promised=$(grep -oE '# x\[n-1\] = [0-9]+' "$prefix/share/doc/nxr/README.md" | head -1 | cut -c3-)
+[ -n "$promised" ] || fail "the README does not say what its first program prints"
+# shellcheck disable=SC2046
+"${cc[@]}" "$work/first.c" -o "$work/first" $(pkg-config --cflags --libs nxr) -Wl,-rpath,"$prefix/lib"
+first_out=$(env -u LD_LIBRARY_PATH "$work/first") || fail "the README's first program exited $?"
+[ "$first_out" = "$promised" ] || fail "the README's first program printed '$first_out', the README says '$promised'"
+ok "the README's first program builds as shown and prints '$first_out'"
+
 # ---- pkg-config, static -------------------------------------------------------
 for mode in "" "--static"; do
     exe=$work/consumer_static${mode:+_pc_static}

@@ -11,7 +11,8 @@
 # unpacked into a fresh root, checked for their files and
 # Depends, the consumer built against the unpacked libnxr-dev and run, the
 # stripped libnxr.so loaded with ctypes and the unpacked python3-nxr
-# imported.
+# imported; the pip wheel installed into a fresh venv and the binding's
+# tests run there.
 # Prints one "ok: ..." or "FAILED: ..." line per check and a count.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -107,7 +108,7 @@ check "ctypes.CDLL of the installed libnxr.so after and before importing numpy" 
 check "install.sh printed the PYTHONPATH line for the Python package" \
     grep -qF "export PYTHONPATH=$prefix/lib/python3/dist-packages" "$work/install.out"
 # The Python binding's tests (python/tests), against the installed package
-# and library: the README's PYTHONPATH line and nothing else set, Debian's
+# and library: the user guide's PYTHONPATH line and nothing else set, Debian's
 # interpreter (the one with python3-numpy).
 pydir=$prefix/lib/python3/dist-packages
 python_tests() {
@@ -179,5 +180,28 @@ with nxr.Runtime(ignore_env=True) as rt:
 print("python_root: ok, nxr", nxr.__version__, "from", nxr.library_path)' "$(readlink -f "$lib")"
 }
 check "the packaged python3-nxr imports and loads the packaged library" python_root
+# The pip wheel (tools/wheel.py): installed with pip into a fresh virtual
+# environment (Debian's numpy visible through --system-site-packages, nothing
+# else set), it loads its own copy of libnxr.so, and the binding's tests pass
+# there.
+wheel_venv() {
+    [ -n "$numpy_python" ] || { echo "no python3 here imports numpy (tools/setup.sh installs python3-numpy)"; return 1; }
+    local whl venv=$work/venv
+    whl=$(ls "$debs"/nxr-"$version"-py3-none-*.whl) || return 1
+    "$numpy_python" -m venv --system-site-packages "$venv" &&
+        "${clean_env[@]}" "$venv/bin/python" -m pip install --quiet --no-index --no-deps \
+            --disable-pip-version-check "$whl" &&
+        (cd "$work" && "${clean_env[@]}" "$venv/bin/python" -c '
+import os, sys, nxr
+here = os.path.dirname(os.path.realpath(nxr.__file__))
+assert here.startswith(os.path.realpath(sys.argv[1])), here
+assert os.path.dirname(os.path.realpath(nxr.library_path)) == here, nxr.library_path
+with nxr.Runtime(ignore_env=True) as rt:
+    assert rt.domains
+print("wheel: nxr", nxr.__version__, "from", nxr.library_path)' "$venv") &&
+        "${clean_env[@]}" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m unittest discover \
+            -s python/tests 2>&1 && echo "wheel: ok, the binding's tests pass in the venv"
+}
+check "pip installs the wheel into a fresh venv; it loads its own libnxr.so and the binding's tests pass" wheel_venv
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -12,10 +12,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "domains/internal/arbiter.h"
 #include "domains/nxr_domains.h"
+#include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
 #include "tests/support/procfs.h"
 
@@ -1116,4 +1119,36 @@ Test(domains_arbiter, stress_random_unions, .timeout = 240)
     for (int i = 0; i < STRESS_DOMAINS; i++)
         hwloc_bitmap_free(d[i]);
     nxr__arbiter_destroy(s.a);
+}
+
+/* ---- the lock order at a permit wait (base/internal/lock_rank.h) ---------------- */
+
+static struct nxr__arbiter *lock_held_arbiter;
+
+/* The inversion gate_order_test found by probing: a permit waited for with
+ * the count gate held. The arbiter is free, so nothing would hang here; the
+ * rule is broken all the same, and a checked build says so. */
+static void wait_for_permit_under_the_gate(void)
+{
+    nxr__lock_rank_acquire(NXR__RANK_COUNT_GATE); /* as the gate's holder would */
+    int rc = nxr__arbiter_acquire_exclusive(lock_held_arbiter);
+    _exit(rc == 0 ? 0 : 3);
+}
+
+Test(domains_arbiter, a_permit_waited_for_under_a_lock_aborts_in_checked_builds)
+{
+    lock_held_arbiter = arbiter_of("0-3");
+    char text[512];
+    int status = nxr_test_in_child(wait_for_permit_under_the_gate, text, sizeof text);
+    if (nxr__lock_rank_checking()) {
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "status %#x; printed: %s",
+                  status, text);
+        cr_assert_not_null(strstr(text, nxr__lock_rank_name(NXR__RANK_COUNT_GATE)), "%s", text);
+        cr_assert_not_null(strstr(text, "waiting for a permit"), "%s", text);
+    } else {
+        /* Unchecked builds compile the check out: the grant goes through. */
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x; printed: %s", status,
+                  text);
+    }
+    nxr__arbiter_destroy(lock_held_arbiter);
 }

@@ -240,11 +240,13 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
     const struct nxr__native_isa *isas[3];
     const size_t nisa = ref_isas(isas);
     /* 1100 wide: unpacked rows that far apart take the streaming form of
-     * the axpy kernel, packed panels the register one. */
+     * the axpy kernel, packed panels the register one. 2100 wide with 4
+     * rows of X and 8200 wide with one span more than one run of columns
+     * (a run is 8192 floats of sums shared by the rows), with a tail. */
     static const size_t shapes[][3] = {{1, 70, 33},     {16, 100, 600}, {40, 5, 33},
                                        {3, 1, 17},      {17, 70, 600},  {40, 100, 20},
                                        {3, 1100, 600},  {1, 2100, 30},  {1100, 4, 40},
-                                       {12, 1100, 40}};
+                                       {12, 1100, 40},  {4, 2100, 20},  {1, 8200, 9}};
     uint64_t seed = 4000;
     for (size_t ii = 0; ii < nisa; ii++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -4,7 +4,8 @@
  * byte and last) and every one of its pages is on the domain's node
  * (nxr_mem_node, move_pages in query mode). On one node that checks the
  * binding of the one copy; the multi-node VM (numa_vm) runs it with a
- * domain per node, a copy on each.
+ * domain per node, a copy on each. Every weight format (f32, bf16, 8-bit
+ * blocks) is checked alike.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -19,14 +20,11 @@
 #include "runtime/nxr.h"
 #include "tests/support/runtime.h"
 
-Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
+/* One format's copies: each memory of its domain, every page on its node.
+ * Returns the pages checked. */
+static size_t check_copies(nxr_runtime_t *rt, const float *w, size_t k, size_t n,
+                           enum nxr_weights_format format, size_t min_bytes)
 {
-    /* The default layout: one domain per NUMA node (two in the VM). */
-    struct nxr_test_runtime fx;
-    NXR_TEST_RUNTIME(&fx, NULL, 0);
-    nxr_runtime_t *rt = fx.rt;
-    const size_t k = 300, n = 700; /* over 800 KiB: many pages */
-    float *w = ref_fill(k * n, 7, -1.0f, 1.0f);
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
     d.k = k;
@@ -34,7 +32,7 @@ Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
     d.w = w;
     d.ldw = n;
     nxr_weights_t *pw;
-    cr_assert_eq(nxr_weights_create(rt, &d, &pw), 0); /* every domain */
+    cr_assert_eq(nxr_weights_create_format(rt, &d, format, &pw), 0); /* every domain */
     const long page = sysconf(_SC_PAGESIZE);
     size_t checked = 0;
     for (size_t i = 0; i < nxr_runtime_domain_count(rt); i++) {
@@ -42,7 +40,7 @@ Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
         const void *data;
         size_t bytes;
         cr_assert_eq(nxr_weights_copy(pw, dom, &data, &bytes), 0);
-        cr_assert_geq(bytes, k * n * sizeof(float));
+        cr_assert_geq(bytes, min_bytes, "format %d", format);
         nxr_domain_t *owner;
         cr_assert_eq(nxr_mem_domain(rt, data, &owner), 0);
         cr_assert_eq(owner, dom);
@@ -53,16 +51,29 @@ Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
             continue;
         for (size_t off = 0; off < bytes; off += (size_t)page, checked++)
             cr_assert_eq(nxr_mem_node((const char *)data + off), node,
-                         "page %zu of domain %d's copy is not on node %d", off / (size_t)page,
-                         nxr_domain_id(dom), node);
+                         "format %d: page %zu of domain %d's copy is not on node %d", format,
+                         off / (size_t)page, nxr_domain_id(dom), node);
     }
+    nxr_weights_destroy(pw);
+    return checked;
+}
+
+Test(kernels_weights_placement, each_copy_is_memory_of_its_domain_on_its_node)
+{
+    /* The default layout: one domain per NUMA node (two in the VM). */
+    struct nxr_test_runtime fx;
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    const size_t k = 300, n = 700; /* over 800 KiB: many pages */
+    float *w = ref_fill(k * n, 7, -1.0f, 1.0f);
+    size_t checked = check_copies(fx.rt, w, k, n, NXR_WEIGHTS_F32, k * n * sizeof(float));
+    /* bf16 and 8-bit blocks: the same allocation, binding and page check. */
+    checked += check_copies(fx.rt, w, k, n, NXR_WEIGHTS_BF16, k * n * 2);
+    checked += check_copies(fx.rt, w, k, n, NXR_WEIGHTS_Q8_BLOCK32, k * n + k * n / 32 * 4);
     if (checked == 0)
         fprintf(stderr, "no domain with a bound node: the page check did not run\n");
     free(w);
-    nxr_weights_destroy(pw);
-    nxr_runtime_destroy(rt);
+    nxr_runtime_destroy(fx.rt);
 }
-
 
 /* Huge pages (runtime/nxr_weights.h): a copy of 2 MiB or more is advised
  * when the system's THP mode allows it, read here from sysfs on its own; the

@@ -14,7 +14,7 @@
  *    library), after it the count is what it was;
  *  - NXR_GEMM=openblas and NXR_PROVIDER_POLICY from the environment do the
  *    same.
- * The expected outcomes come from those rules as README states them and
+ * The expected outcomes come from those rules as docs/guide.md states them and
  * from counts the tests set, never from nxr's own rule function.
  * Debian's OpenBLAS is the pthreads build (count = number of CPUs unless
  * OPENBLAS_NUM_THREADS is set); a sequential build skips the count tests.

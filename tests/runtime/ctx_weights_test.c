@@ -298,6 +298,13 @@ Test(kernels_ctx_weights, a_runtime_without_the_native_gemm_refuses_to_pack)
     nxr_weights_t *pw = (nxr_weights_t *)1;
     cr_assert_eq(nxr_weights_create(r.rt, &d, &pw), NXR_EUNSUPPORTED);
     cr_assert_null(pw);
+    /* The bf16 and 8-bit kernels are the native provider's too. */
+    for (int f = NXR_WEIGHTS_BF16; f <= NXR_WEIGHTS_Q8_BLOCK32; f++) {
+        pw = (nxr_weights_t *)1;
+        cr_assert_eq(nxr_weights_create_format(r.rt, &d, (enum nxr_weights_format)f, &pw),
+                     NXR_EUNSUPPORTED);
+        cr_assert_null(pw);
+    }
     ctx_rt_close(&r);
     nxr_provider_destroy(ob);
 }

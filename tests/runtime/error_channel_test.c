@@ -793,6 +793,26 @@ GOOD(nxr_weights_create)
     nxr_weights_destroy(w);
     return rc;
 }
+BAD(nxr_weights_create_format)
+{
+    struct nxr_weights_desc d;
+    nxr_weights_desc_init(&d);
+    d.k = d.n = d.ldw = 4;
+    d.w = fx.w;
+    nxr_weights_t *w;
+    return nxr_weights_create_format(fx.rt, &d, (enum nxr_weights_format)9, &w);
+}
+GOOD(nxr_weights_create_format)
+{
+    struct nxr_weights_desc d;
+    nxr_weights_desc_init(&d);
+    d.k = d.n = d.ldw = 4;
+    d.w = fx.w;
+    nxr_weights_t *w = NULL;
+    int rc = nxr_weights_create_format(fx.rt, &d, NXR_WEIGHTS_Q8_BLOCK32, &w);
+    nxr_weights_destroy(w);
+    return rc;
+}
 BAD(nxr_weights_copy)
 {
     const void *p;
@@ -962,6 +982,7 @@ NULLS(getters_of_memory)
     nxr_shards_destroy(NULL);
     cr_expect_eq(nxr_weights_k(NULL), 0);
     cr_expect_eq(nxr_weights_n(NULL), 0);
+    cr_expect_eq(nxr_weights_format(NULL), NXR_WEIGHTS_F32);
     nxr_weights_destroy(NULL);
     nxr_step_destroy(NULL);
 }
@@ -1229,9 +1250,11 @@ static const struct row rows[] = {
     /* runtime/nxr_weights.h */
     CANNOT_FAIL(nxr_weights_desc_init, inits, "fills the caller's struct"),
     FALLIBLE(nxr_weights_create),
+    FALLIBLE(nxr_weights_create_format),
     CANNOT_FAIL(nxr_weights_destroy, getters_of_memory, "a destroy (NULL is a no-op)"),
     CANNOT_FAIL(nxr_weights_k, getters_of_memory, "a getter (0 for NULL)"),
     CANNOT_FAIL(nxr_weights_n, getters_of_memory, "a getter (0 for NULL)"),
+    CANNOT_FAIL(nxr_weights_format, getters_of_memory, "a getter (f32 for NULL)"),
     FALLIBLE(nxr_weights_copy),
     FALLIBLE(nxr_weights_huge_pages),
     FALLIBLE(nxr_sgemm_packed),

@@ -488,3 +488,51 @@ Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
 }
+
+/* ---- every weight format ---------------------------------------------------------- */
+
+Test(runtime_step, same_bits_for_every_weight_format, .timeout = 60)
+{
+    struct ctx_rt_opts o;
+    ctx_rt_opts_init(&o);
+    struct ctx_rt r;
+    ctx_rt_open(&r, &o);
+    static const enum nxr_weights_format formats[] = {NXR_WEIGHTS_F32, NXR_WEIGHTS_BF16,
+                                                      NXR_WEIGHTS_Q8_BLOCK32};
+    static float w[N1 * K], x[MMAX * K], want[MMAX * N1], got[MMAX * N1];
+    uint64_t seed = 3;
+    for (size_t i = 0; i < N1 * K; i++)
+        w[i] = fill(&seed);
+    for (size_t i = 0; i < MMAX * K; i++)
+        x[i] = fill(&seed);
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        struct nxr_weights_desc d;
+        nxr_weights_desc_init(&d);
+        d.w = w;
+        d.trans = true;
+        d.k = K;
+        d.n = N1;
+        d.ldw = K;
+        nxr_weights_t *p;
+        int rc = nxr_weights_create_format(r.rt, &d, formats[f], &p);
+        cr_assert_eq(rc, 0, "format %d: %s (%s)", (int)formats[f], nxr_strerror(rc),
+                     nxr_last_error());
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            struct nxr_sgemm_packed_args g = product(x, ms[mi], p, 0.0f, want);
+            memset(want, 0, sizeof want);
+            cr_assert_eq(nxr_sgemm_packed(r.ctx[0], &g, NULL), 0);
+            g.c = got;
+            memset(got, 0, sizeof got);
+            nxr_step_t *s;
+            cr_assert_eq(nxr_step_create(&s), 0);
+            cr_assert_eq(nxr_step_add_sgemm_packed(s, &g, NULL), 0);
+            rc = nxr_step_run(r.ctx[0], s);
+            cr_assert_eq(rc, 0, "nxr_step_run: %s (%s)", nxr_strerror(rc), nxr_last_error());
+            cr_assert_eq(memcmp(got, want, sizeof got), 0, "format %d, m %zu: the step differs",
+                         (int)formats[f], ms[mi]);
+            nxr_step_destroy(s);
+        }
+        nxr_weights_destroy(p);
+    }
+    ctx_rt_close(&r);
+}

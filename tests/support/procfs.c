@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,4 +200,35 @@ bool nxr_test_wait_asleep(pid_t tid, bool (*pred)(void *arg), void *arg, int ms)
         sched_yield();
     } while (before(&deadline));
     return false;
+}
+
+int nxr_test_in_child(void (*fn)(void), char *text, size_t size)
+{
+    int fds[2];
+    if (size == 0 || pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == -1) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        fn();
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t n;
+    while (got + 1 < size && (n = read(fds[0], text + got, size - 1 - got)) > 0)
+        got += (size_t)n;
+    text[got] = '\0';
+    close(fds[0]);
+    int status = -1;
+    while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+        ;
+    return status;
 }

@@ -58,4 +58,9 @@ bool nxr_test_wait_until(bool (*pred)(void *arg), void *arg, int ms);
  * last count seen. Exited threads can linger briefly in /proc. */
 int nxr_test_wait_thread_count(int want);
 
+/* Runs fn in a forked child with its stderr captured: returns the child's
+ * wait status, and what it printed in text (NUL-terminated, cut at size).
+ * For checks that end a process (an abort with a message). */
+int nxr_test_in_child(void (*fn)(void), char *text, size_t size);
+
 #endif /* NXR_TESTS_PROCFS_H */

@@ -168,7 +168,22 @@ print("span: %d member(s), p50 span / per-domain %.2f, max diff %g" %
       (s["members"], s["p50_span_over_nxr"], s["max_abs_diff"]))
 PY
 }
-"$nxr" demo "${tiny[@]}" --span --json > span.json
+"$nxr" demo "${tiny[@]}" --span --json --plot span.svg > span.json
+# --plot: an SVG with one latency curve per path that ran (all five here),
+# each with one point per request the path answered.
+python3 - span.svg span.json <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+svg, d = ET.parse(sys.argv[1]).getroot(), json.load(open(sys.argv[2]))
+ns = "{http://www.w3.org/2000/svg}"
+assert svg.tag == ns + "svg", svg.tag
+curves = {p.get("data-series"): p.get("d").count("L") + 1
+          for p in svg.iter(ns + "path") if p.get("class") == "curve"}
+want = {"nxr: one context per domain": d["requests"], "baseline: max-batch 1": d["baseline"]["requests"],
+        "flat: one team": d["flat"]["requests"], "OpenMP": d["omp"]["requests"],
+        "span": d["span"]["requests"]}
+assert curves == want, (curves, want)
+print("plot: %d curves, one point per request" % len(curves))
+PY
 span_check span.json "$(python3 -c 'import json; print(len(json.load(open("demo.json"))["domains"]))')"
 "$nxr" demo "${tiny[@]}" --span --domains "0:$first;1:$first shared" --json > span2.json
 span_check span2.json 2
@@ -238,5 +253,7 @@ bad --json --json=yes
 bad --span --span --no-compare
 bad --span --span --executor pool
 bad --span --span=1
+bad --plot --plot ""
+bad --plot --plot /nonexistent-dir/x.svg
 bad --bogus --bogus
 echo "bad input: all exit 2"

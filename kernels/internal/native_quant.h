@@ -1,0 +1,114 @@
+/*
+ * nxr native kernels against weights in bf16 or 8-bit blocks
+ * (runtime/nxr_weights.h, "Weight formats"): the packed layout, its packing,
+ * and the GEMM that reads it with f32 activations, outputs and accumulation
+ * (8-bit blocks on AVX2 quantize the activations per block and multiply in
+ * integers: native_quant.inc says why and what it costs in error).
+ *
+ * Layout. Whatever the source's orientation, a packed copy is op(W)^T: n
+ * rows of kpad = k rounded up to 32 values, row j holding column j of op(W)
+ * along k, zero-padded past k. A call's output C[i][j] is a dot product of
+ * A's row i with row j, so a decode step (m = 1) streams each row once, in
+ * order, and blocks along k are contiguous:
+ *   bf16: uint16_t rows[n][kpad], the top half of each f32 rounded to
+ *         nearest even (bits << 16 is the value again);
+ *   q8:   int8_t rows[n][kpad], then float scales[n][kpad / 32]: weight p
+ *         of row j is rows[j][p] * scales[j][p / 32].
+ * Zero padding keeps every kernel free of k tails (A's rows are copied into
+ * zero-padded scratch rows of kpad first).
+ */
+#ifndef NXR_KERNELS_INTERNAL_NATIVE_QUANT_H
+#define NXR_KERNELS_INTERNAL_NATIVE_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/internal/native.h"
+
+/* The runtime's enum nxr_weights_format values (runtime/weights.c checks
+ * they agree); F32 packs through nxr__sgemm_pack_b instead. */
+enum nxr__qformat {
+    NXR__QFORMAT_BF16 = 1,
+    NXR__QFORMAT_Q8_BLOCK32 = 2,
+};
+
+#define NXR_QUANT_BLOCK 32 /* weights per 8-bit block, and kpad's multiple */
+#define NXR_QUANT_ROWS  4  /* rows of W per unit: independent sums in flight */
+#define NXR_QUANT_GROUP 16 /* rows of A per pass over W */
+
+struct nxr__packed_q {
+    enum nxr__qformat format;
+    size_t k, n, kpad;
+    const void *rows;    /* uint16_t (bf16) or int8_t (q8), n x kpad */
+    const float *scales; /* q8: n x kpad / 32; NULL for bf16 */
+};
+
+/* Bytes a packed copy of a k x n op(W) takes (k, n >= 1). */
+size_t nxr__quant_packed_bytes(enum nxr__qformat format, size_t k, size_t n);
+
+/* Whether op(W) (src, ld, trans as struct nxr_weights_desc's) has a NaN or
+ * an infinity; the first one (in row-major order of op(W)) at (*p, *j). */
+bool nxr__quant_first_nonfinite(bool trans, size_t k, size_t n, const float *src, size_t ld,
+                                size_t *p, size_t *j);
+
+/* Packs op(W) into dst (nxr__quant_packed_bytes, 64-byte aligned) and
+ * describes it in *view. For q8, src must be finite (check first). */
+void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, const float *src,
+                     size_t ld, void *dst, struct nxr__packed_q *view);
+
+/* One value of a bf16 row as f32 (the test's and the reference's view). */
+static inline float nxr__bf16_value(uint16_t h)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+
+/* C = alpha * op(A) * W + beta * C, then the epilogue, over units of
+ * NXR_QUANT_ROWS columns of C (rows of W), every row of A each. */
+struct nxr__quant_plan {
+    const struct nxr__native_isa *isa;
+    const struct nxr__packed_q *w;
+    size_t m;
+    float alpha, beta;
+    const float *a;
+    size_t a_ss, a_ps; /* op(A)[s][p] = a[s * a_ss + p * a_ps] */
+    float *c;
+    size_t ldc;
+    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
+    size_t units;
+};
+
+/* The plan of a valid call that reads A and W (m, n, k >= 1, alpha != 0);
+ * args' b, ldb and trans_b are ignored. */
+void nxr__quant_plan_init(struct nxr__quant_plan *plan, const struct nxr__native_isa *isa,
+                          const struct nxr_sgemm_args *args, const struct nxr__packed_q *w,
+                          const struct nxr_sgemm_epilogue *epilogue);
+
+/* Per-worker scratch of a call with m rows of A: up to NXR_QUANT_GROUP
+ * zero-padded rows of kpad floats. */
+size_t nxr__quant_scratch_bytes(const struct nxr__packed_q *w, size_t m);
+
+/* Units per chunk: about 64 KiB of W each, so a chunk pays for its region. */
+size_t nxr__quant_grain(const struct nxr__quant_plan *plan);
+
+struct nxr__quant_job {
+    struct nxr__quant_plan plan;
+    void *const *scratch;
+};
+
+/* Units [begin, end) of job->plan. */
+void nxr__quant_chunk(void *job, size_t begin, size_t end, unsigned worker);
+
+/* The native GEMM against w with args as nxr_sgemm's (b, ldb, trans_b
+ * ignored; k and n w's), with the epilogue (NULL: none). Scratch from call
+ * (nxr__quant_scratch_bytes). 0, -EINVAL or the tile loop's errors (alpha
+ * 0 only scales C). */
+int nxr__native_sgemm_quant(const struct nxr__native_isa *isa, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *args, const struct nxr__packed_q *w,
+                            const struct nxr_sgemm_epilogue *epilogue);
+
+#endif /* NXR_KERNELS_INTERNAL_NATIVE_QUANT_H */
