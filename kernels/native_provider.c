@@ -233,7 +233,8 @@ int nxr__native_sgemm_quant(const struct nxr__native_isa *isa, const struct nxr_
     if (rc != 0)
         return rc;
     job.scratch = call->scratch;
-    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan), nxr__quant_chunk, &job);
+    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan, call->threads),
+                     nxr__quant_chunk, &job);
 }
 
 static const struct nxr_gemm_ops native_gemm_ops = {
