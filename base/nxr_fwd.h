@@ -22,6 +22,7 @@ typedef struct nxr_ctx nxr_ctx_t;             /* runtime/nxr_ctx.h */
 typedef struct nxr_thread_binding nxr_thread_binding_t; /* runtime/nxr_ctx.h */
 typedef struct nxr_shards nxr_shards_t;       /* runtime/nxr_span.h */
 typedef struct nxr_weights nxr_weights_t;     /* runtime/nxr_weights.h */
+typedef struct nxr_step nxr_step_t;           /* runtime/nxr_step.h */
 typedef struct nxr_job nxr_job_t;             /* executor/nxr_executor.h */
 typedef struct nxr_buffer nxr_buffer_t;       /* alloc/nxr_alloc.h */
 typedef struct nxr_scope nxr_scope_t;         /* alloc/nxr_alloc.h */

@@ -4,14 +4,17 @@
  * SwiGLU FFN, classifier; random f32 weights from a seed) generating tokens
  * greedily, one decode step at a time, from a fixed prompt, written twice:
  * with nxr as the docs tell a user to (decode_nxr.c) and as a plain OpenMP
- * row-loop engine (service/llama_omp.c). Both must produce the same tokens.
+ * row-loop engine (service/llama_omp.c). The nxr engine runs twice: one call per
+ * operation, and each token as one nxr_step (runtime/nxr_step.h). All must
+ * produce the same tokens.
  *
  * Decode is memory-bound: a step reads every weight once, so its limit is
  * the step's weight bytes over the machine's streaming-read bandwidth. The
  * read is measured in the same run, on nxr's threads, over the very bytes
  * the steps read (bench/kernels' peer_read_sum, the read side of a GEMV and
- * nothing else). Rounds alternate the two engines (the order too, round by
- * round) with the read after them; figures are medians over the rounds.
+ * nothing else). Rounds alternate the engines (the order too, round by
+ * round; nxr's two back to back, they share their threads) with the read
+ * after them; figures are medians over the rounds.
  * tok/s counts decode steps (the prompt's included: each reads all the
  * weights); weight GB/s is a step's weight bytes times steps per second;
  * the fraction of the limit is nxr's weight GB/s over the read's. The same
@@ -32,7 +35,8 @@
  * layers, 4 heads over 2 KV heads, vocab 512), 8 tokens, one round.
  * --json: one object {shape, dims, weights, threads, tokens, steps, rounds,
  * step_weight_bytes, nxr {tok_s, weight_gbs, step_us {projections,
- * attention, rest, gaps}}, omp {tok_s, weight_gbs}, read_gbs, omp_read_gbs,
+ * attention, rest, gaps}}, nxr_step {tok_s, weight_gbs, fraction_of_limit,
+ * vs_omp}, omp {tok_s, weight_gbs}, read_gbs, omp_read_gbs,
  * fraction_of_limit, omp_fraction_of_limit, nxr_vs_omp, tokens_match,
  * load}. Exit status 1 when the engines' tokens differ.
  */
@@ -213,6 +217,16 @@ static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
     return t;
 }
 
+static double time_step(struct run *r, int *out)
+{
+    const double t0 = bench_now();
+    int rc = decode_nxr_generate_step(r->nxr, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out);
+    const double t = bench_now() - t0;
+    if (rc != 0)
+        die("nxr decode (step)", rc);
+    return t;
+}
+
 static double time_omp(struct run *r, int *out)
 {
     const double t0 = bench_now();
@@ -265,29 +279,38 @@ int main(int argc, char **argv)
         die("the OpenMP engine", rc);
 
     int *tok_nxr = calloc(o.tokens, sizeof(int)), *tok_omp = calloc(o.tokens, sizeof(int));
-    int *again = calloc(o.tokens, sizeof(int));
-    if (tok_nxr == NULL || tok_omp == NULL || again == NULL)
+    int *again = calloc(o.tokens, sizeof(int)), *tok_step = calloc(o.tokens, sizeof(int));
+    if (tok_nxr == NULL || tok_omp == NULL || again == NULL || tok_step == NULL)
         die("tokens", -ENOMEM);
     /* A first, untimed run of each: pages, caches, threads; and the tokens. */
     time_nxr(&r, tok_nxr, NULL);
     settle();
     time_omp(&r, tok_omp);
-    bool match = memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0;
+    settle();
+    time_step(&r, tok_step);
+    bool match = memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0 &&
+                 memcmp(tok_step, tok_omp, o.tokens * sizeof(int)) == 0;
 
     const size_t steps = SVC_LLAMA_PROMPT_LEN - 1 + o.tokens;
     const double bytes = (double)svc_llama_step_bytes(&model);
-    double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_read[MAX_ROUNDS], t_omp_read[MAX_ROUNDS];
+    double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_step[MAX_ROUNDS], t_read[MAX_ROUNDS],
+        t_omp_read[MAX_ROUNDS];
     struct decode_nxr_times tm = {0};
     for (int i = 0; i < o.rounds; i++) {
         settle();
+        /* nxr's two engines share their threads: no settle between them. */
         if (i % 2 == 0) {
             t_nxr[i] = time_nxr(&r, again, &tm);
+            match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
+            t_step[i] = time_step(&r, again);
             match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
             settle();
             t_omp[i] = time_omp(&r, again);
         } else {
             t_omp[i] = time_omp(&r, again);
             settle();
+            t_step[i] = time_step(&r, again);
+            match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
             t_nxr[i] = time_nxr(&r, again, &tm);
         }
         /* The run that went last gives the same tokens too. */
@@ -304,6 +327,8 @@ int main(int argc, char **argv)
     }
     const double tok_s_nxr = (double)steps / bench_median(t_nxr, (size_t)o.rounds);
     const double tok_s_omp = (double)steps / bench_median(t_omp, (size_t)o.rounds);
+    const double tok_s_step = (double)steps / bench_median(t_step, (size_t)o.rounds);
+    const double gbs_step = tok_s_step * bytes * 1e-9;
     const double gbs_nxr = tok_s_nxr * bytes * 1e-9, gbs_omp = tok_s_omp * bytes * 1e-9;
     const double read_gbs = bytes / bench_median(t_read, (size_t)o.rounds) * 1e-9;
     const double omp_read_gbs = bytes / bench_median(t_omp_read, (size_t)o.rounds) * 1e-9;
@@ -323,6 +348,9 @@ int main(int argc, char **argv)
                "\"attention\":%.2f,\"rest\":%.2f,\"gaps\":%.2f}},",
                tok_s_nxr, gbs_nxr, tm.projections * per, tm.attention * per, tm.rest * per,
                gaps * per);
+        printf("\"nxr_step\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f,\"fraction_of_limit\":%.4f,"
+               "\"vs_omp\":%.4f},",
+               tok_s_step, gbs_step, gbs_step / read_gbs, tok_s_step / tok_s_omp);
         printf("\"omp\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f},\"read_gbs\":%.3f,"
                "\"omp_read_gbs\":%.3f,"
                "\"fraction_of_limit\":%.4f,\"omp_fraction_of_limit\":%.4f,\"nxr_vs_omp\":%.4f,"
@@ -340,14 +368,16 @@ int main(int argc, char **argv)
         printf("%-28s %10s %12s %14s\n", "", "tok/s", "weight GB/s", "of the limit");
         printf("%-28s %10.1f %12.2f %14.3f\n", "nxr (packed, kernels)", tok_s_nxr, gbs_nxr,
                gbs_nxr / read_gbs);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "nxr (packed, a token a step)", tok_s_step, gbs_step,
+               gbs_step / read_gbs);
         printf("%-28s %10.1f %12.2f %14.3f\n", "OpenMP row loops", tok_s_omp, gbs_omp,
                gbs_omp / read_gbs);
         printf("%-28s %10.1f %12.2f %14.3f\n", "streaming read (the limit)", read_gbs / bytes * 1e9,
                read_gbs, 1.0);
         printf("%-28s %10.1f %12.2f %14.3f\n", "  the same on OpenMP threads",
                omp_read_gbs / bytes * 1e9, omp_read_gbs, omp_read_gbs / read_gbs);
-        printf("nxr / OpenMP: %.3fx; tokens match: %s\n", tok_s_nxr / tok_s_omp,
-               match ? "yes" : "NO");
+        printf("nxr / OpenMP: %.3fx; nxr step / OpenMP: %.3fx; tokens match: %s\n",
+               tok_s_nxr / tok_s_omp, tok_s_step / tok_s_omp, match ? "yes" : "NO");
         printf("nxr, per step: projections %.1f us, attention %.1f us, rest %.1f us, gaps "
                "between calls %.1f us (of %.1f us)\n",
                tm.projections * per, tm.attention * per, tm.rest * per, gaps * per, tm.step * per);
@@ -362,7 +392,7 @@ int main(int argc, char **argv)
             printf("%s\n", o.tokens > 16 ? " ..." : "");
         }
     }
-    free(tok_nxr), free(tok_omp), free(again);
+    free(tok_nxr), free(tok_omp), free(again), free(tok_step);
     svc_llama_omp_destroy(r.omp);
     decode_nxr_destroy(r.nxr);
     svc_llama_destroy(&model);

@@ -11,6 +11,9 @@ struct packed_layer {
     nxr_weights_t *wqkv, *wo, *w13, *w2;
 };
 
+/* One layer's loops in the step: which layer, and its attention's state. */
+struct layer_ops;
+
 struct decode_nxr {
     const struct svc_llama *m;
     nxr_ctx_t *ctx;
@@ -19,6 +22,11 @@ struct decode_nxr {
     /* Activations and the KV cache, in the domain's memory. */
     float *x, *xb, *qkv, *hb, *att, *logits;
     float *kcache, *vcache; /* layers x seq x kv_dim */
+    /* The whole token as one nxr_step (decode_nxr_generate_step). */
+    nxr_step_t *step;
+    struct layer_ops *ops;
+    size_t pos;  /* the position the step decodes; set before each run */
+    int step_rc; /* the first failure of a loop body in the step, 0 if none */
 };
 
 /* op(W) = W^T for W stored out x in: k = in, n = out (runtime/nxr_weights.h). */
@@ -41,6 +49,8 @@ static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
         memset(*p, 0, n * sizeof(float));
     return rc;
 }
+
+static int build_step(struct decode_nxr *e);
 
 int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
                       struct decode_nxr **out)
@@ -76,6 +86,10 @@ int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *c
         decode_nxr_destroy(e);
         return rc;
     }
+    if ((rc = build_step(e)) != 0) {
+        decode_nxr_destroy(e);
+        return rc;
+    }
     *out = e;
     return 0;
 }
@@ -91,6 +105,8 @@ void decode_nxr_destroy(struct decode_nxr *e)
         nxr_weights_destroy(e->layer[l].w2);
     }
     nxr_weights_destroy(e->wcls);
+    nxr_step_destroy(e->step);
+    free(e->ops);
     nxr_domain_free(e->x), nxr_domain_free(e->xb), nxr_domain_free(e->qkv);
     nxr_domain_free(e->hb), nxr_domain_free(e->att), nxr_domain_free(e->logits);
     nxr_domain_free(e->kcache), nxr_domain_free(e->vcache);
@@ -254,6 +270,163 @@ int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_l
             size_t best;
             TIMED(rest, nxr_argmax(e->ctx, e->m->shape.vocab, e->logits, &best));
             tm->step += bench_now() - t0;
+            token = (int)best;
+            out[made++] = token;
+        }
+    }
+    return 0;
+}
+
+/* ---- the whole token as one step --------------------------------------------------- */
+
+/* The step's loops for layer l (the arguments its bodies get). */
+struct layer_ops {
+    struct decode_nxr *e;
+    size_t l;
+    struct attention att;
+};
+
+static void step_failed(struct decode_nxr *e, int rc)
+{
+    if (rc != 0)
+        __atomic_compare_exchange_n(&e->step_rc, &(int){0}, rc, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+}
+
+/* One chunk each: a norm is one short row (it runs in place, on the thread
+ * that takes it: a body of the domain). */
+static void norm_att(void *arg, size_t b, size_t end, unsigned worker)
+{
+    (void)b, (void)end, (void)worker;
+    struct layer_ops *o = arg;
+    struct decode_nxr *e = o->e;
+    const size_t dim = e->m->shape.dim;
+    step_failed(e, nxr_rmsnorm(e->ctx, 1, dim, e->x, dim, e->m->layer[o->l].rms_att, SVC_LLAMA_EPS,
+                               e->xb, dim));
+}
+
+static void norm_ffn(void *arg, size_t b, size_t end, unsigned worker)
+{
+    (void)b, (void)end, (void)worker;
+    struct layer_ops *o = arg;
+    struct decode_nxr *e = o->e;
+    const size_t dim = e->m->shape.dim;
+    step_failed(e, nxr_rmsnorm(e->ctx, 1, dim, e->x, dim, e->m->layer[o->l].rms_ffn, SVC_LLAMA_EPS,
+                               e->xb, dim));
+}
+
+static void norm_final(void *arg, size_t b, size_t end, unsigned worker)
+{
+    (void)b, (void)end, (void)worker;
+    struct decode_nxr *e = arg;
+    const size_t dim = e->m->shape.dim;
+    step_failed(e, nxr_rmsnorm(e->ctx, 1, dim, e->x, dim, e->m->rms_final, SVC_LLAMA_EPS, e->x, dim));
+}
+
+static void rope_cache(void *arg, size_t b, size_t end, unsigned worker)
+{
+    (void)b, (void)end, (void)worker;
+    struct layer_ops *o = arg;
+    struct decode_nxr *e = o->e;
+    const struct svc_llama_shape *s = &e->m->shape;
+    const size_t kv = svc_llama_kv_dim(s);
+    rope_and_cache(e, e->pos, e->kcache + o->l * s->seq * kv, e->vcache + o->l * s->seq * kv);
+}
+
+static void heads(void *arg, size_t b, size_t end, unsigned worker)
+{
+    struct layer_ops *o = arg;
+    o->att.pos = o->e->pos;
+    attention_heads(&o->att, b, end, worker);
+    step_failed(o->e, o->att.rc);
+}
+
+/* hb[i] = silu(hb[i]) * hb[hidden + i] over the range, as the calls do. */
+static void swiglu(void *arg, size_t b, size_t end, unsigned worker)
+{
+    (void)worker;
+    struct decode_nxr *e = arg;
+    const size_t hid = e->m->shape.hidden;
+    float *h = e->hb + b;
+    int rc = nxr_unary(e->ctx, NXR_UNARY_SILU, end - b, h, h);
+    if (rc == 0)
+        rc = nxr_binary(e->ctx, NXR_BINARY_MUL, end - b, h, h + hid, h);
+    step_failed(e, rc);
+}
+
+static int add_product(nxr_step_t *st, const float *a, nxr_weights_t *w, float *c, bool accumulate)
+{
+    struct nxr_sgemm_packed_args g = {.m = 1,
+                                      .alpha = 1.0f,
+                                      .a = a,
+                                      .lda = nxr_weights_k(w),
+                                      .w = w,
+                                      .beta = accumulate ? 1.0f : 0.0f,
+                                      .c = c,
+                                      .ldc = nxr_weights_n(w)};
+    int rc = nxr_step_add_sgemm_packed(st, &g, NULL);
+    return rc != 0 ? rc : nxr_step_add_barrier(st);
+}
+
+static int add_loop(nxr_step_t *st, size_t n, size_t grain, nxr_for_fn fn, void *arg)
+{
+    int rc = nxr_step_add_loop(st, 0, n, grain, fn, arg);
+    return rc != 0 ? rc : nxr_step_add_barrier(st);
+}
+
+/* forward()'s operations, in its order, each behind a barrier (each reads
+ * what the one before wrote). */
+static int build_step(struct decode_nxr *e)
+{
+    const struct svc_llama_shape *s = &e->m->shape;
+    const size_t kv = svc_llama_kv_dim(s), hid = s->hidden;
+    e->ops = calloc(s->layers, sizeof *e->ops);
+    if (e->ops == NULL)
+        return -ENOMEM;
+    int rc = nxr_step_create(&e->step);
+    nxr_step_t *st = e->step;
+    for (size_t l = 0; l < s->layers && rc == 0; l++) {
+        struct layer_ops *o = &e->ops[l];
+        const struct packed_layer *P = &e->layer[l];
+        *o = (struct layer_ops){.e = e, .l = l};
+        o->att = (struct attention){.e = e,
+                                    .q = e->qkv,
+                                    .kc = e->kcache + l * s->seq * kv,
+                                    .vc = e->vcache + l * s->seq * kv};
+        if ((rc = add_loop(st, 1, 1, norm_att, o)) != 0 ||
+            (rc = add_product(st, e->xb, P->wqkv, e->qkv, false)) != 0 ||
+            (rc = add_loop(st, 1, 1, rope_cache, o)) != 0 ||
+            (rc = add_loop(st, s->heads, 1, heads, o)) != 0 ||
+            (rc = add_product(st, e->xb, P->wo, e->x, true)) != 0 ||
+            (rc = add_loop(st, 1, 1, norm_ffn, o)) != 0 ||
+            (rc = add_product(st, e->xb, P->w13, e->hb, false)) != 0 ||
+            (rc = add_loop(st, hid, 0, swiglu, e)) != 0)
+            break;
+        rc = add_product(st, e->hb, P->w2, e->x, true);
+    }
+    if (rc == 0)
+        rc = add_loop(st, 1, 1, norm_final, e);
+    if (rc == 0)
+        rc = add_product(st, e->x, e->wcls, e->logits, false);
+    return rc;
+}
+
+int decode_nxr_generate_step(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
+                             int *out)
+{
+    int token = prompt[0];
+    size_t made = 0;
+    for (size_t pos = 0; made < n; pos++) {
+        TRY(embed(e, token));
+        e->pos = pos;
+        e->step_rc = 0;
+        TRY(nxr_step_run(e->ctx, e->step));
+        TRY(e->step_rc);
+        if (pos + 1 < prompt_len) {
+            token = prompt[pos + 1];
+        } else {
+            size_t best;
+            TRY(nxr_argmax(e->ctx, e->m->shape.vocab, e->logits, &best));
             token = (int)best;
             out[made++] = token;
         }

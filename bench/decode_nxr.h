@@ -42,4 +42,11 @@ void decode_nxr_destroy(struct decode_nxr *e);
 int decode_nxr_generate(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
                         int *out, struct decode_nxr_times *times);
 
+/* The same decode with each token one nxr_step (runtime/nxr_step.h): the
+ * operations above in the same order, as one region, a barrier after each;
+ * the norms, RoPE and cache writes as one-chunk loops of the step, SiLU
+ * and the product as a loop over the hidden units. Same tokens. */
+int decode_nxr_generate_step(struct decode_nxr *e, const int *prompt, size_t prompt_len, size_t n,
+                             int *out);
+
 #endif /* NXR_BENCH_DECODE_NXR_H */

@@ -42,8 +42,12 @@
  * threads to go to sleep (OpenBLAS's spin ~0.1 s, libgomp's and nxr's
  * under a few ms), so no contender pays for another's spin.
  *
+ *   (e) the per-call cost at decode's small shapes (kernels_percall.h):
+ *       nxr_sgemm_packed m = 1 against the same product as an
+ *       nxr_parallel_for row loop (goal: at most 1.2x at 288 x 288).
+ *
  *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
- *                                [--triad-mib M] [--short]
+ *                                [--triad-mib M] [--short] [--only-percall]
  * --short (CI's bench stage): 2 rounds, SGEMM at n = 128 and 256 in the rows
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
  * and the 4 MiB GEMV only, and the weight formats at 4 MiB.
@@ -68,6 +72,7 @@
 #include "runtime/internal/runtime.h"
 
 #include "bench/kernels_util.h"
+#include "bench/kernels_percall.h"
 #include "bench/kernels_formats.h"
 #include "bench/kernels_small.h"
 
@@ -425,7 +430,7 @@ int main(int argc, char **argv)
     bool json = false, skip_small = false;
     int reps = 12;
     size_t triad_mib = 64, formats_mib = 64;
-    bool only_formats = false;
+    bool only_formats = false, only_percall = false;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sgemm-child") == 0 && i + 1 < argc)
@@ -445,6 +450,8 @@ int main(int argc, char **argv)
             small_section(&small, reps);
             small_print_text(&small, 0.0);
             return 0;
+        } else if (strcmp(argv[i], "--only-percall") == 0) {
+            only_percall = true;
         } else if (strcmp(argv[i], "--short") == 0) {
             /* CI's bench stage: every section runs, small and briefly. */
             reps = 2;
@@ -465,13 +472,25 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
                             "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--only-small] "
-                            "[--only-formats] [--no-small]\n");
+                            "[--only-formats] [--only-percall] [--no-small]\n");
             return 2;
         }
     }
     if (reps < 2 || reps > 1000 || triad_mib < 1 || formats_mib < 1 || formats_mib > 4096) {
         fprintf(stderr, "kernels: bad --reps, --triad-mib or --formats-mib\n");
         return 2;
+    }
+    if (only_percall) { /* the per-call rows alone */
+        struct percall_report percall;
+        percall_section(&percall, reps);
+        if (json) {
+            printf("{\"threads\":%u,\"reps\":%d", percall.threads, reps);
+            percall_print_json(&percall);
+            printf("}\n");
+        } else {
+            percall_print_text(&percall);
+        }
+        return 0;
     }
     if (only_formats) { /* the weight-format rows alone */
         struct formats_report fr;
@@ -501,6 +520,8 @@ int main(int argc, char **argv)
         small_section(&small, reps);
         formats_section(&fmts, formats_mib, reps);
     }
+    struct percall_report percall;
+    percall_section(&percall, reps);
     openblas_set_num_threads(original_count);
 
     const struct sgemm_row *r2048 = &base.rows[1];
@@ -523,6 +544,7 @@ int main(int argc, char **argv)
             small_print_json(&small);
             formats_print_json(&fmts);
         }
+        percall_print_json(&percall);
         printf("}\n");
         return 0;
     }
@@ -556,5 +578,6 @@ int main(int argc, char **argv)
         small_print_text(&small, r2048->native);
         formats_print_text(&fmts);
     }
+    percall_print_text(&percall);
     return 0;
 }

@@ -14,6 +14,18 @@ void peer_omp_gemv_rows(size_t rows, size_t k, const float *w, const float *x, f
     }
 }
 
+void peer_gemv_rows_range(size_t begin, size_t end, size_t k, const float *w, const float *x,
+                          float *y)
+{
+    for (size_t i = begin; i < end; i++) {
+        const float *wi = w + i * k;
+        float s = 0.0f;
+        for (size_t p = 0; p < k; p++)
+            s += wi[p] * x[p];
+        y[i] = s;
+    }
+}
+
 #define COL_BLOCK 256
 
 void peer_omp_gemv_cols(size_t k, size_t n, const float *w, const float *x, float *y,

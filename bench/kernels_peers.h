@@ -18,6 +18,12 @@ void peer_omp_gemv_rows(size_t rows, size_t k, const float *w, const float *x, f
 void peer_omp_gemv_cols(size_t k, size_t n, const float *w, const float *x, float *y,
                         int threads);
 
+/* y[i] for i in [begin, end) of peer_omp_gemv_rows, on the calling thread
+ * only: the body of bench/kernels' per-call row loop (nxr_parallel_for),
+ * vectorised as the OpenMP peer's rows are. */
+void peer_gemv_rows_range(size_t begin, size_t end, size_t k, const float *w, const float *x,
+                          float *y);
+
 /* The sum of w[0, n) by 64 independent lanes (4 AVX-512 or 8 AVX2
  * accumulators), n a multiple of 64: the read side of a GEMV and nothing
  * else. */

@@ -31,6 +31,7 @@
  *   nxr_run_across (any domains)       | NXR_EREENTRANT
  *   a loop on a span (runtime/nxr_span.h) | in place if D is a member, else NXR_EREENTRANT
  *   nxr_span_linear on a span          | in place if D is a member, else NXR_EREENTRANT
+ *   nxr_step_run (runtime/nxr_step.h)  | in place, this thread | NXR_EREENTRANT
  *   nxr_runtime_destroy (any runtime)  | refused, reported as NXR_EREENTRANT (void)
  *
  * "In place" is one fan-out level: the call runs sequentially on the

@@ -219,12 +219,20 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
     return true;
 }
 
-size_t nxr__small_grain(const struct nxr__small_plan *plan)
+size_t nxr__small_grain(const struct nxr__small_plan *plan, unsigned threads)
 {
-    /* About 64 KiB of W per chunk: a region costs a few microseconds. */
+    /* At least about 64 KiB of W per participant (a region costs a few
+     * microseconds), and then an even split: the static schedule gives
+     * whole chunks, so chunks of that minimum would leave one participant
+     * a chunk more than another (72 units in chunks of 15 over two: 45
+     * against 27, the call as slow as 45). */
     const size_t per_unit = (plan->dot ? NXR_SMALL_DOT_ROWS : plan->isa->nr) * plan->k;
     const size_t want = 16384;
-    return per_unit >= want ? 1 : ceil_div(want, per_unit);
+    const size_t least = per_unit >= want ? 1 : ceil_div(want, per_unit);
+    size_t parts = ceil_div(plan->units, least);
+    if (parts > threads)
+        parts = threads;
+    return parts > 1 ? ceil_div(plan->units, parts) : plan->units > 0 ? plan->units : 1;
 }
 
 void nxr__small_chunk(void *arg, size_t begin, size_t end, unsigned worker)

@@ -112,8 +112,8 @@ static int gemm_run(const struct nxr__native_isa *isa, const struct nxr_kernel_c
             return rc;
         small.scratch = call->scratch;
         /* Static shares: each participant streams one contiguous part of W. */
-        return run_range(call, small.plan.units, nxr__small_grain(&small.plan), nxr__small_chunk,
-                         &small);
+        return run_range(call, small.plan.units, nxr__small_grain(&small.plan, call->threads),
+                         nxr__small_chunk, &small);
     }
     if ((rc = check_scratch(call, job.plan.scratch_bytes)) != 0)
         return rc;
@@ -233,7 +233,8 @@ int nxr__native_sgemm_quant(const struct nxr__native_isa *isa, const struct nxr_
     if (rc != 0)
         return rc;
     job.scratch = call->scratch;
-    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan), nxr__quant_chunk, &job);
+    return run_range(call, job.plan.units, nxr__quant_grain(&job.plan, call->threads),
+                     nxr__quant_chunk, &job);
 }
 
 static const struct nxr_gemm_ops native_gemm_ops = {

@@ -139,11 +139,18 @@ size_t nxr__quant_scratch_bytes(const struct nxr__packed_q *w, size_t m)
     return min_z(m, NXR_QUANT_GROUP) * w->kpad * sizeof(float);
 }
 
-size_t nxr__quant_grain(const struct nxr__quant_plan *plan)
+size_t nxr__quant_grain(const struct nxr__quant_plan *plan, unsigned threads)
 {
+    /* At least about 64 KiB of W per participant, then an even split (the
+     * static schedule hands out whole chunks: 72 units in chunks of 29 over
+     * two participants were 58 against 14, the call as slow as 58). */
     const size_t per_row = nxr__quant_packed_bytes(plan->w->format, plan->w->k, 1);
     const size_t per_unit = NXR_QUANT_ROWS * per_row, want = 65536;
-    return per_unit >= want ? 1 : (want + per_unit - 1) / per_unit;
+    const size_t least = per_unit >= want ? 1 : (want + per_unit - 1) / per_unit;
+    size_t parts = (plan->units + least - 1) / least;
+    if (parts > threads)
+        parts = threads;
+    return parts > 1 ? (plan->units + parts - 1) / parts : plan->units > 0 ? plan->units : 1;
 }
 
 void nxr__quant_chunk(void *arg, size_t begin, size_t end, unsigned worker)

@@ -245,28 +245,24 @@ int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
 
 /* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
 
-struct packed_call {
-    const struct nxr__native_isa *isa;
-    struct nxr_sgemm_args gemm; /* b: the copy's data */
-    const struct nxr__packed_b *packed;
-    const struct nxr__packed_q *quant;         /* bf16 / q8 weights (then packed is NULL) */
-    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
-};
-
-static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *c,
-                            const void *p)
+int nxr__packed_invoke(const struct nxr_kernel_call *c, const struct nxr__packed_call *pc)
 {
-    const struct packed_call *pc = p;
-    (void)b; /* the weights' own ISA: the native provider's, checked at creation */
     if (pc->quant != NULL)
         return nxr__native_sgemm_quant(pc->isa, c, &pc->gemm, pc->quant, pc->epilogue);
     return nxr__native_sgemm_packed(pc->isa, c, &pc->gemm, pc->packed, pc->epilogue);
 }
 
+static int inv_sgemm_packed(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *c,
+                            const void *p)
+{
+    (void)b; /* the weights' own ISA: the native provider's, checked at creation */
+    return nxr__packed_invoke(c, p);
+}
+
 /* The rest of the verdict for weights in bf16 or 8-bit blocks: nxr_sgemm's
  * rules with B the whole copy (its bytes are not floats, so its span is the
  * copy's), the epilogue's, then the scratch of the quantized kernel. */
-static void quant_prepare(struct nxr__kcall *k, struct packed_call *pc,
+static void quant_prepare(struct nxr__kcall *k, struct nxr__packed_call *pc,
                           const struct nxr__weights_copy *copy)
 {
     static const char *const names[3] = {"a", "the packed weights", "c"};
@@ -290,8 +286,9 @@ static void quant_prepare(struct nxr__kcall *k, struct packed_call *pc,
 /* The packed call's verdict: the copy for ctx's domain, then nxr_sgemm's
  * rules on the equivalent unpacked arguments (the copy standing in for B),
  * the epilogue's, and C against the whole copy. */
-static void packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct packed_call *pc,
-                           const struct nxr_sgemm_packed_args *args, const struct nxr_sgemm_epilogue *ep)
+void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packed_call *pc,
+                         const struct nxr_sgemm_packed_args *args,
+                         const struct nxr_sgemm_epilogue *ep)
 {
     if (args == NULL || args->w == NULL) {
         k->bad = -EINVAL;
@@ -352,10 +349,10 @@ int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
     nxr__call_begin();
     if (ctx == NULL)
         return nxr__fail(-EINVAL, __func__, "ctx is NULL");
-    struct packed_call pc = {0};
+    struct nxr__packed_call pc = {0};
     struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
                            .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};
     if (ctx->rt != NULL) /* else nxr__kcall_run reports the orphaned context */
-        packed_prepare(ctx, &k, &pc, args, epilogue);
+        nxr__packed_prepare(ctx, &k, &pc, args, epilogue);
     return nxr__kcall_run(ctx, &k);
 }

@@ -32,7 +32,8 @@
  * and running work (runtime/nxr_ctx.h), kernels through a context
  * (runtime/nxr_ctx_kernels.h), memory on a domain (runtime/nxr_memory.h),
  * placement by domain (runtime/nxr_route.h), spans over several domains
- * and sharded memory (runtime/nxr_span.h), and the lower packages' types
+ * and sharded memory (runtime/nxr_span.h), sequences of kernels and loops
+ * run as one region (runtime/nxr_step.h), and the lower packages' types
  * and calls (status codes, domain
  * declarations, the executor contract, buffers and scopes, providers).
  */
@@ -57,6 +58,7 @@
 #include "runtime/nxr_weights.h"
 #include "runtime/nxr_span.h"
 #include "runtime/nxr_stats.h"
+#include "runtime/nxr_step.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -237,8 +237,10 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
                           const struct nxr_sgemm_args *args, const struct nxr__packed_b *packed,
                           const struct nxr_sgemm_epilogue *epilogue);
 
-/* Units per chunk so that a chunk streams enough of W to pay for a region. */
-size_t nxr__small_grain(const struct nxr__small_plan *plan);
+/* Units per chunk for a call of `threads` threads: each participant
+ * streams enough of W to pay for a region, and the shares are even (at
+ * most min(threads, what the units pay for) chunks of equal size). */
+size_t nxr__small_grain(const struct nxr__small_plan *plan, unsigned threads);
 
 struct nxr__small_job {
     struct nxr__small_plan plan;

@@ -92,8 +92,9 @@ void nxr__quant_plan_init(struct nxr__quant_plan *plan, const struct nxr__native
  * zero-padded rows of kpad floats. */
 size_t nxr__quant_scratch_bytes(const struct nxr__packed_q *w, size_t m);
 
-/* Units per chunk: about 64 KiB of W each, so a chunk pays for its region. */
-size_t nxr__quant_grain(const struct nxr__quant_plan *plan);
+/* Units per chunk for a call of `threads` threads: at least about 64 KiB of
+ * W per participant, so a chunk pays for its region, and even shares. */
+size_t nxr__quant_grain(const struct nxr__quant_plan *plan, unsigned threads);
 
 struct nxr__quant_job {
     struct nxr__quant_plan plan;

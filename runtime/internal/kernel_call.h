@@ -12,6 +12,7 @@
 #include "kernels/nxr_kernels.h"
 #include "runtime/nxr_ctx.h"
 #include "runtime/nxr_route.h"
+#include "runtime/nxr_weights.h"
 
 /* One kernel call: what to invoke with which arguments, the argument
  * check's verdict, and the inputs placement weighs. */
@@ -41,5 +42,26 @@ struct nxr__kcall {
  * kernel is done; the driving thread of ctx, or a body of its domain.
  */
 int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k);
+
+/* nxr_sgemm_packed's arguments resolved on a context's domain: the copy
+ * of the weights it reads (as B of the equivalent unpacked call), the ISA
+ * the copy was packed for, the epilogue (NULL: none). */
+struct nxr__packed_call {
+    const struct nxr__native_isa *isa;
+    struct nxr_sgemm_args gemm; /* b: the copy's data */
+    const struct nxr__packed_b *packed;
+    const struct nxr__packed_q *quant;         /* bf16 / q8 weights (then packed is NULL) */
+    const struct nxr_sgemm_epilogue *epilogue; /* NULL: none */
+};
+
+/* nxr_sgemm_packed's verdict on ctx's domain (runtime/kernel_wrappers.c):
+ * fills *pc, and k's bad/why, scratch_bytes and inputs. A step
+ * (runtime/step.c) checks its products with it before it runs. */
+void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packed_call *pc,
+                         const struct nxr_sgemm_packed_args *args,
+                         const struct nxr_sgemm_epilogue *ep);
+
+/* Runs the prepared product with `c` (the native kernel of its format). */
+int nxr__packed_invoke(const struct nxr_kernel_call *c, const struct nxr__packed_call *pc);
 
 #endif /* NXR_RUNTIME_INTERNAL_KERNEL_CALL_H */

@@ -31,6 +31,7 @@
 #include "runtime/nxr_memory.h"
 #include "runtime/nxr_route.h"
 #include "runtime/nxr_span.h"
+#include "runtime/nxr_step.h"
 #include "runtime/nxr_weights.h"
 #include "tests/support/cpus.h"
 
@@ -886,6 +887,76 @@ GOOD(nxr_sgemm_packed)
     return nxr_sgemm_packed(fx.ctx, &a, NULL);
 }
 
+/* runtime/nxr_step.h: a one-product step over the fixture's weights. */
+BAD(nxr_step_create)
+{
+    return nxr_step_create(NULL);
+}
+GOOD(nxr_step_create)
+{
+    nxr_step_t *s;
+    int rc = nxr_step_create(&s);
+    nxr_step_destroy(s);
+    return rc;
+}
+BAD(nxr_step_add_sgemm_packed)
+{
+    struct nxr_sgemm_packed_args a = packed_args();
+    return nxr_step_add_sgemm_packed(NULL, &a, NULL);
+}
+GOOD(nxr_step_add_sgemm_packed)
+{
+    nxr_step_t *s;
+    struct nxr_sgemm_packed_args a = packed_args();
+    int rc = nxr_step_create(&s);
+    if (rc == 0)
+        rc = nxr_step_add_sgemm_packed(s, &a, NULL);
+    nxr_step_destroy(s);
+    return rc;
+}
+BAD(nxr_step_add_loop)
+{
+    return nxr_step_add_loop(NULL, 0, 4, 1, body, NULL);
+}
+GOOD(nxr_step_add_loop)
+{
+    nxr_step_t *s;
+    int rc = nxr_step_create(&s);
+    if (rc == 0)
+        rc = nxr_step_add_loop(s, 0, 4, 1, body, NULL);
+    nxr_step_destroy(s);
+    return rc;
+}
+BAD(nxr_step_add_barrier)
+{
+    return nxr_step_add_barrier(NULL);
+}
+GOOD(nxr_step_add_barrier)
+{
+    nxr_step_t *s;
+    int rc = nxr_step_create(&s);
+    if (rc == 0)
+        rc = nxr_step_add_barrier(s);
+    nxr_step_destroy(s);
+    return rc;
+}
+BAD(nxr_step_run)
+{
+    return nxr_step_run(fx.ctx, NULL);
+}
+GOOD(nxr_step_run)
+{
+    nxr_step_t *s;
+    struct nxr_sgemm_packed_args a = packed_args();
+    int rc = nxr_step_create(&s);
+    if (rc == 0)
+        rc = nxr_step_add_sgemm_packed(s, &a, NULL);
+    if (rc == 0)
+        rc = nxr_step_run(fx.ctx, s);
+    nxr_step_destroy(s);
+    return rc;
+}
+
 /* ---- the calls of functions that cannot fail (NULL handles where they take one) ---- */
 
 NULLS(getters_of_a_runtime)
@@ -946,6 +1017,7 @@ NULLS(getters_of_memory)
     cr_expect_eq(nxr_weights_n(NULL), 0);
     cr_expect_eq(nxr_weights_format(NULL), NXR_WEIGHTS_F32);
     nxr_weights_destroy(NULL);
+    nxr_step_destroy(NULL);
 }
 
 NULLS(getters_of_a_provider)
@@ -1227,6 +1299,13 @@ static const struct row rows[] = {
     FALLIBLE(nxr_weights_copy),
     FALLIBLE(nxr_weights_huge_pages),
     FALLIBLE(nxr_sgemm_packed),
+    /* runtime/nxr_step.h */
+    FALLIBLE(nxr_step_create),
+    CANNOT_FAIL(nxr_step_destroy, getters_of_memory, "a destroy (NULL is a no-op)"),
+    FALLIBLE(nxr_step_add_sgemm_packed),
+    FALLIBLE(nxr_step_add_loop),
+    FALLIBLE(nxr_step_add_barrier),
+    FALLIBLE(nxr_step_run),
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
