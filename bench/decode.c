@@ -29,8 +29,10 @@
  * --shape: 15m (dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, seq
  * 256; the default) or 110m (768, 2048, 12, 12, 32000, 1024); the other
  * flags then change one dimension each (the shape is then "custom").
- * --tokens: generated after the prompt (default 64). --weights: f32 only
- * for now; bf16 and int8 exit 2 until the packed formats exist.
+ * --tokens: generated after the prompt (default 64). --weights: the packed
+ * format of nxr's engines (f32, bf16 or int8: runtime/nxr_weights.h); with
+ * bf16 or int8 nxr's engine on f32 weights runs in the same rounds too
+ * (vs_f32), and how many of the first tokens are f32's is counted.
  * --short (CI's bench stage and tests/bench): a tiny shape (dim 64, 2
  * layers, 4 heads over 2 KV heads, vocab 512), 8 tokens, one round.
  * --json: one object {shape, dims, weights, threads, tokens, steps, rounds,
@@ -63,6 +65,8 @@ struct options {
     int rounds;
     uint64_t seed;
     bool json;
+    enum nxr_weights_format format;
+    const char *format_name;
 };
 
 static int usage(void)
@@ -76,7 +80,8 @@ static int usage(void)
 /* Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct options *o)
 {
-    *o = (struct options){.tokens = 64, .rounds = 5, .seed = 1};
+    *o = (struct options){
+        .tokens = 64, .rounds = 5, .seed = 1, .format = NXR_WEIGHTS_F32, .format_name = "f32"};
     svc_llama_shape_named("15m", &o->shape);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -116,17 +121,17 @@ static int parse(int argc, char **argv, struct options *o)
         } else if (strcmp(a, "--seed") == 0) {
             o->seed = strtoull(v, NULL, 10);
         } else if (strcmp(a, "--weights") == 0) {
-            if (strcmp(v, "bf16") == 0 || strcmp(v, "int8") == 0) {
-                fprintf(stderr,
-                        "decode: --weights %s: not yet supported (nxr packs f32 only; "
-                        "bf16 and int8 come with the packed weight formats)\n",
-                        v);
-                return 2;
-            }
-            if (strcmp(v, "f32") != 0) {
+            if (strcmp(v, "f32") == 0)
+                o->format = NXR_WEIGHTS_F32;
+            else if (strcmp(v, "bf16") == 0)
+                o->format = NXR_WEIGHTS_BF16;
+            else if (strcmp(v, "int8") == 0)
+                o->format = NXR_WEIGHTS_Q8_BLOCK32;
+            else {
                 fprintf(stderr, "decode: --weights %s: not a format (f32, bf16, int8)\n", v);
                 return 2;
             }
+            o->format_name = v;
         } else {
             return usage();
         }
@@ -202,6 +207,7 @@ static void settle(void)
 
 struct run {
     struct decode_nxr *nxr;
+    struct decode_nxr *f32; /* the same engine on f32 weights (another format's run), or NULL */
     struct svc_llama_omp *omp;
     int prompt[SVC_LLAMA_PROMPT_LEN];
     size_t tokens;
@@ -214,6 +220,16 @@ static double time_nxr(struct run *r, int *out, struct decode_nxr_times *tm)
     const double t = bench_now() - t0;
     if (rc != 0)
         die("nxr decode", rc);
+    return t;
+}
+
+static double time_f32(struct run *r, int *out)
+{
+    const double t0 = bench_now();
+    int rc = decode_nxr_generate(r->f32, r->prompt, SVC_LLAMA_PROMPT_LEN, r->tokens, out, NULL);
+    const double t = bench_now() - t0;
+    if (rc != 0)
+        die("nxr decode (f32 weights)", rc);
     return t;
 }
 
@@ -273,8 +289,11 @@ int main(int argc, char **argv)
         die("the model's weights", rc);
     struct run r = {.tokens = o.tokens};
     svc_llama_prompt(s, r.prompt);
-    if ((rc = decode_nxr_create(&model, rt, ctx, &r.nxr)) != 0)
+    if ((rc = decode_nxr_create(&model, o.format, rt, ctx, &r.nxr)) != 0)
         die("packing the weights", rc);
+    const bool other = o.format != NXR_WEIGHTS_F32;
+    if (other && (rc = decode_nxr_create(&model, NXR_WEIGHTS_F32, rt, ctx, &r.f32)) != 0)
+        die("packing the f32 weights", rc);
     if ((rc = svc_llama_omp_create(&model, (int)threads, &r.omp)) != 0)
         die("the OpenMP engine", rc);
 
@@ -288,17 +307,28 @@ int main(int argc, char **argv)
     time_omp(&r, tok_omp);
     settle();
     time_step(&r, tok_step);
-    bool match = memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0 &&
-                 memcmp(tok_step, tok_omp, o.tokens * sizeof(int)) == 0;
+    /* f32: nxr's engines and OpenMP make the same tokens. Another format:
+     * nxr's two engines make the same tokens as each other; how many of the
+     * first tokens are f32's (OpenMP's) is reported, not required. */
+    bool match = memcmp(tok_step, tok_nxr, o.tokens * sizeof(int)) == 0 &&
+                 (other || memcmp(tok_nxr, tok_omp, o.tokens * sizeof(int)) == 0);
+    size_t same_as_f32 = 0;
+    while (same_as_f32 < o.tokens && tok_nxr[same_as_f32] == tok_omp[same_as_f32])
+        same_as_f32++;
 
     const size_t steps = SVC_LLAMA_PROMPT_LEN - 1 + o.tokens;
-    const double bytes = (double)svc_llama_step_bytes(&model);
+    /* What a step of the format streams; the limit's read is of the f32
+     * bytes (read_once), so its GB/s is the machine's, whatever the format. */
+    const double bytes = (double)decode_nxr_step_bytes(r.nxr);
+    const double read_bytes = (double)svc_llama_step_bytes(&model);
     double t_nxr[MAX_ROUNDS], t_omp[MAX_ROUNDS], t_step[MAX_ROUNDS], t_read[MAX_ROUNDS],
-        t_omp_read[MAX_ROUNDS];
+        t_omp_read[MAX_ROUNDS], t_f32[MAX_ROUNDS];
     struct decode_nxr_times tm = {0};
     for (int i = 0; i < o.rounds; i++) {
         settle();
         /* nxr's two engines share their threads: no settle between them. */
+        if (other && i % 2 == 0) /* nxr's own engine on f32 weights, first or last */
+            t_f32[i] = time_f32(&r, again);
         if (i % 2 == 0) {
             t_nxr[i] = time_nxr(&r, again, &tm);
             match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
@@ -314,7 +344,9 @@ int main(int argc, char **argv)
             t_nxr[i] = time_nxr(&r, again, &tm);
         }
         /* The run that went last gives the same tokens too. */
-        match = match && memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0;
+        match = match && (other || memcmp(again, tok_nxr, o.tokens * sizeof(int)) == 0);
+        if (other && i % 2 == 1)
+            t_f32[i] = time_f32(&r, again);
         settle();
         double reads[3];
         for (int k = 0; k < 3; k++)
@@ -329,9 +361,10 @@ int main(int argc, char **argv)
     const double tok_s_omp = (double)steps / bench_median(t_omp, (size_t)o.rounds);
     const double tok_s_step = (double)steps / bench_median(t_step, (size_t)o.rounds);
     const double gbs_step = tok_s_step * bytes * 1e-9;
-    const double gbs_nxr = tok_s_nxr * bytes * 1e-9, gbs_omp = tok_s_omp * bytes * 1e-9;
-    const double read_gbs = bytes / bench_median(t_read, (size_t)o.rounds) * 1e-9;
-    const double omp_read_gbs = bytes / bench_median(t_omp_read, (size_t)o.rounds) * 1e-9;
+    const double gbs_nxr = tok_s_nxr * bytes * 1e-9, gbs_omp = tok_s_omp * read_bytes * 1e-9;
+    const double read_gbs = read_bytes / bench_median(t_read, (size_t)o.rounds) * 1e-9;
+    const double omp_read_gbs = read_bytes / bench_median(t_omp_read, (size_t)o.rounds) * 1e-9;
+    const double tok_s_f32 = other ? (double)steps / bench_median(t_f32, (size_t)o.rounds) : 0;
     const double per = 1e6 / (double)(tm.steps > 0 ? tm.steps : 1);
     const double gaps = tm.step - tm.projections - tm.attention - tm.rest;
     char load[64];
@@ -339,11 +372,14 @@ int main(int argc, char **argv)
 
     if (o.json) {
         printf("{\"shape\":\"%s\",\"dims\":{\"dim\":%zu,\"hidden\":%zu,\"layers\":%zu,"
-               "\"heads\":%zu,\"kv_heads\":%zu,\"vocab\":%zu,\"seq\":%zu},\"weights\":\"f32\","
+               "\"heads\":%zu,\"kv_heads\":%zu,\"vocab\":%zu,\"seq\":%zu},\"weights\":\"%s\","
                "\"threads\":%u,\"tokens\":%zu,\"steps\":%zu,\"rounds\":%d,"
                "\"step_weight_bytes\":%.0f,",
                s->name, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab, s->seq,
-               threads, o.tokens, steps, o.rounds, bytes);
+               o.format_name, threads, o.tokens, steps, o.rounds, bytes);
+        if (other)
+            printf("\"nxr_f32\":{\"tok_s\":%.2f},\"vs_f32\":%.4f,\"leading_tokens_as_f32\":%zu,",
+                   tok_s_f32, tok_s_nxr / tok_s_f32, same_as_f32);
         printf("\"nxr\":{\"tok_s\":%.2f,\"weight_gbs\":%.3f,\"step_us\":{\"projections\":%.2f,"
                "\"attention\":%.2f,\"rest\":%.2f,\"gaps\":%.2f}},",
                tok_s_nxr, gbs_nxr, tm.projections * per, tm.attention * per, tm.rest * per,
@@ -359,9 +395,9 @@ int main(int argc, char **argv)
                tok_s_nxr / tok_s_omp, match ? "true" : "false", load);
     } else {
         printf("decode: shape %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
-               "vocab %zu, seq %zu), f32 weights, %.1f MB per step\n",
+               "vocab %zu, seq %zu), %s weights, %.1f MB per step\n",
                s->name, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab, s->seq,
-               bytes * 1e-6);
+               o.format_name, bytes * 1e-6);
         printf("%u threads; %zu tokens after a %d-token prompt (%zu steps); %d rounds, "
                "medians; load average %s\n",
                threads, o.tokens, SVC_LLAMA_PROMPT_LEN, steps, o.rounds, load);
@@ -370,14 +406,20 @@ int main(int argc, char **argv)
                gbs_nxr / read_gbs);
         printf("%-28s %10.1f %12.2f %14.3f\n", "nxr (packed, a token a step)", tok_s_step, gbs_step,
                gbs_step / read_gbs);
-        printf("%-28s %10.1f %12.2f %14.3f\n", "OpenMP row loops", tok_s_omp, gbs_omp,
-               gbs_omp / read_gbs);
+        if (other)
+            printf("%-28s %10.1f %12.2f %14.3f\n", "nxr on f32 weights", tok_s_f32,
+                   tok_s_f32 * read_bytes * 1e-9, tok_s_f32 * read_bytes * 1e-9 / read_gbs);
+        printf("%-28s %10.1f %12.2f %14.3f\n", "OpenMP row loops (f32)", tok_s_omp,
+               tok_s_omp * read_bytes * 1e-9, tok_s_omp * read_bytes * 1e-9 / read_gbs);
         printf("%-28s %10.1f %12.2f %14.3f\n", "streaming read (the limit)", read_gbs / bytes * 1e9,
                read_gbs, 1.0);
         printf("%-28s %10.1f %12.2f %14.3f\n", "  the same on OpenMP threads",
                omp_read_gbs / bytes * 1e9, omp_read_gbs, omp_read_gbs / read_gbs);
         printf("nxr / OpenMP: %.3fx; nxr step / OpenMP: %.3fx; tokens match: %s\n",
                tok_s_nxr / tok_s_omp, tok_s_step / tok_s_omp, match ? "yes" : "NO");
+        if (other)
+            printf("%s / f32 (nxr, same run): %.3fx; the first %zu of %zu tokens are f32's\n",
+                   o.format_name, tok_s_nxr / tok_s_f32, same_as_f32, o.tokens);
         printf("nxr, per step: projections %.1f us, attention %.1f us, rest %.1f us, gaps "
                "between calls %.1f us (of %.1f us)\n",
                tm.projections * per, tm.attention * per, tm.rest * per, gaps * per, tm.step * per);
@@ -395,6 +437,7 @@ int main(int argc, char **argv)
     free(tok_nxr), free(tok_omp), free(again), free(tok_step);
     svc_llama_omp_destroy(r.omp);
     decode_nxr_destroy(r.nxr);
+    decode_nxr_destroy(r.f32);
     svc_llama_destroy(&model);
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);

@@ -17,6 +17,7 @@ struct layer_ops;
 struct decode_nxr {
     const struct svc_llama *m;
     nxr_ctx_t *ctx;
+    enum nxr_weights_format format;
     struct packed_layer *layer;
     nxr_weights_t *wcls;
     /* Activations and the KV cache, in the domain's memory. */
@@ -30,7 +31,8 @@ struct decode_nxr {
 };
 
 /* op(W) = W^T for W stored out x in: k = in, n = out (runtime/nxr_weights.h). */
-static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, nxr_weights_t **pw)
+static int pack(nxr_runtime_t *rt, enum nxr_weights_format format, const float *w, size_t out,
+                size_t in, nxr_weights_t **pw)
 {
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
@@ -39,7 +41,7 @@ static int pack(nxr_runtime_t *rt, const float *w, size_t out, size_t in, nxr_we
     d.k = in;
     d.n = out;
     d.ldw = in;
-    return nxr_weights_create(rt, &d, pw);
+    return nxr_weights_create_format(rt, &d, format, pw);
 }
 
 static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
@@ -52,8 +54,8 @@ static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
 
 static int build_step(struct decode_nxr *e);
 
-int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
-                      struct decode_nxr **out)
+int decode_nxr_create(const struct svc_llama *m, enum nxr_weights_format format, nxr_runtime_t *rt,
+                      nxr_ctx_t *ctx, struct decode_nxr **out)
 {
     const struct svc_llama_shape *s = &m->shape;
     const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
@@ -64,18 +66,19 @@ int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *c
     }
     e->m = m;
     e->ctx = ctx;
+    e->format = format;
     int rc = 0;
     for (size_t l = 0; l < s->layers && rc == 0; l++) {
         const struct svc_llama_layer *L = &m->layer[l];
         struct packed_layer *P = &e->layer[l];
-        if ((rc = pack(rt, L->wqkv, dim + 2 * kv, dim, &P->wqkv)) != 0 ||
-            (rc = pack(rt, L->wo, dim, dim, &P->wo)) != 0 ||
-            (rc = pack(rt, L->w13, 2 * hid, dim, &P->w13)) != 0)
+        if ((rc = pack(rt, format, L->wqkv, dim + 2 * kv, dim, &P->wqkv)) != 0 ||
+            (rc = pack(rt, format, L->wo, dim, dim, &P->wo)) != 0 ||
+            (rc = pack(rt, format, L->w13, 2 * hid, dim, &P->w13)) != 0)
             break;
-        rc = pack(rt, L->w2, dim, hid, &P->w2);
+        rc = pack(rt, format, L->w2, dim, hid, &P->w2);
     }
     const size_t cache = s->layers * s->seq * kv;
-    if (rc != 0 || (rc = pack(rt, m->wcls, s->vocab, dim, &e->wcls)) != 0 ||
+    if (rc != 0 || (rc = pack(rt, format, m->wcls, s->vocab, dim, &e->wcls)) != 0 ||
         (rc = domain_floats(ctx, dim, &e->x)) != 0 || (rc = domain_floats(ctx, dim, &e->xb)) != 0 ||
         (rc = domain_floats(ctx, dim + 2 * kv, &e->qkv)) != 0 ||
         (rc = domain_floats(ctx, 2 * hid, &e->hb)) != 0 ||
@@ -92,6 +95,24 @@ int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *c
     }
     *out = e;
     return 0;
+}
+
+/* One matrix's copy on the engine's domain, as the kernel streams it. */
+static size_t copy_bytes(const struct decode_nxr *e, const nxr_weights_t *w)
+{
+    const void *data;
+    size_t bytes = 0;
+    (void)nxr_weights_copy(w, nxr_ctx_domain(e->ctx), &data, &bytes);
+    return bytes;
+}
+
+size_t decode_nxr_step_bytes(const struct decode_nxr *e)
+{
+    size_t bytes = copy_bytes(e, e->wcls);
+    for (size_t l = 0; l < e->m->shape.layers; l++)
+        bytes += copy_bytes(e, e->layer[l].wqkv) + copy_bytes(e, e->layer[l].wo) +
+                 copy_bytes(e, e->layer[l].w13) + copy_bytes(e, e->layer[l].w2);
+    return bytes;
 }
 
 void decode_nxr_destroy(struct decode_nxr *e)

@@ -30,11 +30,14 @@ struct decode_nxr_times {
     size_t steps;
 };
 
-/* Packs m's matrices for ctx's domain and allocates the activations and
- * the KV cache (m must outlive it, rt and ctx too). Returns 0 or the nxr
- * error (its detail in nxr_last_error()). */
-int decode_nxr_create(const struct svc_llama *m, nxr_runtime_t *rt, nxr_ctx_t *ctx,
-                      struct decode_nxr **out);
+/* Packs m's matrices for ctx's domain in `format` (nxr_weights_create_format) and allocates the
+ * activations and the KV cache (m must outlive it, rt and ctx too). Returns 0 or the nxr error (its
+ * detail in nxr_last_error()). */
+int decode_nxr_create(const struct svc_llama *m, enum nxr_weights_format format, nxr_runtime_t *rt,
+                      nxr_ctx_t *ctx, struct decode_nxr **out);
+/* The bytes of the packed copies a step reads (the layout, padding included):
+ * the format's, from nxr_weights_copy. */
+size_t decode_nxr_step_bytes(const struct decode_nxr *e);
 void decode_nxr_destroy(struct decode_nxr *e);
 
 /* As svc_llama_omp_generate; adds to *times (may be NULL). Returns 0 or the

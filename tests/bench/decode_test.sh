@@ -3,8 +3,8 @@
 # tokens_match is true (the nxr engine, by calls and as one step per token,
 # and the OpenMP row-loop engine generate the same greedy tokens from the
 # same weights), with every key the user guide (docs/guide.md) promises; no
-# figure is judged. A format that is not there yet
-# exits 2 with a message that says so; a bad shape exits 2 and says why.
+# figure is judged. bf16 and int8 weights run and are checked below; an
+# unknown format and a bad shape exit 2 and say why.
 set -euo pipefail
 decode=$(realpath "$1")
 cd "${TEST_TMPDIR:-$(mktemp -d)}"
@@ -29,14 +29,31 @@ print("decode --short: tokens match (%d tokens, %d steps)" % (r["tokens"], r["st
 PY
 [ "$rc" -eq 0 ] || { echo "decode --short --json exited $rc"; exit 1; }
 
+# The packed formats: nxr's two engines agree on the format's tokens, nxr on
+# f32 weights ran beside them (vs_f32), and the step's bytes are the
+# format's: about half of f32's in bf16, about 36/128 of it in 8-bit blocks.
 for format in bf16 int8; do
-    set +e
-    "$decode" --short --weights "$format" >out.txt 2>err.txt
-    rc=$?
-    set -e
-    [ "$rc" -eq 2 ] || { echo "--weights $format exited $rc, not 2"; exit 1; }
-    grep -q "not yet supported" err.txt || { echo "--weights $format: no clear message:"; cat err.txt; exit 1; }
+    "$decode" --short --json --weights "$format" >"$format.json" ||
+        { echo "--weights $format exited $?"; exit 1; }
+    python3 - "$format.json" decode.json "$format" <<'PY'
+import json, sys
+r, f32, fmt = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+assert r["weights"] == fmt and r["tokens_match"] is True, r
+assert r["nxr_f32"]["tok_s"] > 0 and r["vs_f32"] > 0, r
+assert 0 <= r["leading_tokens_as_f32"] <= r["tokens"], r
+share = r["step_weight_bytes"] / f32["step_weight_bytes"]
+want = {"bf16": 0.5, "int8": 36 / 128}[fmt]
+assert abs(share - want) < 0.05, (fmt, share, want)
+print("decode --short --weights %s: %.3f of f32's bytes, %d leading tokens as f32" %
+      (fmt, share, r["leading_tokens_as_f32"]))
+PY
 done
+set +e
+"$decode" --short --weights f16 >out.txt 2>err.txt
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "not a format" err.txt ||
+    { echo "--weights f16: exit $rc:"; cat err.txt; exit 1; }
 set +e
 "$decode" --short --heads 3 >out.txt 2>err.txt
 rc=$?
