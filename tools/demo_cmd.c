@@ -54,6 +54,41 @@ int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value)
     return 2;
 }
 
+int nxr_tool_demo_flag(int argc, char **argv, int *i, const char *const *plain, size_t nplain,
+                       const char *const *valued, size_t nvalued, struct nxr_tool_flag *f)
+{
+    f->name = argv[*i];
+    f->value = NULL;
+    const char *eq = strchr(f->name, '=');
+    if (strncmp(f->name, "--", 2) == 0 && eq != NULL && (size_t)(eq - f->name) < sizeof f->buf) {
+        memcpy(f->buf, f->name, (size_t)(eq - f->name));
+        f->buf[eq - f->name] = '\0';
+        f->name = f->buf;
+        f->value = eq + 1;
+    }
+    for (size_t k = 0; k < nplain; k++)
+        if (strcmp(f->name, plain[k]) == 0) {
+            if (f->value != NULL)
+                return nxr_tool_demo_bad(f->name, "takes no value (got '%s')", f->value);
+            return 0;
+        }
+    bool known = false;
+    for (size_t k = 0; k < nvalued; k++)
+        known |= strcmp(f->name, valued[k]) == 0;
+    if (!known) {
+        fprintf(stderr, "nxr demo: %s: unknown flag (see nxr --help)\n", f->name);
+        return 2;
+    }
+    if (f->value == NULL) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "nxr demo: %s: needs a value\n", f->name);
+            return 2;
+        }
+        f->value = argv[++*i];
+    }
+    return 0;
+}
+
 int nxr_tool_demo_plot(const char *flag, const char *v, const char **out)
 {
     if (v[0] == '\0')
@@ -171,21 +206,19 @@ int nxr_tool_demo(int argc, char **argv)
     struct svc_demo_config c;
     svc_demo_config_init(&c);
     bool json = false, weights_given = false;
+    static const char *const plain[] = {"--json", "--no-compare", "--span"};
+    static const char *const valued[] = {"--requests",    "--clients",   "--batch",    "--hidden",
+                                         "--layers",      "--domains",   "--executor", "--seed",
+                                         "--time-budget", "--max-batch", "--weights",  "--compete",
+                                         "--machine",     "--plot"};
     for (int i = 0; i < argc; i++) {
-        char *flag = argv[i];
-        const char *value = NULL;
-        char name[32];
-        char *eq = strchr(flag, '=');
-        if (strncmp(flag, "--", 2) == 0 && eq != NULL && (size_t)(eq - flag) < sizeof(name)) {
-            memcpy(name, flag, (size_t)(eq - flag));
-            name[eq - flag] = '\0';
-            flag = name;
-            value = eq + 1;
-        }
-        if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0 ||
-            strcmp(flag, "--span") == 0) {
-            if (value != NULL)
-                return nxr_tool_demo_bad(flag, "takes no value (got '%s')", value);
+        struct nxr_tool_flag fl;
+        int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
+                                     sizeof valued / sizeof valued[0], &fl);
+        if (frc != 0)
+            return frc;
+        const char *flag = fl.name, *value = fl.value;
+        if (value == NULL) {
             if (strcmp(flag, "--json") == 0)
                 json = true;
             else if (strcmp(flag, "--span") == 0)
@@ -193,24 +226,6 @@ int nxr_tool_demo(int argc, char **argv)
             else
                 c.compare = false;
             continue;
-        }
-        static const char *const with_value[] = {
-            "--requests", "--clients",  "--batch",   "--hidden",      "--layers",
-            "--domains",  "--executor", "--seed",    "--time-budget", "--max-batch",
-            "--weights",  "--compete",  "--machine", "--plot"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
-            known |= strcmp(flag, with_value[k]) == 0;
-        if (!known) {
-            fprintf(stderr, "nxr demo: %s: unknown flag (see nxr --help)\n", flag);
-            return 2;
-        }
-        if (value == NULL) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "nxr demo: %s: needs a value\n", flag);
-                return 2;
-            }
-            value = argv[++i];
         }
         uint64_t x;
         int rc = 0;

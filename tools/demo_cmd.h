@@ -21,6 +21,18 @@ int nxr_tool_demo_llama(int argc, char **argv);
 
 /* The flag parsers both share: each prints one line naming the flag on
  * stderr and returns 2 when the value is bad, else 0. */
+/* The flag at argv[*i], split the way both demos read flags: "--name=value"
+ * or "--name value" for a flag of `valued`, "--name" alone for one of
+ * `plain`. On 0, f->name is the flag's name and f->value its value (NULL for
+ * a plain flag), and *i the last argument it used; else the exit status 2,
+ * having said why in one line (unknown flag, a value missing or given to a
+ * plain flag). */
+struct nxr_tool_flag {
+    const char *name, *value;
+    char buf[32];
+};
+int nxr_tool_demo_flag(int argc, char **argv, int *i, const char *const *plain, size_t nplain,
+                       const char *const *valued, size_t nvalued, struct nxr_tool_flag *f);
 int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value);
 /* A decimal integer in [lo, hi], the whole string. */
 /* --plot's FILE: non-empty, in a directory this process may write (checked

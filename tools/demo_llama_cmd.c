@@ -56,44 +56,25 @@ int nxr_tool_demo_llama(int argc, char **argv)
     svc_llama_demo_config_init(&c);
     size_t explicit_dims[sizeof dims / sizeof dims[0]] = {0};
     bool json = false;
+    static const char *const plain[] = {"--json", "--no-compare"};
+    static const char *const valued[] = {"--size",     "--weights", "--clients", "--sequences",
+                                         "--prompt",   "--gen",     "--kv-mib",  "--step-tokens",
+                                         "--domains",  "--seed",    "--machine", "--time-budget",
+                                         "--dim",      "--hidden",  "--layers",  "--heads",
+                                         "--kv-heads", "--vocab",   "--plot"};
     for (int i = 0; i < argc; i++) {
-        char *flag = argv[i];
-        const char *value = NULL;
-        char name[32];
-        char *eq = strchr(flag, '=');
-        if (strncmp(flag, "--", 2) == 0 && eq != NULL && (size_t)(eq - flag) < sizeof(name)) {
-            memcpy(name, flag, (size_t)(eq - flag));
-            name[eq - flag] = '\0';
-            flag = name;
-            value = eq + 1;
-        }
-        if (strcmp(flag, "--json") == 0 || strcmp(flag, "--no-compare") == 0) {
-            if (value != NULL)
-                return nxr_tool_demo_bad(flag, "takes no value (got '%s')", value);
+        struct nxr_tool_flag fl;
+        int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
+                                     sizeof valued / sizeof valued[0], &fl);
+        if (frc != 0)
+            return frc;
+        const char *flag = fl.name, *value = fl.value;
+        if (value == NULL) {
             if (strcmp(flag, "--json") == 0)
                 json = true;
             else
                 c.compare = false;
             continue;
-        }
-        static const char *const with_value[] = {
-            "--size",    "--weights",     "--clients",     "--sequences", "--prompt",
-            "--gen",     "--kv-mib",      "--step-tokens", "--domains",   "--seed",
-            "--machine", "--time-budget", "--dim",         "--hidden",    "--layers",
-            "--heads",   "--kv-heads",    "--vocab",       "--plot"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-            known |= strcmp(flag, with_value[k]) == 0;
-        if (!known) {
-            fprintf(stderr, "nxr demo: %s: unknown flag (see nxr --help)\n", flag);
-            return 2;
-        }
-        if (value == NULL) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "nxr demo: %s: needs a value\n", flag);
-                return 2;
-            }
-            value = argv[++i];
         }
         uint64_t x = 0;
         int rc = 0;
