@@ -125,6 +125,16 @@ python_service() {
             "$work/service.json" && echo "python_service: ok, outputs match numpy's"
 }
 check "examples/python_service.py --short: nxr and numpy paths, outputs match" python_service
+# The language model from Python: continuous batching on a serving thread per
+# domain makes the same tokens as one sequence a step (tokens_match).
+python_llm() {
+    [ -n "$numpy_python" ] || return 1
+    "${clean_env[@]}" PYTHONPATH="$pydir" "$numpy_python" examples/python_llm.py --short --json \
+        >"$work/llm.json" &&
+        "$numpy_python" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["tokens_match"] and r["tokens"] > 0 else 1)' \
+            "$work/llm.json" && echo "python_llm: ok, batched tokens equal one sequence a step's"
+}
+check "examples/python_llm.py --short: batched equals one sequence a step" python_llm
 
 debs=$work/debs
 check "tools/package.sh OUTDIR" bash tools/package.sh "$debs"
