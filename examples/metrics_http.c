@@ -18,15 +18,14 @@
 #endif
 #include <nxr/nxr.h>
 
-#include <arpa/inet.h>
+#include "metrics_server.h"
+
 #include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- the service: small runs on every domain until told to stop ---------- */
@@ -63,70 +62,11 @@ static void *serve_work(void *p)
     return NULL;
 }
 
-/* ---- the page: one HTTP/1.0 answer per connection ------------------------- */
+/* ---- the page: this runtime's counters -------------------------------------- */
 
-static void send_all(int fd, const char *s, size_t n)
+static int page_of(void *arg, char **page, size_t *len)
 {
-    while (n > 0) {
-        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return; /* the scraper went away: nothing to do */
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
-static void answer(int fd, const char *status, const char *type, const char *body, size_t len)
-{
-    char head[256];
-    int h = snprintf(head, sizeof(head),
-                     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     status, type, len);
-    send_all(fd, head, (size_t)h);
-    send_all(fd, body, len);
-}
-
-/* Reads the request line; answers /metrics with the page, anything else 404. */
-static void serve_one(int fd, const nxr_runtime_t *rt)
-{
-    char req[1024];
-    size_t got = 0;
-    while (got < sizeof(req) - 1) { /* up to the end of the request line */
-        ssize_t r = recv(fd, req + got, sizeof(req) - 1 - got, 0);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        req[got] = '\0';
-        if (strstr(req, "\r\n") != NULL || strchr(req, '\n') != NULL)
-            break;
-    }
-    req[got] = '\0';
-    if (strncmp(req, "GET /metrics ", 13) != 0 && strncmp(req, "GET /metrics\r", 13) != 0) {
-        const char *msg = "not found: the page is /metrics\n";
-        answer(fd, "404 Not Found", "text/plain", msg, strlen(msg));
-        return;
-    }
-    size_t len = 0;
-    char *page = NULL;
-    int rc = nxr_runtime_metrics(rt, NULL, 0, &len); /* the length, then the page */
-    for (int tries = 0; rc == -ENOSPC && tries < 4; tries++) {
-        free(page);
-        page = malloc(len + 1);
-        if (page == NULL) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = nxr_runtime_metrics(rt, page, len + 1, &len); /* it may have grown */
-    }
-    if (rc != 0) {
-        char msg[256];
-        int n = snprintf(msg, sizeof(msg), "nxr_runtime_metrics: %s\n", nxr_strerror(rc));
-        answer(fd, "500 Internal Server Error", "text/plain", msg, (size_t)n);
-    } else {
-        answer(fd, "200 OK", "text/plain; version=0.0.4", page, len);
-    }
-    free(page);
+    return metrics_runtime_page(arg, page, len);
 }
 
 int main(int argc, char **argv)
@@ -149,35 +89,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "metrics_http: %s: %s\n", nxr_strerror(rc), nxr_last_error());
         return 1;
     }
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    socklen_t alen = sizeof(addr);
-    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 16) != 0 ||
-        getsockname(lfd, (struct sockaddr *)&addr, &alen) != 0) {
-        perror("metrics_http: socket");
+    struct metrics_server *srv;
+    unsigned bound;
+    rc = metrics_server_start((unsigned)port, page_of, rt, &srv, &bound);
+    if (rc != 0) {
+        fprintf(stderr, "metrics_http: the socket: %s\n", strerror(-rc));
         nxr_runtime_destroy(rt);
         return 1;
     }
-    printf("port %u\n", (unsigned)ntohs(addr.sin_port));
+    printf("port %u\n", bound);
     fflush(stdout);
 
     pthread_t worker;
     bool working = pthread_create(&worker, NULL, serve_work, rt) == 0;
-    for (long served = 0; requests == 0 || served < requests; served++) {
-        int fd = accept(lfd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR)
-                continue;
-            perror("metrics_http: accept");
-            break;
-        }
-        serve_one(fd, rt);
-        close(fd);
-    }
-    close(lfd);
+    if (requests > 0)
+        metrics_server_wait(srv, requests);
+    else
+        for (;;)
+            pause(); /* serves until killed */
+    metrics_server_stop(srv);
     atomic_store(&stopping, 1);
     if (working)
         pthread_join(worker, NULL);

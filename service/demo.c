@@ -125,6 +125,8 @@ static void teardown(struct run *run)
         svc_replica_destroy(&run->replicas[i]);
     svc_packed_destroy(&run->packed);
     nxr_runtime_destroy(run->flat_rt);
+    if (run->rt != NULL && run->c->runtime_hook != NULL)
+        run->c->runtime_hook(run->c->runtime_hook_arg, run->rt, true);
     nxr_runtime_destroy(run->rt); /* drains, then releases attached executors */
     svc_attached_release(&run->attached);
     free(run->master);
@@ -153,6 +155,8 @@ static int start(struct run *run, struct svc_demo_result *res, bool *bad_input)
     nxr_runtime_opts_init(&o);
     o.domains = c->domains;
     int rc = nxr_runtime_create(&o, &run->rt);
+    if (rc == 0 && c->runtime_hook != NULL)
+        c->runtime_hook(c->runtime_hook_arg, run->rt, false);
     if (rc != 0) {
         snprintf(why, sizeof(why), "%s", nxr_last_error());
         *bad_input = c->domains != NULL;

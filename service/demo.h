@@ -80,6 +80,11 @@ struct svc_demo_config {
     /* --plot FILE.svg: the latency distribution of each path that ran, one
      * curve each (service/plot.h), written after the run; NULL: none. */
     const char *plot_path;
+    /* Told of the demo's runtime (the per-domain one): after it is made
+     * (ending false), and just before it goes (ending true; still valid
+     * then). NULL: nobody. `nxr demo --metrics-port` serves its counters. */
+    void (*runtime_hook)(void *arg, nxr_runtime_t *rt, bool ending);
+    void *runtime_hook_arg;
     /* Called after each path's round (progress bar); may be NULL. */
     void (*progress)(void *arg, size_t done, size_t total);
     void *progress_arg;

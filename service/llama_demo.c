@@ -284,6 +284,8 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
     nxr_runtime_opts_init(&o);
     o.domains = c->domains;
     int rc = nxr_runtime_create(&o, &rt);
+    if (rc == 0 && c->runtime_hook != NULL)
+        c->runtime_hook(c->runtime_hook_arg, rt, false);
     if (rc != 0) {
         *bad_input = c->domains != NULL;
         snprintf(res->error, sizeof res->error, "%s%s: %s", c->domains ? "--domains: " : "runtime",
@@ -412,6 +414,8 @@ out:
     svc_llama_weights_destroy(&w);
     svc_llama_destroy(&model);
     nxr_runtime_destroy(flat_rt);
+    if (rt != NULL && c->runtime_hook != NULL)
+        c->runtime_hook(c->runtime_hook_arg, rt, true);
     nxr_runtime_destroy(rt);
     return rc;
 }

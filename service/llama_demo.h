@@ -53,6 +53,11 @@ struct svc_llama_demo_config {
      * token (CDFs) and nxr's tokens/s per step over time (service/plot.h);
      * NULL: none. */
     const char *plot_path;
+    /* Told of the demo's runtime (the per-domain one): after it is made
+     * (ending false), and just before it goes (ending true; still valid
+     * then). NULL: nobody. `nxr demo --metrics-port` serves its counters. */
+    void (*runtime_hook)(void *arg, nxr_runtime_t *rt, bool ending);
+    void *runtime_hook_arg;
 };
 
 /* 15m, f32, 8 clients, 16 sequences, prompts 16-256, gen 16-128, 256 MiB of

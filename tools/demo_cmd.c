@@ -5,6 +5,7 @@
  * terminal.
  */
 #include "tools/demo_cmd.h"
+#include "tools/demo_metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +45,10 @@ const char nxr_tool_demo_usage[] =
     "             --span           also serve each request across every domain, weights\n"
     "                              sharded (the latency mode), beside the per-domain one\n"
     "             --plot FILE.svg  also write each path's latency distribution (a CDF) to FILE\n"
+    "             --metrics-port N the live counters as a Prometheus page on 127.0.0.1:N while\n"
+    "                              the demo runs (0: a free port; both demos)\n"
+    "             --metrics-hold K after the run, serve the last counters until K requests\n"
+    "                              were answered (scripts, tests; needs --metrics-port)\n"
     "             --json           one JSON object instead of the table\n";
 
 int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value)
@@ -87,6 +92,30 @@ int nxr_tool_demo_flag(int argc, char **argv, int *i, const char *const *plain, 
         f->value = argv[++*i];
     }
     return 0;
+}
+
+int nxr_tool_demo_metrics_flag(const char *flag, const char *value, long *port, long *hold)
+{
+    uint64_t x;
+    int rc;
+    if (strcmp(flag, "--metrics-port") == 0) {
+        if ((rc = nxr_tool_demo_size(flag, value, 0, 65535, &x)) == 0)
+            *port = (long)x;
+        return rc;
+    }
+    if (strcmp(flag, "--metrics-hold") == 0) {
+        if ((rc = nxr_tool_demo_size(flag, value, 1, 1000000, &x)) == 0)
+            *hold = (long)x;
+        return rc;
+    }
+    return 1;
+}
+
+int nxr_tool_demo_metrics_start(struct nxr_tool_metrics *m, long port, long hold)
+{
+    if (hold > 0 && port < 0)
+        return nxr_tool_demo_bad("--metrics-hold", "%sneeds --metrics-port", "");
+    return port < 0 ? 0 : nxr_tool_metrics_start(m, (unsigned)port, hold);
 }
 
 int nxr_tool_demo_plot(const char *flag, const char *v, const char **out)
@@ -206,11 +235,12 @@ int nxr_tool_demo(int argc, char **argv)
     struct svc_demo_config c;
     svc_demo_config_init(&c);
     bool json = false, weights_given = false;
+    long metrics_port = -1, metrics_hold = 0;
     static const char *const plain[] = {"--json", "--no-compare", "--span"};
-    static const char *const valued[] = {"--requests",    "--clients",   "--batch",    "--hidden",
-                                         "--layers",      "--domains",   "--executor", "--seed",
-                                         "--time-budget", "--max-batch", "--weights",  "--compete",
-                                         "--machine",     "--plot"};
+    static const char *const valued[] = {
+        "--requests", "--clients", "--batch",        "--hidden",      "--layers",  "--domains",
+        "--executor", "--seed",    "--time-budget",  "--max-batch",   "--weights", "--compete",
+        "--machine",  "--plot",    "--metrics-port", "--metrics-hold"};
     for (int i = 0; i < argc; i++) {
         struct nxr_tool_flag fl;
         int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
@@ -260,7 +290,10 @@ int nxr_tool_demo(int argc, char **argv)
                 c.compete = (unsigned)x;
         } else if (strcmp(flag, "--plot") == 0) {
             rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
-        } else if (strcmp(flag, "--domains") == 0) {
+        } else if ((rc = nxr_tool_demo_metrics_flag(flag, value, &metrics_port, &metrics_hold)) !=
+                   1) {
+            /* --metrics-port or --metrics-hold: read (0) or refused (2) */
+        } else if ((rc = 0) == 0 && strcmp(flag, "--domains") == 0) {
             if (value[0] == '\0')
                 return nxr_tool_demo_bad(flag, "%sis empty", "");
             c.domains = value;
@@ -283,14 +316,24 @@ int nxr_tool_demo(int argc, char **argv)
         c.progress = progress;
         c.progress_arg = NULL;
     }
+    struct nxr_tool_metrics metrics = {0};
+    int mrc = nxr_tool_demo_metrics_start(&metrics, metrics_port, metrics_hold);
+    if (mrc != 0)
+        return mrc;
+    if (metrics_port >= 0) {
+        c.runtime_hook = nxr_tool_metrics_hook;
+        c.runtime_hook_arg = &metrics;
+    }
     struct svc_demo_result *res = malloc(sizeof(*res));
     if (res == NULL) {
+        nxr_tool_metrics_finish(&metrics);
         fprintf(stderr, "nxr demo: out of memory\n");
         return 1;
     }
     bool bad_input;
     int rc = svc_demo_run(&c, res, &bad_input);
     if (rc != 0) {
+        nxr_tool_metrics_finish(&metrics);
         fprintf(stderr, "nxr demo: %s\n", res->error);
         free(res);
         return bad_input ? 2 : 1;
@@ -299,6 +342,10 @@ int nxr_tool_demo(int argc, char **argv)
         svc_report_json(stdout, res);
     else
         svc_report_text(stdout, res);
+    /* The report first: a scraper that waits for it then reads the last
+     * counters (--metrics-hold). */
+    fflush(stdout);
+    nxr_tool_metrics_finish(&metrics);
     free(res);
     return 0;
 }

@@ -38,6 +38,14 @@ int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value);
 /* --plot's FILE: non-empty, in a directory this process may write (checked
  * before the run, not after it). 0 with *out = v, or the exit status 2. */
 int nxr_tool_demo_plot(const char *flag, const char *v, const char **out);
+/* --metrics-port and --metrics-hold, for both demos: 0 if flag is one of
+ * them (read into *port / *hold; *port -1 until given), 1 if it is not,
+ * or the exit status 2 having said why. */
+int nxr_tool_demo_metrics_flag(const char *flag, const char *value, long *port, long *hold);
+/* Starts the page when --metrics-port was given (port >= 0): 0, or the exit
+ * status. */
+struct nxr_tool_metrics;
+int nxr_tool_demo_metrics_start(struct nxr_tool_metrics *m, long port, long hold);
 int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 /* MIN-MAX, each in [min, max], MIN <= MAX. */
 int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,

@@ -11,6 +11,7 @@
 
 #include "service/llama_demo.h"
 #include "tools/demo_cmd.h"
+#include "tools/demo_metrics.h"
 
 const char nxr_tool_demo_llama_usage[] =
     "           --model llama (the default) flags:\n"
@@ -28,6 +29,7 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
+    "             --metrics-port N, --metrics-hold K  as the MLP demo's (below)\n"
     "             --plot FILE.svg  also write each path's inter-token latency and time to first\n"
     "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
@@ -56,12 +58,13 @@ int nxr_tool_demo_llama(int argc, char **argv)
     svc_llama_demo_config_init(&c);
     size_t explicit_dims[sizeof dims / sizeof dims[0]] = {0};
     bool json = false;
+    long metrics_port = -1, metrics_hold = 0;
     static const char *const plain[] = {"--json", "--no-compare"};
-    static const char *const valued[] = {"--size",     "--weights", "--clients", "--sequences",
-                                         "--prompt",   "--gen",     "--kv-mib",  "--step-tokens",
-                                         "--domains",  "--seed",    "--machine", "--time-budget",
-                                         "--dim",      "--hidden",  "--layers",  "--heads",
-                                         "--kv-heads", "--vocab",   "--plot"};
+    static const char *const valued[] = {
+        "--size",   "--weights",      "--clients",     "--sequences", "--prompt",   "--gen",
+        "--kv-mib", "--step-tokens",  "--domains",     "--seed",      "--machine",  "--time-budget",
+        "--dim",    "--hidden",       "--layers",      "--heads",     "--kv-heads", "--vocab",
+        "--plot",   "--metrics-port", "--metrics-hold"};
     for (int i = 0; i < argc; i++) {
         struct nxr_tool_flag fl;
         int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
@@ -77,8 +80,10 @@ int nxr_tool_demo_llama(int argc, char **argv)
             continue;
         }
         uint64_t x = 0;
-        int rc = 0;
-        if (strcmp(flag, "--plot") == 0) {
+        int rc = nxr_tool_demo_metrics_flag(flag, value, &metrics_port, &metrics_hold);
+        if (rc != 1) {
+            /* --metrics-port or --metrics-hold: read (0) or refused (2) */
+        } else if ((rc = 0) == 0 && strcmp(flag, "--plot") == 0) {
             rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
         } else if (strcmp(flag, "--size") == 0) {
             if (strcmp(value, "short") == 0 || svc_llama_shape_named(value, &c.shape) != 0)
@@ -140,14 +145,24 @@ int nxr_tool_demo_llama(int argc, char **argv)
     const char *problem = svc_llama_shape_problem(&c.shape);
     if (problem != NULL)
         return nxr_tool_demo_bad("--dim/--heads", "%s", problem);
+    struct nxr_tool_metrics metrics = {0};
+    int mrc = nxr_tool_demo_metrics_start(&metrics, metrics_port, metrics_hold);
+    if (mrc != 0)
+        return mrc;
+    if (metrics_port >= 0) {
+        c.runtime_hook = nxr_tool_metrics_hook;
+        c.runtime_hook_arg = &metrics;
+    }
     struct svc_llama_demo_result *res = malloc(sizeof *res);
     if (res == NULL) {
+        nxr_tool_metrics_finish(&metrics);
         fprintf(stderr, "nxr demo: out of memory\n");
         return 1;
     }
     bool bad_input;
     int rc = svc_llama_demo_run(&c, res, &bad_input);
     if (rc != 0) {
+        nxr_tool_metrics_finish(&metrics);
         fprintf(stderr, "nxr demo: %s\n", res->error);
         free(res);
         return bad_input ? 2 : 1;
@@ -156,6 +171,10 @@ int nxr_tool_demo_llama(int argc, char **argv)
         svc_llama_report_json(stdout, res);
     else
         svc_llama_report_text(stdout, res);
+    /* The report first: a scraper that waits for it then reads the last
+     * counters (--metrics-hold). */
+    fflush(stdout);
+    nxr_tool_metrics_finish(&metrics);
     free(res);
     return 0;
 }

@@ -61,10 +61,13 @@ check "consumer against the installed prefix, and its bin/nxr" consume_prefix
 examples_prefix() {
     local pc=$prefix/lib/pkgconfig flags ex
     flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs nxr) || return 1
-    for ex in service span_decode metrics_http; do
+    for ex in service span_decode; do
         # shellcheck disable=SC2086
         cc -std=c11 "examples/$ex.c" -o "$work/ex_$ex" $flags -pthread -lm || return 1
     done
+    # shellcheck disable=SC2086
+    cc -std=c11 examples/metrics_http.c examples/metrics_server.c -o "$work/ex_metrics_http" \
+        $flags -pthread || return 1
     # shellcheck disable=SC2086
     cc -std=c11 examples/attach_pool.c examples/host_pool.c examples/pool_executor.c \
         -o "$work/ex_attach_pool" $flags -pthread || return 1

@@ -103,6 +103,27 @@ for x in json.load(open(sys.argv[1]))["domains"]:
         assert x["weights_on_node"] == 1.0 and x["kv_on_node"] == 1.0, x
 PY
 
+# --metrics-port: the page is up while the demo runs and, with
+# --metrics-hold 1, after it, with its last counters: the JSON report comes
+# first (read here, blocking), then one scrape, then the demo exits.
+coproc DEMO { "$nxr" demo "${tiny[@]}" --machine 0 --no-compare --json --metrics-port 0 \
+    --metrics-hold 1 2>metrics.err; }
+demo_pid=$DEMO_PID
+read -r report <&"${DEMO[0]}"
+port=$(sed -n 's|^nxr demo: metrics on http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' metrics.err)
+[ -n "$port" ] || { echo "no metrics line:"; cat metrics.err; exit 1; }
+python3 - "$port" "$report" <<'PY'
+import json, re, sys, urllib.request
+port, report = sys.argv[1], json.loads(sys.argv[2])
+page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port).read().decode()
+types = [l.split()[2] for l in page.splitlines() if l.startswith("# TYPE ")]
+assert types and len(types) == len(set(types)), types
+tasks = [int(m.group(1)) for m in re.finditer(r'^nxr_domain_(?:tasks|regions)_total\{[^}]*\} (\d+)$', page, re.M)]
+assert tasks and sum(tasks) > 0, "the last counters show no work: %s" % page[:400]
+print("metrics: %d families, the last counters after %d tokens" % (len(types), report["tokens"]))
+PY
+wait "$demo_pid"
+
 # Bad input: exit 2, one line on stderr naming the flag, nothing on stdout.
 bad() { # flag-named-in-message args...
     local want=$1
@@ -122,6 +143,8 @@ bad --size --size 2b
 bad --size --size short
 bad --weights --weights f16
 bad --plot --plot ""
+bad --metrics-port --metrics-port 70000
+bad --metrics-hold --metrics-hold 1
 bad --plot --plot /nonexistent-dir/x.svg
 bad --weights --weights f64
 bad --prompt --prompt 9-3

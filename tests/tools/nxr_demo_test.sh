@@ -256,6 +256,8 @@ bad --span --span --no-compare
 bad --span --span --executor pool
 bad --span --span=1
 bad --plot --plot ""
+bad --metrics-port --metrics-port x
+bad --metrics-hold --metrics-hold 1
 bad --plot --plot /nonexistent-dir/x.svg
 bad --bogus --bogus
 echo "bad input: all exit 2"
