@@ -203,6 +203,55 @@ static void openblas_single_threaded(char **argv_full)
      * with OpenBLAS's idle pool. */
 }
 
+int nxr_tool_demo_run(const struct nxr_tool_demo_kind *k, const void *config,
+                      void (**hook)(void *, nxr_runtime_t *, bool), void **hook_arg, long port,
+                      long hold, bool json)
+{
+    struct nxr_tool_metrics metrics = {0};
+    int rc = nxr_tool_demo_metrics_start(&metrics, port, hold);
+    if (rc != 0)
+        return rc;
+    if (port >= 0) {
+        *hook = nxr_tool_metrics_hook;
+        *hook_arg = &metrics;
+    }
+    void *res = malloc(k->result_size);
+    bool bad_input = false;
+    if (res == NULL) {
+        fprintf(stderr, "nxr demo: out of memory\n");
+        rc = 1;
+    } else if ((rc = k->run(config, res, &bad_input)) != 0) {
+        fprintf(stderr, "nxr demo: %s\n", k->error(res));
+        rc = bad_input ? 2 : 1;
+    } else {
+        k->report(res, json);
+        /* The report first: a scraper that waits for it then reads the last
+         * counters (--metrics-hold). */
+        fflush(stdout);
+    }
+    nxr_tool_metrics_finish(&metrics);
+    free(res);
+    return rc;
+}
+
+static int mlp_run(const void *config, void *result, bool *bad_input)
+{
+    return svc_demo_run(config, result, bad_input);
+}
+
+static const char *mlp_error(const void *result)
+{
+    return ((const struct svc_demo_result *)result)->error;
+}
+
+static void mlp_report(const void *result, bool json)
+{
+    if (json)
+        svc_report_json(stdout, result);
+    else
+        svc_report_text(stdout, result);
+}
+
 int nxr_tool_demo(int argc, char **argv)
 {
     openblas_single_threaded(argv - 2);
@@ -316,36 +365,12 @@ int nxr_tool_demo(int argc, char **argv)
         c.progress = progress;
         c.progress_arg = NULL;
     }
-    struct nxr_tool_metrics metrics = {0};
-    int mrc = nxr_tool_demo_metrics_start(&metrics, metrics_port, metrics_hold);
-    if (mrc != 0)
-        return mrc;
-    if (metrics_port >= 0) {
-        c.runtime_hook = nxr_tool_metrics_hook;
-        c.runtime_hook_arg = &metrics;
-    }
-    struct svc_demo_result *res = malloc(sizeof(*res));
-    if (res == NULL) {
-        nxr_tool_metrics_finish(&metrics);
-        fprintf(stderr, "nxr demo: out of memory\n");
-        return 1;
-    }
-    bool bad_input;
-    int rc = svc_demo_run(&c, res, &bad_input);
-    if (rc != 0) {
-        nxr_tool_metrics_finish(&metrics);
-        fprintf(stderr, "nxr demo: %s\n", res->error);
-        free(res);
-        return bad_input ? 2 : 1;
-    }
-    if (json)
-        svc_report_json(stdout, res);
-    else
-        svc_report_text(stdout, res);
-    /* The report first: a scraper that waits for it then reads the last
-     * counters (--metrics-hold). */
-    fflush(stdout);
-    nxr_tool_metrics_finish(&metrics);
-    free(res);
-    return 0;
+    static const struct nxr_tool_demo_kind mlp = {
+        .result_size = sizeof(struct svc_demo_result),
+        .run = mlp_run,
+        .error = mlp_error,
+        .report = mlp_report,
+    };
+    return nxr_tool_demo_run(&mlp, &c, &c.runtime_hook, &c.runtime_hook_arg, metrics_port,
+                             metrics_hold, json);
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/nxr.h"
+
 /* Runs `nxr demo` with argv[0..argc) the flags after "demo" (argv - 2 must
  * be the program's own argv: the command may re-execute itself, see
  * demo_cmd.c). Returns the exit status: 0, 1 (the run failed), 2 (bad
@@ -46,6 +48,21 @@ int nxr_tool_demo_metrics_flag(const char *flag, const char *value, long *port, 
  * status. */
 struct nxr_tool_metrics;
 int nxr_tool_demo_metrics_start(struct nxr_tool_metrics *m, long port, long hold);
+/* What differs between the two demos when one is run and reported. */
+struct nxr_tool_demo_kind {
+    size_t result_size;
+    /* svc_demo_run / svc_llama_demo_run on the parsed config. */
+    int (*run)(const void *config, void *result, bool *bad_input);
+    const char *(*error)(const void *result); /* the result's error line */
+    void (*report)(const void *result, bool json);
+};
+
+/* Runs the demo with --metrics-port's page around it (the config's
+ * runtime_hook fields at *hook and *hook_arg are set when the page is up),
+ * prints its report, and returns the exit status. */
+int nxr_tool_demo_run(const struct nxr_tool_demo_kind *k, const void *config,
+                      void (**hook)(void *, nxr_runtime_t *, bool), void **hook_arg, long port,
+                      long hold, bool json);
 int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 /* MIN-MAX, each in [min, max], MIN <= MAX. */
 int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,

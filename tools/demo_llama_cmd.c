@@ -11,7 +11,6 @@
 
 #include "service/llama_demo.h"
 #include "tools/demo_cmd.h"
-#include "tools/demo_metrics.h"
 
 const char nxr_tool_demo_llama_usage[] =
     "           --model llama (the default) flags:\n"
@@ -51,6 +50,24 @@ static const struct dim_flag dims[] = {
     {"--kv-heads", offsetof(struct svc_llama_shape, kv_heads)},
     {"--vocab", offsetof(struct svc_llama_shape, vocab)},
 };
+
+static int llama_run(const void *config, void *result, bool *bad_input)
+{
+    return svc_llama_demo_run(config, result, bad_input);
+}
+
+static const char *llama_error(const void *result)
+{
+    return ((const struct svc_llama_demo_result *)result)->error;
+}
+
+static void llama_report(const void *result, bool json)
+{
+    if (json)
+        svc_llama_report_json(stdout, result);
+    else
+        svc_llama_report_text(stdout, result);
+}
 
 int nxr_tool_demo_llama(int argc, char **argv)
 {
@@ -145,36 +162,12 @@ int nxr_tool_demo_llama(int argc, char **argv)
     const char *problem = svc_llama_shape_problem(&c.shape);
     if (problem != NULL)
         return nxr_tool_demo_bad("--dim/--heads", "%s", problem);
-    struct nxr_tool_metrics metrics = {0};
-    int mrc = nxr_tool_demo_metrics_start(&metrics, metrics_port, metrics_hold);
-    if (mrc != 0)
-        return mrc;
-    if (metrics_port >= 0) {
-        c.runtime_hook = nxr_tool_metrics_hook;
-        c.runtime_hook_arg = &metrics;
-    }
-    struct svc_llama_demo_result *res = malloc(sizeof *res);
-    if (res == NULL) {
-        nxr_tool_metrics_finish(&metrics);
-        fprintf(stderr, "nxr demo: out of memory\n");
-        return 1;
-    }
-    bool bad_input;
-    int rc = svc_llama_demo_run(&c, res, &bad_input);
-    if (rc != 0) {
-        nxr_tool_metrics_finish(&metrics);
-        fprintf(stderr, "nxr demo: %s\n", res->error);
-        free(res);
-        return bad_input ? 2 : 1;
-    }
-    if (json)
-        svc_llama_report_json(stdout, res);
-    else
-        svc_llama_report_text(stdout, res);
-    /* The report first: a scraper that waits for it then reads the last
-     * counters (--metrics-hold). */
-    fflush(stdout);
-    nxr_tool_metrics_finish(&metrics);
-    free(res);
-    return 0;
+    static const struct nxr_tool_demo_kind llama = {
+        .result_size = sizeof(struct svc_llama_demo_result),
+        .run = llama_run,
+        .error = llama_error,
+        .report = llama_report,
+    };
+    return nxr_tool_demo_run(&llama, &c, &c.runtime_hook, &c.runtime_hook_arg, metrics_port,
+                             metrics_hold, json);
 }
