@@ -29,8 +29,19 @@ enum nxr_status {
     NXR_EREENTRANT = -1001,
     /* Two managed domains' CPU sets overlap and neither declares the overlap. */
     NXR_EOVERLAP = -1002,
-    /* Placement could not be applied or verified (pinning, binding, a provider
-     * whose threads cannot be confined to the domain). */
+    /* Placement (where threads run and where memory lives) could not be
+     * applied or verified. Its causes, each named in nxr_last_error():
+     *   - a worker's pinning, or a thread's binding (nxr_ctx_bind), read back
+     *     as another CPU set than the domain's;
+     *   - memory that could not be bound to the domain's node, or whose
+     *     pages the page check (move_pages) found on another node (pools,
+     *     nxr_domain_malloc, replicas, packed weights);
+     *   - a kernel provider whose threads cannot be confined to the domain
+     *     under the provider policy (kernels/nxr_provider.h: its runs_on and
+     *     count control against NXR_PROVIDER_POLICY), or a provider of
+     *     threads of its own asked to run in a caller-managed domain;
+     *   - a context on one domain given inputs that route elsewhere under the
+     *     single-domain route policy is NXR_EMIXED, not this. */
     NXR_EPLACEMENT = -1003,
     /* A domain's CPU set is empty. */
     NXR_EEMPTYSET = -1004,

@@ -66,8 +66,7 @@ int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous)
     }
     const struct nxr_domain *d = ctx->domain;
     if (ctx->placing) {
-        rc = nxr__ctx_fail(ctx, d, call, -EINVAL,
-                           "a placing context has no one domain to bind to");
+        rc = nxr__ctx_fail(ctx, d, call, -EINVAL, "a routing context has no one domain to bind to");
         goto out_leave;
     }
     if (nxr__tls.depth > 0) {

@@ -1,5 +1,5 @@
 /*
- * Contexts: a runtime plus one domain (or a placing context), the handle
+ * Contexts: a runtime plus one domain (or a routing context), the handle
  * work is run through; the runtime's list of open contexts (so that
  * destroying a runtime first is reported and orphans them instead of
  * leaving dangling pointers), the one-driving-thread rule (checked builds),
@@ -23,7 +23,7 @@
 /* ---- the runtime's list of open contexts ------------------------------------ */
 
 /* What the caller opened, per domain: a span's member contexts are the
- * span's (one context to its caller), a placing context is counted apart. */
+ * span's (one context to its caller), a routing context is counted apart. */
 static bool counted(const nxr_ctx_t *ctx)
 {
     return !ctx->placing && !ctx->member;

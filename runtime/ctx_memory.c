@@ -99,7 +99,7 @@ int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out)
         return 0;
     }
     if (!ctx->placed)
-        return nxr__fail(-ENOENT, __func__, "the placing context has made no kernel call yet");
+        return nxr__fail(-ENOENT, __func__, "the routing context has made no kernel call yet");
     *out = ctx->last_place;
     return 0;
 }

@@ -175,15 +175,27 @@ static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, str
     nxr__emit_end(e);
 }
 
-static void emit_placement(const nxr_runtime_t *rt, struct nxr__emit *e)
+/* Where calls go by their inputs (runtime/nxr_route.h): "route" since
+ * schema 2; the same members under "placement", JSON only, for one release
+ * (schema 1 readers), since "placement" now means only where threads and
+ * memory are bound. */
+static void emit_route_members(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
-    nxr__emit_object(e, "placement",
-                     "placement: policy {policy}, default domain {default_domain}, refused as "
-                     "mixed {refused_mixed}\n");
     nxr__emit_str(e, "policy", nxr_route_policy_name(rt->settings.route), NULL);
     nxr__emit_int(e, "default_domain", rt->default_domain->spec.id, NULL);
     nxr__emit_uint(e, "refused_mixed",
                    atomic_load_explicit(&rt->refused_mixed, memory_order_relaxed), NULL);
+}
+
+static void emit_route(const nxr_runtime_t *rt, struct nxr__emit *e)
+{
+    nxr__emit_object(e, "route",
+                     "route: policy {policy}, default domain {default_domain}, refused as "
+                     "mixed {refused_mixed}\n");
+    emit_route_members(rt, e);
+    nxr__emit_end(e);
+    nxr__emit_object(e, "placement", NULL); /* the schema-1 key: JSON only */
+    emit_route_members(rt, e);
     nxr__emit_end(e);
 }
 
@@ -247,21 +259,23 @@ static void emit_providers(const nxr_runtime_t *rt, struct nxr__emit *e)
         nxr__emit_object(e, family_keys[f], family[f]);
         nxr__emit_str(e, "name", nxr_provider_name(p), NULL);
         nxr__emit_str(e, "count", nxr_count_control_name(nxr_provider_count_control(p)), NULL);
+        nxr__emit_str(e, "runs_on", nxr_provider_runs_on_name(nxr_provider_runs_on(p)), NULL);
         nxr__emit_str(e, "placement", nxr_provider_runs_on_name(nxr_provider_runs_on(p)),
-                      NULL);
+                      NULL); /* schema 1's key */
         nxr__emit_end(e);
     }
     struct nxr_openblas_info probed;
     const struct nxr_openblas_info *ob = openblas_of(rt, &probed);
     nxr__emit_object(e, "openblas",
                      "openblas: {threading}, {threads} thread(s), core {core}, {count} x "
-                     "{placement}\n{diagnostic}");
+                     "{runs_on}\n{diagnostic}");
     nxr__emit_bool(e, "present", ob->present, NULL);
     nxr__emit_str(e, "threading", openblas_threading_name(ob->threading), NULL);
     nxr__emit_int(e, "threads", ob->threads, NULL);
     nxr__emit_str(e, "core", ob->core, NULL);
     nxr__emit_str(e, "count", nxr_count_control_name(ob->count), NULL);
-    nxr__emit_str(e, "placement", nxr_provider_runs_on_name(ob->runs_on), NULL);
+    nxr__emit_str(e, "runs_on", nxr_provider_runs_on_name(ob->runs_on), NULL);
+    nxr__emit_str(e, "placement", nxr_provider_runs_on_name(ob->runs_on), NULL); /* schema 1 */
     nxr__emit_bool(e, "core_fallback", ob->core_fallback, NULL);
     nxr__emit_str(e, "diagnostic", ob->diagnostic, ob->core_fallback ? "  warning: {}\n" : "");
     nxr__emit_end(e);
@@ -320,15 +334,18 @@ static void emit_huge_pages(const nxr_runtime_t *rt, struct nxr__emit *e)
 static void describe(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
     nxr__emit_object(e, NULL,
-                     "{topology}cpu quota: {cpu_quota}\n{domains}{placement}{peers}{providers}"
+                     "{topology}cpu quota: {cpu_quota}\n{domains}{route}{peers}{providers}"
                      "{fpenv}{stalls}{huge_pages}");
+    /* 2: "route" and providers' "runs_on" (the schema-1 "placement" keys
+     * stay one release, docs/api-1.0.md). JSON only. */
+    nxr__emit_uint(e, "schema", 2, NULL);
     emit_topology(rt, e);
     emit_quota(rt, e);
     nxr__emit_list(e, "domains", "domains: {count}\n{items}");
     for (size_t i = 0; i < rt->domain_count; i++)
         emit_domain(rt, rt->domains[i], e);
     nxr__emit_end(e);
-    emit_placement(rt, e);
+    emit_route(rt, e);
     emit_peers(rt, e);
     emit_providers(rt, e);
     emit_fpenv(rt, e);

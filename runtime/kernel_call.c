@@ -1,5 +1,5 @@
 /*
- * Kernel calls through a context: the provider placement rules applied per
+ * Kernel calls through a context: the provider rules (runs_on x count control) applied per
  * call (kernels/internal/rules.h), then the call made where they say, with
  * per-worker scratch from the domain's pool, the domain's permit or the
  * exclusive permit as needed.
@@ -14,7 +14,7 @@
  * its arguments and an invoker (the bundle's dispatch for that op) into a
  * `struct nxr__kcall` (runtime/internal/kernel_call.h), with the verdict of
  * the contract's argument check (kernels/internal/args.h) and the inputs a
- * placing context weighs; nxr__kcall_run() does the rest, so the logic
+ * routing context weighs; nxr__kcall_run() does the rest, so the logic
  * exists once:
  * the thread rule, the argument verdict (-EINVAL with its reason in the
  * context's error detail), the domain (the context's, or the one its inputs
@@ -190,12 +190,12 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     nxr_runtime_t *rt = ctx->rt;
     struct nxr__exec *exec = &d->exec;
     const nxr_provider_t *p = nxr_provider_bundle_get(rt->providers, k->family);
-    enum nxr_provider_runs_on placement = nxr_provider_runs_on(p);
+    enum nxr_provider_runs_on runs_on = nxr_provider_runs_on(p);
     enum nxr__nesting nesting = nxr__exec_nesting(exec);
     if (nesting == NXR__NEST_OTHER)
         return NXR_EREENTRANT; /* a body of another domain: not this domain's CPUs */
     if (d->spec.admission == NXR_ADMISSION_CALLER_MANAGED &&
-        placement == NXR_RUNS_ON_EXTERNAL_WORKERS) {
+        runs_on == NXR_RUNS_ON_EXTERNAL_WORKERS) {
         snprintf(why, whysz,
                  "provider '%s' runs on threads of its own, which would escape caller-managed "
                  "domain %d",
@@ -207,7 +207,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
         nxr__exec_count(exec, NXR__COUNT_WEIGHT_BYTES, k->weight_bytes);
     /* A span's call fans out over every member only through parallel_for;
      * a provider of its own threads runs on the first member. */
-    if (placement != NXR_RUNS_ON_ENGINE_WORKERS)
+    if (runs_on != NXR_RUNS_ON_ENGINE_WORKERS)
         span = NULL;
     /* Nested in a body: one thread, the one we are on (one fan-out level). */
     unsigned budget = nesting == NXR__NEST_INLINE ? 1
@@ -227,7 +227,7 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
          * worker (work never leaves the domain's CPUs). */
         return nxr__exec_call(exec, invoke, &inv);
     case NXR_RUN_DOMAIN:
-        if (placement == NXR_RUNS_ON_ENGINE_WORKERS) {
+        if (runs_on == NXR_RUNS_ON_ENGINE_WORKERS) {
             /* Its chunks enter the domain per region, through parallel_for. */
             inv.fan_out = true;
             return invoke(&inv);
@@ -266,9 +266,10 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
         return rc;
     case NXR_RUN_REJECT:
     default:
-        snprintf(why, whysz, "provider '%s' (%s x %s) cannot be confined to domain %d under the %s policy",
+        snprintf(why, whysz,
+                 "provider '%s' (%s x %s) cannot be confined to domain %d under the %s policy",
                  nxr_provider_name(p), nxr_count_control_name(nxr_provider_count_control(p)),
-                 nxr_provider_runs_on_name(placement), d->spec.id,
+                 nxr_provider_runs_on_name(runs_on), d->spec.id,
                  rt->settings.policy == NXR_PROVIDER_STRICT ? "strict" : "exclusive");
         return dec.status != 0 ? dec.status : NXR_EPLACEMENT;
     }

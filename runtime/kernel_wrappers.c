@@ -3,7 +3,7 @@
  * row of kernels/internal/kernel_table.h, the wrapper nxr_<kernel>, which
  * packs its parameters into struct nxr__<kernel>_args, has check_<kernel>
  * apply the contract's argument rules (kernels/internal/args.h) and name
- * the inputs a placing context weighs, and hands the call to the engine
+ * the inputs a routing context weighs, and hands the call to the engine
  * (runtime/kernel_call.c) with the kernel's invoker. Only the checks, the
  * fused GEMM's shortcut and the call against packed weights are written by
  * hand; the rest is generated at the end of this file.
@@ -299,7 +299,7 @@ void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packe
     if (ctx->placing) {
         k->bad = -EINVAL;
         snprintf(k->why, sizeof k->why,
-                 "a placing context has no domain to choose a copy by; use a context on a "
+                 "a routing context has no domain to choose a copy by; use a context on a "
                  "domain that holds one");
         return;
     }

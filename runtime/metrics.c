@@ -74,7 +74,7 @@ static const struct domain_metric domain_metrics[] = {
      "Operations admitted onto the permit the domain already held.", D(admission_joins), COUNT,
      NULL, NULL, 0},
     {"nxr_domain_routed_calls_total", "counter",
-     "Calls a placing context put on the domain, by reason.", D(routed), COUNT, "reason", reasons,
+     "Calls a routing context put on the domain, by reason.", D(routed), COUNT, "reason", reasons,
      NXR_ROUTE_REASON_DEFAULT + 1},
     {"nxr_domain_pool_hits_total", "counter", "Buffer acquires served from the domain's pool.",
      D(pool_hits), COUNT, NULL, NULL, 0},

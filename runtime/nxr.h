@@ -138,7 +138,7 @@ struct nxr_runtime_opts {
      * or with a K/M/G suffix), else NXR_POOL_DEFAULT_CAP (1 GiB). */
     bool has_pool_cap;
     size_t pool_cap;
-    /* How calls without an explicit domain (placing contexts) are routed
+    /* How calls without an explicit domain (routing contexts) are routed
      * (NXR_ROUTE_DEFAULT: NXR_ROUTE=most-bytes|single-domain, else
      * most-bytes; see runtime/nxr_route.h). */
     enum nxr_route_policy route_policy;
@@ -239,7 +239,7 @@ NXR_API int nxr_runtime_domain_here(const nxr_runtime_t *rt, nxr_domain_t **out)
  * the lowest id among the domains the runtime was created with. */
 NXR_API nxr_domain_t *nxr_runtime_default_domain(const nxr_runtime_t *rt);
 
-/* The policy placing contexts use (opts.route_policy / NXR_ROUTE). */
+/* The policy routing contexts use (opts.route_policy / NXR_ROUTE). */
 NXR_API enum nxr_route_policy nxr_runtime_route_policy(const nxr_runtime_t *rt);
 
 /* "hwloc", "synthetic" or "xml". */

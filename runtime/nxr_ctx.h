@@ -41,11 +41,11 @@
  * why); nxr_ctx_destroy only frees the context itself.
  *
  * State a context keeps for its driver (the thread rule makes it safe):
- * step memory (nxr_ctx_alloc, until nxr_ctx_reset) and, for a placing
+ * step memory (nxr_ctx_alloc, until nxr_ctx_reset) and, for a routing
  * context, the last kernel call's route (nxr_ctx_last_route). A failed
  * call's detail is the calling thread's (nxr_last_error).
  *
- * A placing context (nxr_ctx_create with NXR_DOMAIN_AUTO) is the runtime-
+ * A routing context (nxr_ctx_create with NXR_DOMAIN_AUTO) is the runtime-
  * level form: each kernel call on it runs on the domain its inputs choose
  * (runtime/nxr_route.h); its loops, tasks and nxr_ctx_alloc, which have no
  * inputs, use the runtime's default domain.
@@ -72,12 +72,12 @@ extern "C" {
 
 /* nxr_runtime_t and nxr_domain_t: runtime/nxr_route.h. */
 
-/* nxr_ctx_create's domain id for a placing context (see above). */
+/* nxr_ctx_create's domain id for a routing context (see above). */
 #define NXR_DOMAIN_AUTO (-1)
 
 /*
  * Opens a context on domain `domain_id` (an id from nxr_domain_id), or a
- * placing context (NXR_DOMAIN_AUTO). Any number of contexts may share a
+ * routing context (NXR_DOMAIN_AUTO). Any number of contexts may share a
  * domain. Returns 0 and *out, -EINVAL, NXR_ENODOMAIN or -ENOMEM. Any
  * thread; takes the runtime's context-list lock, never blocks otherwise.
  */
@@ -96,7 +96,7 @@ NXR_API int nxr_ctx_create_here(nxr_runtime_t *rt, nxr_ctx_t **out);
  * the context. */
 NXR_API void nxr_ctx_destroy(nxr_ctx_t *ctx);
 
-/* The context's domain (a placing context: the runtime's default domain;
+/* The context's domain (a routing context: the runtime's default domain;
  * NULL for NULL). */
 NXR_API nxr_domain_t *nxr_ctx_domain(const nxr_ctx_t *ctx);
 
@@ -115,7 +115,7 @@ NXR_API const char *nxr_ctx_last_error(const nxr_ctx_t *ctx);
 
 /*
  * Step memory: `size` bytes (64-byte aligned) on the context's domain (a
- * placing context: the default domain), valid until nxr_ctx_reset or
+ * routing context: the default domain), valid until nxr_ctx_reset or
  * nxr_ctx_destroy. It comes from a scope the context creates on first use
  * (alloc/nxr_alloc.h: bump allocation from pool chunks, nothing allocated
  * in a steady state of same-shaped steps; checked builds catch a use after
@@ -130,7 +130,7 @@ NXR_API int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out);
 /*
  * Step memory for the outputs of a call with these inputs: on the domain a
  * kernel call on ctx with them runs on (the context's own domain, or for a
- * placing context the domain runtime/nxr_route.h chooses). Returns what
+ * routing context the domain runtime/nxr_route.h chooses). Returns what
  * nxr_ctx_alloc does, and NXR_EMIXED under the single-domain policy.
  */
 NXR_API int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n,
@@ -141,7 +141,7 @@ NXR_API int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, 
 NXR_API void nxr_ctx_reset(nxr_ctx_t *ctx);
 
 /*
- * The placement of the last kernel call on ctx: for a placing context the
+ * The placement of the last kernel call on ctx: for a routing context the
  * domain and reason its inputs gave (-ENOENT before its first call; calls
  * made inside a body are not recorded, as several may run at once); for a
  * context on a domain, that domain with NXR_ROUTE_REASON_EXPLICIT. 0, -EINVAL,
@@ -160,7 +160,7 @@ NXR_API int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out);
  * thread is inside the domain, so small work on the domain runs on it (no
  * permit, no hand-off) and it takes part in the domain's regions. Returns 0
  * and *previous, a handle holding the mask the thread had, for
- * nxr_thread_binding_restore. Errors: -EINVAL (NULL argument, a placing
+ * nxr_thread_binding_restore. Errors: -EINVAL (NULL argument, a routing
  * context), NXR_EPLACEMENT (a caller-managed domain, which declares no CPU
  * set; or the mask could not be set or did not read back as the domain's,
  * e.g. a cgroup cpuset narrower than the domain), NXR_EREENTRANT (inside a

@@ -37,7 +37,7 @@
  * nxr_last_error() names the argument and the rule. Every other
  * failure also leaves its detail there.
  *
- * On a placing context (NXR_DOMAIN_AUTO) each call first chooses its domain
+ * On a routing context (NXR_DOMAIN_AUTO) each call first chooses its domain
  * from its inputs (runtime/nxr_route.h: A, B and C when beta != 0 for GEMM;
  * the read vectors, matrices, rows and gamma/beta elsewhere; outputs never
  * count), then runs there as on a context of that domain; NXR_EMIXED under

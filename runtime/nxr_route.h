@@ -2,7 +2,7 @@
  * nxr routing: which domain a call runs on when the caller did not name
  * one, chosen by its inputs' bytes (a route; "placement" is only where a
  * domain's threads run, runtime/nxr.h). The resolver below is the one rule,
- * shared by placing contexts (nxr_ctx_create with NXR_DOMAIN_AUTO,
+ * shared by routing contexts (nxr_ctx_create with NXR_DOMAIN_AUTO,
  * runtime/nxr_ctx.h), whose kernel calls route themselves, and by callers that want to know the
  * answer first (to allocate a call's outputs where it will run).
  *
@@ -27,7 +27,7 @@
  * Observability: every routed call is counted per domain and reason, and
  * every refusal per runtime, in nxr_runtime_describe (its "placement"
  * section, a name kept from 0.x for the output's readers) and `nxr info`;
- * a placing context remembers its last call's route (nxr_ctx_last_route).
+ * a routing context remembers its last call's route (nxr_ctx_last_route).
  */
 #ifndef NXR_ROUTE_H
 #define NXR_ROUTE_H
@@ -56,7 +56,7 @@ struct nxr_mem_ref {
 };
 
 enum nxr_route_reason {
-    /* The context names its domain (not a placing context). */
+    /* The context names its domain (not a routing context). */
     NXR_ROUTE_REASON_EXPLICIT = 0,
     /* One domain held strictly the most counted input bytes. */
     NXR_ROUTE_REASON_MOST_BYTES = 1,

@@ -64,7 +64,7 @@ struct nxr_domain_stats {
     uint64_t admission_wait_ns;
     uint64_t admission_wait_max_ns;
     uint64_t admission_joins;
-    /* Calls a placing context put on this domain, by enum nxr_route_reason. */
+    /* Calls a routing context put on this domain, by enum nxr_route_reason. */
     uint64_t routed[NXR_STATS_ROUTE_REASONS];
     /* The domain's pool (alloc/nxr_alloc.h, struct nxr_pool_stats). */
     uint64_t pool_hits;

@@ -82,7 +82,7 @@ NXR_API int nxr_step_add_barrier(nxr_step_t *step);
 /*
  * Runs the step on ctx's domain and returns when every operation has
  * completed. Nothing runs unless every operation's arguments hold on that
- * domain: -EINVAL (ctx or step NULL; a placing or span context; an
+ * domain: -EINVAL (ctx or step NULL; a routing or span context; an
  * operation's arguments, named by its index in the error detail),
  * NXR_ENODOMAIN (weights with no copy on the domain), then the errors of
  * nxr_parallel_for (admission, NXR_EREENTRANT inside a body of another

@@ -188,7 +188,7 @@ struct nxr_sgemm_packed_args {
  * weights, with the domain's workers as nxr_sgemm does (small m splits the
  * columns of W across them, each streaming its share once; nothing is
  * packed per call). Same bits as nxr_sgemm_fused with the original W.
- * Returns 0, nxr_sgemm's errors, -EINVAL (also: a placing context, which
+ * Returns 0, nxr_sgemm's errors, -EINVAL (also: a routing context, which
  * has no domain to choose a copy by; NULL w), NXR_ENODOMAIN (w has no copy
  * on ctx's domain; the detail names it). The context's thread rule applies;
  * blocks until the product is done.

@@ -19,7 +19,7 @@
  *     function nxr_<name>(ctx, params...) (runtime/kernel_wrappers.c).
  * What the table cannot say is written by hand, once per kernel, in
  * runtime/kernel_wrappers.c: check_<name>, which applies the contract's
- * argument rules (kernels/args.c) and names the inputs a placing context
+ * argument rules (kernels/args.c) and names the inputs a routing context
  * weighs. The kernel itself is the provider's (kernels/native_provider.c for
  * nxr's own).
  *

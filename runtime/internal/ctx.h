@@ -30,7 +30,7 @@ struct nxr_ctx {
     /* NULL once orphaned: the runtime was destroyed while the context was
      * open (reported then); every later call is NXR_EBROKEN, destroy frees. */
     nxr_runtime_t *rt;
-    /* The context's domain (the runtime's; borrowed). A placing context has
+    /* The context's domain (the runtime's; borrowed). A routing context has
      * the runtime's default domain here, for its loops, tasks and memory. */
     struct nxr_domain *domain;
     struct nxr__exec *exec; /* &domain->exec */
@@ -53,7 +53,7 @@ struct nxr_ctx {
     /* Driver-only state (the thread rule makes it single-threaded). */
     struct nxr__ctx_scope *scopes; /* step memory, one scope per domain used */
     size_t nscopes;
-    struct nxr_route last_place; /* placing contexts: the last kernel call's */
+    struct nxr_route last_place; /* routing contexts: the last kernel call's */
     bool placed;                 /* last_place is set */
 };
 

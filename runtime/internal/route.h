@@ -1,6 +1,6 @@
 /*
  * Routing by the inputs' bytes, internals (runtime/nxr_route.h has the rule): the
- * resolver the placing contexts and nxr_runtime_route share, and its
+ * resolver the routing contexts and nxr_runtime_route share, and its
  * counters.
  */
 #ifndef NXR_INTERNAL_ROUTE_H
@@ -19,7 +19,7 @@ struct nxr_domain;
 int nxr__place(const nxr_runtime_t *rt, const struct nxr_mem_ref *inputs, size_t n,
                struct nxr_route *out, struct nxr_domain **domain);
 
-/* Counts a placing context's call: placed on d for p->reason (rc 0), or
+/* Counts a routing context's call: placed on d for p->reason (rc 0), or
  * refused (rc NXR_EMIXED). Other statuses count nothing. */
 void nxr__place_count(nxr_runtime_t *rt, struct nxr_domain *d, const struct nxr_route *p, int rc);
 

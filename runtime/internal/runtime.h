@@ -32,7 +32,7 @@ struct nxr_domain {
     bool admission_ready;   /* exec's admission state is initialised */
     struct nxr__pool *pool; /* node-local pool and arena (alloc/) */
     nxr_runtime_t *rt;
-    /* Calls placed on this domain by a placing context, per reason
+    /* Calls placed on this domain by a routing context, per reason
      * (runtime/route.c). Relaxed counters: read for diagnostics only. */
     atomic_uint_fast64_t placed[NXR_ROUTE_REASON_DEFAULT + 1];
     unsigned open_contexts; /* under rt->ctx_lock */
@@ -55,7 +55,7 @@ struct nxr__settings {
     enum nxr_provider_policy policy;
     bool gemm_openblas; /* NXR_GEMM=openblas */
     size_t pool_cap;    /* each pool's cap on cached bytes */
-    enum nxr_route_policy route; /* placing contexts (runtime/nxr_route.h) */
+    enum nxr_route_policy route;       /* routing contexts (runtime/nxr_route.h) */
     unsigned stall_ms;                 /* the stall reporter's threshold; 0: off */
     /* NXR_QUOTA_FOLLOW_MS: how often the budgets follow the quota on their
      * own (runtime/budget.c); 0: only nxr_runtime_refresh_budget. */
@@ -113,7 +113,7 @@ struct nxr_runtime {
     /* The fallback of placement (runtime/nxr_route.h): the lowest id at
      * creation. Immutable after creation. */
     struct nxr_domain *default_domain;
-    /* Calls a placing context refused (NXR_EMIXED); relaxed, diagnostics. */
+    /* Calls a routing context refused (NXR_EMIXED); relaxed, diagnostics. */
     atomic_uint_fast64_t refused_mixed;
     /* Open contexts, linked through ctx->prev/next; ctx_lock guards the
      * list and every domain's open_contexts. A leaf lock. */

@@ -654,7 +654,7 @@ Test(runtime_bad_input, place_and_lookups_bad_arguments)
     cr_assert_eq(nxr_ctx_create_here(rt, NULL), -EINVAL);
     cr_assert_eq(nxr_ctx_create_here(NULL, &c), -EINVAL);
     cr_assert_null(c);
-    cr_assert_eq(nxr_ctx_create(rt, -2, &c), NXR_ENODOMAIN, "only -1 means a placing context");
+    cr_assert_eq(nxr_ctx_create(rt, -2, &c), NXR_ENODOMAIN, "only -1 means a routing context");
     cr_assert_str_eq(nxr_route_reason_name((enum nxr_route_reason)9), "unknown");
     cr_assert_str_eq(nxr_route_policy_name((enum nxr_route_policy)9), "unknown");
     struct nxr_runtime_opts o;

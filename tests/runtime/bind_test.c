@@ -222,7 +222,7 @@ Test(runtime_bind, what_cannot_be_bound)
     nxr_ctx_t *placing;
     cr_assert_eq(nxr_ctx_create(rt, NXR_DOMAIN_AUTO, &placing), 0);
     prev = (nxr_thread_binding_t *)0x1;
-    cr_assert_eq(nxr_ctx_bind(placing, &prev), -EINVAL, "a placing context has no one domain");
+    cr_assert_eq(nxr_ctx_bind(placing, &prev), -EINVAL, "a routing context has no one domain");
     cr_assert_null(prev);
     nxr_ctx_destroy(placing);
 

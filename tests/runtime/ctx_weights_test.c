@@ -239,7 +239,7 @@ Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
     nxr_ctx_t *placing;
     cr_assert_eq(nxr_ctx_create(r.rt, NXR_DOMAIN_AUTO, &placing), 0);
     cr_assert_eq(nxr_sgemm_packed(placing, &pa, NULL), -EINVAL);
-    cr_assert(strstr(nxr_last_error(), "placing context") != NULL);
+    cr_assert(strstr(nxr_last_error(), "routing context") != NULL);
     nxr_ctx_destroy(placing);
     nxr_weights_destroy(pw);
     ctx_rt_close(&r);

@@ -1,5 +1,5 @@
 /*
- * Routing by the inputs' bytes (runtime/nxr_route.h) through a placing context
+ * Routing by the inputs' bytes (runtime/nxr_route.h) through a routing context
  * (NXR_DOMAIN_AUTO): a call runs on the domain holding the most input bytes,
  * a tie goes to the lowest id, inputs nxr did not allocate are ignored, the
  * default domain is used when none counts, the single-domain policy refuses
@@ -296,7 +296,7 @@ Test(runtime_route, a_context_on_a_domain_is_explicit_and_counts_nothing)
     cr_assert_eq(nxr_ctx_last_route(on2, &p), 0);
     cr_assert_eq(p.reason, NXR_ROUTE_REASON_EXPLICIT);
     cr_assert_eq(p.domain_id, 2);
-    cr_assert_eq(nxr_ctx_last_route(ctx, &p), -ENOENT, "the placing context placed nothing yet");
+    cr_assert_eq(nxr_ctx_last_route(ctx, &p), -ENOENT, "the routing context placed nothing yet");
     nxr_ctx_destroy(on2);
     nxr_domain_free(a);
     nxr_domain_free(b);

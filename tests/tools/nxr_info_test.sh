@@ -35,13 +35,17 @@ assert sorted(seen) == allowed, (seen, allowed)
 prov = info["providers"]
 assert prov["policy"] in ("strict", "exclusive"), prov
 for fam in ("gemm", "elementwise", "reduction", "norm"):
-    assert prov[fam]["name"] and prov[fam]["count"] and prov[fam]["placement"], prov[fam]
+    assert prov[fam]["name"] and prov[fam]["count"] and prov[fam]["runs_on"], prov[fam]
+    # Schema 2 renamed the key; schema 1's stays one release with the same value.
+    assert prov[fam]["placement"] == prov[fam]["runs_on"], prov[fam]
+assert info["schema"] == 2, info.get("schema")
+assert info["route"]["policy"] and info["route"] == info["placement"], (info["route"], info["placement"])
 ob = prov["openblas"]
 assert ob["threading"] in ("sequential", "pthreads", "openmp", "unknown"), ob
 assert ob["core"], ob
 # A parallel OpenBLAS cannot be confined: it must be classified so.
 if ob["threading"] in ("pthreads", "openmp"):
-    assert (ob["count"], ob["placement"]) == ("global-or-uncontrolled", "external-workers"), ob
+    assert (ob["count"], ob["runs_on"]) == ("global-or-uncontrolled", "external-workers"), ob
 assert ob["core_fallback"] == bool(ob["diagnostic"]), ob
 assert info["fpenv"]["supported"] in (True, False)
 assert len(set(seen)) == len(seen), "domains overlap"
