@@ -462,6 +462,11 @@ Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);
     o.ignore_env = true;
+    /* One domain over two allowed CPUs, whatever the nodes (a 4-node VM has
+     * one CPU per node, so the default domains would have budget 1). */
+    char domains[64];
+    snprintf(domains, sizeof domains, "0:%d,%d", nxr_test_cpu(0), nxr_test_cpu(1));
+    o.domains = domains;
     o.num_threads = 2;
     o.stall_report_ms = 20;
     nxr_runtime_t *rt;

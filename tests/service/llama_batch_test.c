@@ -165,8 +165,12 @@ static struct svc_llama_batch *engine(size_t step_tokens, size_t max_active, siz
     o.step_tokens = step_tokens;
     o.max_active = max_active;
     o.block_tokens = 4;
-    if (kv_bytes != 0)
-        o.kv_bytes = kv_bytes;
+    /* 4 MiB unless a test asks for less: far more blocks than these
+     * sequences need, and small beside a VM node's 512 MiB. With the 64 MiB
+     * default per engine this test crashed once in the 2-node VM suite
+     * (whose binaries and logs live in the guest's memory) and passed alone
+     * there; memory bound to node 0 running out is the likeliest cause. */
+    o.kv_bytes = kv_bytes != 0 ? kv_bytes : (size_t)4 << 20;
     struct svc_llama_batch *b = NULL;
     cr_assert_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), 0);
     return b;
