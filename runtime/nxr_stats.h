@@ -52,7 +52,10 @@ struct nxr_domain_stats {
     /* The built-in team's workers: time running region slots and submitted
      * items (busy) and spinning for work (spin), in nanoseconds; futex
      * parks, and of those the ones ended by a wake-up call (not a
-     * timeout). A caller's own share of a region is not busy time here. */
+     * timeout). A caller's own share of a region is not busy time here. A
+     * worker adds a region's busy time just after its last slot of it, so a
+     * read made as the region returns may not show it yet; the worker's next
+     * region or item does. */
     uint64_t busy_ns;
     uint64_t spin_ns;
     uint64_t parks;
