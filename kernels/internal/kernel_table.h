@@ -26,7 +26,7 @@
  * the provider's (kernels/native_provider.c for nxr's own).
  *
  * Adding a kernel: docs/architecture.md, "Adding a kernel", lists the
- * places; tests/kernels/kernel_table_test.sh fails when one is missed.
+ * places; tests/kernels/kernel_table_test.py fails when one is missed.
  *
  * NXR__KERNELS_OWN lists the kernels whose public function falls back to
  * another: nxr_sgemm_fused runs nxr_sgemm without an epilogue, and its
