@@ -10,7 +10,7 @@
 # names and "definitions: FAILED ...", or "definitions: ok ..."; exit status
 # 1 when one is missing. CI runs it in stage 1 (.ci/run).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 LIBRARY=(base domains executor alloc kernels runtime)
 
