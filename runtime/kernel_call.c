@@ -26,8 +26,9 @@
  *    goes through the domain's executor (workers, plus the caller only when
  *    it is inside the domain);
  *  - a provider with its own threads runs under the domain's permit (whole
- *    allowed set) or the exclusive permit, as the rules say, and is called
- *    on the domain the same way (nxr__exec_call_admitted). Its own threads
+ *    allowed set) or the exclusive permit, as the rules say; the executor
+ *    takes the permit named and makes the call on the domain
+ *    (nxr__exec_call_under, executor/permits.c). Its own threads
  *    are where the library put them: under the exclusive permit nothing
  *    else runs, which is that policy's whole claim.
  */
@@ -40,6 +41,7 @@
 
 #include "alloc/internal/pool.h"
 #include "base/internal/sys.h"
+#include "executor/internal/permits.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
 #include "runtime/internal/ctx.h"
@@ -220,12 +222,11 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
     struct invocation inv = {
         .rt = rt, .domain = d, .exec = exec, .span = span, .k = k, .p = p, .threads = dec.threads};
-    int rc;
     switch (dec.run) {
     case NXR_RUN_INLINE:
         /* One thread of the domain: the caller when it is on it, else a
          * worker (work never leaves the domain's CPUs). */
-        return nxr__exec_call(exec, invoke, &inv);
+        return nxr__exec_call_under(exec, NXR__PERMIT_ONE_THREAD, NULL, NULL, invoke, &inv);
     case NXR_RUN_DOMAIN:
         if (runs_on == NXR_RUNS_ON_ENGINE_WORKERS) {
             /* Its chunks enter the domain per region, through parallel_for. */
@@ -233,13 +234,8 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
             return invoke(&inv);
         }
         /* Its own threads, confined because the domain is everything we may
-         * use: hold the domain's permit around the call, made on the domain
-         * (the caller, or a worker when the caller is off it). */
-        if ((rc = nxr__exec_enter(exec)) != 0)
-            return rc;
-        rc = nxr__exec_call_admitted(exec, invoke, &inv);
-        nxr__exec_leave(exec);
-        return rc;
+         * use: under the domain's permit. */
+        return nxr__exec_call_under(exec, NXR__PERMIT_DOMAIN, NULL, NULL, invoke, &inv);
     case NXR_RUN_EXCLUSIVE:
         if (nesting != NXR__NEST_NONE) {
             snprintf(why, whysz,
@@ -247,23 +243,17 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
                      "could wait on its own operation");
             return NXR_EREENTRANT;
         }
-        /* Bounded by the holders of every permit; reported past the stall
-         * threshold (executor/permits.c). */
-        rc = nxr__exclusive_permit_acquire(rt->arbiter, exec,
-                                           "admission of a kernel under the exclusive permit");
-        if (rc != 0)
-            return rc;
         /* Only a process-global count is set (and restored). A PER_CALL_BOUND
          * provider on external workers (a partial domain under this policy)
          * has no global count: its bound is call->threads alone, and asking
          * nxr__global_threads_run to set one would fail with -EINVAL. */
         if (nxr_provider_count_control(p) == NXR_COUNT_GLOBAL_OR_UNCONTROLLED)
             inv.global_count = (int)dec.threads;
-        /* The exclusive permit covers every domain: the call is made on
-         * this one's CPUs (here, or on a worker) without its own permit. */
-        rc = nxr__exec_call_admitted(exec, invoke, &inv);
-        nxr__exclusive_permit_release(rt->arbiter);
-        return rc;
+        /* Nothing else runs meanwhile; the wait is bounded by the holders of
+         * every permit and reported past the stall threshold. */
+        return nxr__exec_call_under(exec, NXR__PERMIT_EXCLUSIVE, rt->arbiter,
+                                    "admission of a kernel under the exclusive permit", invoke,
+                                    &inv);
     case NXR_RUN_REJECT:
     default:
         snprintf(why, whysz,

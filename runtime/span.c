@@ -2,8 +2,9 @@
  * Spans: one context over several domains (runtime/nxr_span.h). A span's
  * loop is split across its members, shares proportional to their budgets
  * (nxr__span_split), and each member's share is split again over its own
- * team, all under ONE permit for the union of the members' sets, taken the
- * way nxr_run_across takes it (runtime/group.c: nxr__across_run).
+ * team, all under ONE permit for the union of the members' sets: the executor
+ * runs the shares (executor/permits.c, nxr__across_run), as it runs
+ * nxr_run_across's tasks.
  *
  * A one-member span is not a span at all: nxr_span_create returns a plain
  * context on that domain, so it runs exactly as one (same path, same cost).
@@ -318,17 +319,14 @@ static int span_run(struct nxr__span *s, const struct span_loop *l, const size_t
                                         .count = chunks < budget ? (unsigned)chunks : budget,
                                         .base = s->prefix[i]};
         atomic_init(&shares[i].next, 0);
-        parts[i] = (struct nxr__across_part){
-            .domain = s->doms[i], .fn = share_item, .arg = &shares[i], .count = shares[i].count};
+        parts[i] = (struct nxr__across_part){.exec = &s->doms[i]->exec,
+                                             .fn = share_item,
+                                             .arg = &shares[i],
+                                             .count = shares[i].count};
     }
-    /* Bounded by the holders of overlapping permits; reported past the
-     * stall threshold (executor/permits.c). */
-    int rc = nxr__union_permit_acquire(&s->permit, &s->doms[0]->exec, "admission of a span");
-    if (rc != 0)
-        return rc;
-    rc = nxr__across_run(parts, s->n, NULL);
-    nxr__union_permit_release(&s->permit);
-    return rc;
+    /* The permit's wait is bounded by the holders of overlapping permits
+     * and reported past the stall threshold (executor/permits.c). */
+    return nxr__across_run(&s->permit, parts, s->n, NULL, "admission of a span");
 }
 
 /* A loop on a span, given the nesting answer; `why` gets the reason of a

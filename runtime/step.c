@@ -489,9 +489,8 @@ static int run_on(struct nxr__exec *exec, struct nxr__step_run *r)
         participate(r, 0, 0);
         nxr__body_end(saved);
         rc = 0;
-    } else if ((rc = nxr__exec_enter(exec)) == 0) {
-        rc = exec->executor.ops->install(exec->executor.self, nxr__step_region, r, r->participants);
-        nxr__exec_leave(exec);
+    } else {
+        rc = nxr__exec_region(exec, nxr__step_region, r, r->participants);
     }
     return rc != 0 ? rc : nxr__step_run_status(r);
 }

@@ -325,6 +325,14 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
  */
 int nxr__exec_call(struct nxr__exec *exec, int (*fn)(void *arg), void *arg);
 
+/*
+ * A region of `participants` on exec's executor (fn(arg, index) once per
+ * participant) under the domain's permit, or the guard of a caller-managed
+ * domain, held for the region: every region nxr installs goes through here.
+ * The caller is outside any body. 0, or an admission or executor error.
+ */
+int nxr__exec_region(struct nxr__exec *exec, nxr_region_fn fn, void *arg, unsigned participants);
+
 /* nxr__exec_call for a caller that already holds a permit covering the
  * domain (the process-wide exclusive permit, or the domain's own): no
  * admission, the worker is dispatched to directly. */

@@ -1,45 +1,18 @@
 /*
- * Work over several domains under one permit for the union of their CPU
- * sets: the mechanism nxr_run_across (runtime/group.c) and spans
- * (runtime/span.c) share, and the span's own layout.
- *
- * The union permit is asked for once (granted whole, or queued holding
- * nothing: no lock-order deadlock between overlapping multi-domain
- * requests), then each domain's executor gets its part straight through
- * `submit` (its own permit would overlap the union already held), and the
- * caller waits until every part finished.
+ * Spans (runtime/span.c): a span's own layout and its loops, and the limit
+ * nxr_run_across (runtime/group.c) shares. Both run their work through the
+ * executor's nxr__across_run (executor/internal/permits.h: one permit for
+ * the union of the domains' CPU sets, each domain's part on its executor).
  */
 #ifndef NXR_INTERNAL_SPAN_H
 #define NXR_INTERNAL_SPAN_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 
 #include "executor/internal/permits.h"
 #include "runtime/internal/runtime.h"
 
 #define NXR__SPAN_MAX 64 /* domains in one span or group */
-
-/* One domain's part of a multi-domain operation: `count` items of fn on
- * its executor (count 0: the domain sits this operation out). */
-struct nxr__across_part {
-    struct nxr_domain *domain;
-    nxr_item_fn fn;
-    void *arg;
-    size_t count;
-};
-
-/*
- * Runs every part on its domain's executor at once and returns when all
- * finished. The caller holds the union permit (nxr__union_permit_acquire
- * over the parts' sets) and is outside any body. When a submit
- * fails, the parts already started still run to the end (their items are
- * not recalled); `*stop` (may be NULL) is set to the error first so that
- * items which check it start nothing new, and the error is returned.
- * The wait is bounded by the items themselves: each part's done callback
- * counts down once, after its last item, on whatever thread ran it.
- */
-int nxr__across_run(struct nxr__across_part *parts, size_t n, atomic_int *stop);
 
 /* A span's own state (a context over several domains): the member domains
  * in the order the caller listed them, their budgets' prefix sums (the
