@@ -269,10 +269,10 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
 {
     if (ctx == NULL)
         return -EINVAL;
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, k->name);
     if (rc != 0)
-        return nxr__ctx_fail(ctx, NULL, k->name, rc, NULL);
+        return rc;
     struct nxr_domain *d = ctx->domain;
     nxr_ctx_t *span = NULL;
     if (ctx->span != NULL) {
@@ -286,30 +286,24 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
         else if (nxr__tls.depth == 0)
             span = ctx;
     }
-    if (k->bad != 0) {
-        rc = nxr__ctx_fail(ctx, d, k->name, k->bad, k->why);
-    } else {
-        if (ctx->placing) {
-            struct nxr_route p;
-            rc = nxr__place(ctx->rt, k->in, k->nin, &p, &d);
-            nxr__place_count(ctx->rt, d, &p, rc);
-            if ((rc == 0 || rc == NXR_EMIXED) && nxr__tls.depth == 0) {
-                ctx->last_place = p; /* the driver's; bodies record nothing */
-                ctx->placed = true;
-            }
-            if (rc == NXR_EMIXED)
-                nxr__ctx_failf(ctx, d, k->name, rc,
-                               "the inputs lie on %u domains (single-domain policy); rehome "
-                               "them (nxr_mem_rehome) or use a context on one domain",
-                               p.domains);
+    if (k->bad != 0)
+        return nxr__ctx_call_closef(&c, d, k->bad, "%s", k->why);
+    if (ctx->placing) {
+        struct nxr_route p;
+        rc = nxr__place(ctx->rt, k->in, k->nin, &p, &d);
+        nxr__place_count(ctx->rt, d, &p, rc);
+        if ((rc == 0 || rc == NXR_EMIXED) && nxr__tls.depth == 0) {
+            ctx->last_place = p; /* the driver's; bodies record nothing */
+            ctx->placed = true;
         }
-        if (rc == 0) {
-            char why[NXR__LAST_ERROR_BYTES];
-            why[0] = '\0';
-            rc = run_on(ctx, d, span, k, why, sizeof(why));
-            nxr__ctx_fail(ctx, d, k->name, rc, why[0] != '\0' ? why : NULL);
-        }
+        if (rc == NXR_EMIXED)
+            return nxr__ctx_call_closef(&c, d, rc,
+                                        "the inputs lie on %u domains (single-domain policy); "
+                                        "rehome them (nxr_mem_rehome) or use a context on one "
+                                        "domain",
+                                        p.domains);
+        if (rc != 0)
+            return nxr__ctx_call_close(&c, d, rc);
     }
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+    return nxr__ctx_call_close(&c, d, run_on(ctx, d, span, k, c.why, sizeof(c.why)));
 }

@@ -39,22 +39,20 @@ void nxr__span_split(size_t units, const unsigned *prefix, size_t n, size_t *bou
  * enclosing body, or -1 when that domain is not in the span. */
 int nxr__span_member_of_body(const struct nxr__span *s);
 
-/* A span's loops (runtime/span.c), for runtime/ctx_work.c: the contracts
- * of nxr_parallel_for_opts and nxr_parallel_reduce over the members; a
- * refusal's reason goes to why ("" when the status explains itself). */
+/* A span's loop (runtime/span.c), for runtime/ctx_work.c: the contract of
+ * nxr_parallel_for_opts over the members (and so, as its loop runner, of
+ * nxr_parallel_reduce); a refusal's reason goes to why ("" when the status
+ * explains itself). */
 int nxr__span_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end,
                            const struct nxr_for_opts *opts, nxr_for_fn fn, void *arg, char *why,
                            size_t whysz);
-int nxr__span_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain,
-                              size_t elem_size, const void *identity,
-                              void (*map)(void *arg, size_t b, size_t e, void *partial),
-                              void (*combine)(void *arg, void *result, const void *partial),
-                              void *arg, void *result, char *why, size_t whysz);
 
 /* The span's loop over units [0, bounds[n]) with member i taking exactly
  * [bounds[i], bounds[i+1]), split over its team in contiguous ranges (one fn
- * call per participant). Driver only, outside any body. */
-int nxr__span_for_parts(nxr_ctx_t *ctx, const size_t *bounds, nxr_for_fn fn, void *arg);
+ * call per participant). Inside a body, as a span's loop: in place on a
+ * member's body, else NXR_EREENTRANT with why. */
+int nxr__span_for_parts(nxr_ctx_t *ctx, const size_t *bounds, nxr_for_fn fn, void *arg, char *why,
+                        size_t whysz);
 
 /* Frees a span's state (its member contexts, its request). NULL: no-op. */
 void nxr__span_free(struct nxr__span *s);
