@@ -9,7 +9,6 @@
 #include <limits.h>
 
 #include "base/internal/sys.h"
-#include "executor/internal/contract.h"
 #include "executor/internal/stall.h"
 #include "executor/internal/tasks.h"
 
