@@ -199,7 +199,7 @@ static void emit_route(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_end(e);
 }
 
-/* Other nxr processes seen at creation (runtime/peers.c). Without a
+/* Other nxr processes seen at creation (runtime/runtime.c, peers_open). Without a
  * registry (then p->status says why) text names only the problem. */
 static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
 {
