@@ -33,6 +33,14 @@ const char nxr_tool_demo_llama_usage[] =
     "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
     "                              0: none, every path serves every sequence)\n"
+    "             --span           also serve each sequence over EVERY domain at once: the\n"
+    "                              weights sharded by node (each domain computes its rows of\n"
+    "                              every product), the KV cache on the first domain; its\n"
+    "                              inter-token latency against one domain's (nxr's) and its\n"
+    "                              tokens must be theirs. f32 weights only (with --weights\n"
+    "                              bf16/int8: exit 2). On one domain it serves, with a note:\n"
+    "                              the span is then that domain. With --no-compare: nxr and\n"
+    "                              span only. (--model mlp keeps its own --span, below.)\n"
     "             --no-compare     serve batched only (no peers)\n"
     "             --json           one JSON object instead of the table\n";
 
@@ -76,7 +84,7 @@ int nxr_tool_demo_llama(int argc, char **argv)
     size_t explicit_dims[sizeof dims / sizeof dims[0]] = {0};
     bool json = false;
     long metrics_port = -1, metrics_hold = 0;
-    static const char *const plain[] = {"--json", "--no-compare"};
+    static const char *const plain[] = {"--json", "--no-compare", "--span"};
     static const char *const valued[] = {
         "--size",   "--weights",      "--clients",     "--sequences", "--prompt",   "--gen",
         "--kv-mib", "--step-tokens",  "--domains",     "--seed",      "--machine",  "--time-budget",
@@ -92,6 +100,8 @@ int nxr_tool_demo_llama(int argc, char **argv)
         if (value == NULL) {
             if (strcmp(flag, "--json") == 0)
                 json = true;
+            else if (strcmp(flag, "--span") == 0)
+                c.span = true;
             else
                 c.compare = false;
             continue;
@@ -159,6 +169,11 @@ int nxr_tool_demo_llama(int argc, char **argv)
                                  "%s is above --step-tokens (every active sequence "
                                  "decodes each step)",
                                  "the count");
+    if (c.span && c.format != SVC_LLAMA_F32)
+        return nxr_tool_demo_bad("--span",
+                                 "shards f32 weights only (%s has no sharded form); drop "
+                                 "--weights or --span",
+                                 svc_llama_format_name(c.format));
     const char *problem = svc_llama_shape_problem(&c.shape);
     if (problem != NULL)
         return nxr_tool_demo_bad("--dim/--heads", "%s", problem);
