@@ -28,7 +28,7 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
-    "             --metrics-port N, --metrics-hold K  as the MLP demo's (below)\n"
+    "             --metrics-port N, --metrics-hold K  as the MLP demo's (above)\n"
     "             --plot FILE.svg  also write each path's inter-token latency and time to first\n"
     "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
@@ -40,7 +40,7 @@ const char nxr_tool_demo_llama_usage[] =
     "                              tokens must be theirs. f32 weights only (with --weights\n"
     "                              bf16/int8: exit 2). On one domain it serves, with a note:\n"
     "                              the span is then that domain. With --no-compare: nxr and\n"
-    "                              span only. (--model mlp keeps its own --span, below.)\n"
+    "                              span only. (--model mlp keeps its own --span, above.)\n"
     "             --no-compare     serve batched only (no peers)\n"
     "             --json           one JSON object instead of the table\n";
 
