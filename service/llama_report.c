@@ -1,5 +1,6 @@
 /* `nxr demo`'s language model report: the table and the JSON (see llama_demo.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "service/llama_demo.h"
 
@@ -43,23 +44,56 @@ void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
     path_line(f, "unbatched", &r->unbatched, &r->nxr);
     path_line(f, "flat", &r->flat, &r->nxr);
     path_line(f, "OpenMP", &r->omp, &r->nxr);
+    path_line(f, "span", &r->span, &r->nxr);
     if (r->flat.ran)
         fprintf(f,
                 "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
                 "at a time, prompts token by token)\n",
                 r->flat_cpus);
+    if (r->span.ran) {
+        fprintf(f,
+                "  span: each sequence over %zu domain%s at once, weights sharded by node; "
+                "inter-token latency p50 %.2fx, p99 %.2fx one domain's (nxr)\n",
+                r->span_members, r->span_members == 1 ? "" : "s",
+                r->nxr.itl.p50_ms > 0 ? r->span.itl.p50_ms / r->nxr.itl.p50_ms : 0,
+                r->nxr.itl.p99_ms > 0 ? r->span.itl.p99_ms / r->nxr.itl.p99_ms : 0);
+        if (r->span_members == 1)
+            fprintf(f, "  (span: one domain only, so the span path is the one-domain engine: "
+                       "give --domains or a machine with more nodes to shard the weights)\n");
+    }
     if (r->fraction_of_limit >= 0)
         fprintf(f,
                 "  limit: read %.1f GB/s measured in this run; nxr's weight reads are %.2f of it "
                 "(%.0f tok/s allowed at batch %.2f)\n",
                 r->machine.read_gbs, r->fraction_of_limit, r->bound_tokens_per_s,
                 r->nxr.batch_mean);
-    if (r->sequences_compared > 0)
-        fprintf(f,
-                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, %s); OpenMP "
-                "(f32) made the same tokens for %zu of them (another summation order)\n",
-                r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
-                svc_llama_format_name(c->format), r->omp_sequences_same);
+    if (r->sequences_compared > 0) {
+        /* "nxr, unbatched and flat", "nxr, unbatched, flat and span", "nxr and span" */
+        const char *ran[4] = {"nxr"};
+        size_t n = 1;
+        if (r->unbatched.ran)
+            ran[n++] = "unbatched";
+        if (r->flat.ran)
+            ran[n++] = "flat";
+        if (r->span.ran)
+            ran[n++] = "span";
+        char which[64] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s",
+                     i == 0       ? ""
+                     : i + 1 == n ? " and "
+                                  : ", ",
+                     ran[i]);
+        fprintf(f, "  tokens: %s on %s (%zu sequences, greedy, %s)",
+                r->tokens_match ? "identical" : "DIFFER", which, r->sequences_compared,
+                svc_llama_format_name(c->format));
+        if (r->omp.ran)
+            fprintf(f,
+                    "; OpenMP (f32) made the same tokens for %zu of them (another summation "
+                    "order)",
+                    r->omp_sequences_same);
+        fputc('\n', f);
+    }
     if (r->rounds_run < r->rounds_planned)
         fprintf(f,
                 "  (the time budget stopped the run after %zu of %zu rounds: every path served "
@@ -105,13 +139,16 @@ void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
         fraction_json(f, "weights_on_node", d->weights_on_node);
         fputc(',', f);
         fraction_json(f, "kv_on_node", d->kv_on_node);
+        fputc(',', f);
+        fraction_json(f, "shards_on_node", d->shards_on_node);
         fputc('}', f);
     }
     fputc(']', f);
     const struct {
         const char *key;
         const struct svc_llama_path_result *p;
-    } peers[] = {{"unbatched", &r->unbatched}, {"flat", &r->flat}, {"omp", &r->omp}};
+    } peers[] = {
+        {"unbatched", &r->unbatched}, {"flat", &r->flat}, {"omp", &r->omp}, {"span", &r->span}};
     for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
         fprintf(f, ",\"%s\":", peers[i].key);
         if (peers[i].p->ran) {
@@ -122,6 +159,7 @@ void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
             fprintf(f, "null");
         }
     }
+    fprintf(f, ",\"span_members\":%zu", r->span_members);
     fprintf(f, ",\"rounds_planned\":%zu,\"rounds_run\":%zu,\"read_gbs\":%.3f,", r->rounds_planned,
             r->rounds_run, r->machine.read_gbs);
     fraction_json(f, "fraction_of_limit", r->fraction_of_limit);

@@ -28,11 +28,19 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
-    "             --metrics-port N, --metrics-hold K  as the MLP demo's (below)\n"
+    "             --metrics-port N, --metrics-hold K  as the MLP demo's (above)\n"
     "             --plot FILE.svg  also write each path's inter-token latency and time to first\n"
     "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
     "                              0: none, every path serves every sequence)\n"
+    "             --span           also serve each sequence over EVERY domain at once: the\n"
+    "                              weights sharded by node (each domain computes its rows of\n"
+    "                              every product), the KV cache on the first domain; its\n"
+    "                              inter-token latency against one domain's (nxr's) and its\n"
+    "                              tokens must be theirs. f32 weights only (with --weights\n"
+    "                              bf16/int8: exit 2). On one domain it serves, with a note:\n"
+    "                              the span is then that domain. With --no-compare: nxr and\n"
+    "                              span only. (--model mlp keeps its own --span, above.)\n"
     "             --no-compare     serve batched only (no peers)\n"
     "             --json           one JSON object instead of the table\n";
 
@@ -89,6 +97,7 @@ int nxr_tool_demo_llama(int argc, char **argv)
     const struct nxr_tool_flag_spec flags[] = {
         NXR_TOOL_FLAG("--json", NXR_TOOL_FLAG_SET, &json),
         NXR_TOOL_FLAG("--no-compare", NXR_TOOL_FLAG_CLEAR, &c.compare),
+        NXR_TOOL_FLAG("--span", NXR_TOOL_FLAG_SET, &c.span),
         NXR_TOOL_FLAG_PARSE("--size", &c.shape, size_flag),
         NXR_TOOL_FLAG_PARSE("--weights", &c.format, weights_flag),
         NXR_TOOL_FLAG_NUM("--clients", NXR_TOOL_FLAG_SIZE, &c.clients, 1, 256),
@@ -125,6 +134,11 @@ int nxr_tool_demo_llama(int argc, char **argv)
                                  "%s is above --step-tokens (every active sequence "
                                  "decodes each step)",
                                  "the count");
+    if (c.span && c.format != SVC_LLAMA_F32)
+        return nxr_tool_demo_bad("--span",
+                                 "shards f32 weights only (%s has no sharded form); drop "
+                                 "--weights or --span",
+                                 svc_llama_format_name(c.format));
     const char *problem = svc_llama_shape_problem(&c.shape);
     if (problem != NULL)
         return nxr_tool_demo_bad("--dim/--heads", "%s", problem);
