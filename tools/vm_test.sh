@@ -68,7 +68,7 @@ done
 # tests/runtime, where domains are built per node: that is where one-CPU
 # domains and more than two nodes break assumptions. Explicit targets or
 # --tagged run the same list in every VM.
-not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|sys_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|ctx_weights_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
+not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|sys_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|weights_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
 declare -A only_in=() # node count -> a query narrowing the list there
 if ((${#targets[@]} == 0)); then
     if ((tagged)); then
