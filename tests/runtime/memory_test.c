@@ -40,7 +40,7 @@ static void teardown(void)
     rt = NULL;
 }
 
-TestSuite(runtime_mem_domain, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(runtime_memory, .init = setup, .fini = teardown, .timeout = 60);
 
 /* The id of the domain owning p, or the status as a negative number. */
 static int owner(const void *p)
