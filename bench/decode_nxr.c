@@ -115,6 +115,27 @@ size_t decode_nxr_step_bytes(const struct decode_nxr *e)
     return bytes;
 }
 
+static int add_copy(const struct decode_nxr *e, const nxr_weights_t *w, struct read_limit *r)
+{
+    const void *data;
+    size_t bytes;
+    int rc = nxr_weights_copy(w, nxr_ctx_domain(e->ctx), &data, &bytes);
+    return rc != 0 ? rc : read_limit_add(r, data, bytes);
+}
+
+int decode_nxr_read_limit(const struct decode_nxr *e, struct read_limit *r)
+{
+    int rc = 0;
+    for (size_t l = 0; l < e->m->shape.layers && rc == 0; l++) {
+        const struct packed_layer *P = &e->layer[l];
+        if ((rc = add_copy(e, P->wqkv, r)) != 0 || (rc = add_copy(e, P->wo, r)) != 0 ||
+            (rc = add_copy(e, P->w13, r)) != 0)
+            break;
+        rc = add_copy(e, P->w2, r);
+    }
+    return rc != 0 ? rc : add_copy(e, e->wcls, r);
+}
+
 void decode_nxr_destroy(struct decode_nxr *e)
 {
     if (e == NULL)
@@ -341,7 +362,8 @@ static void norm_final(void *arg, size_t b, size_t end, unsigned worker)
     (void)b, (void)end, (void)worker;
     struct decode_nxr *e = arg;
     const size_t dim = e->m->shape.dim;
-    step_failed(e, nxr_rmsnorm(e->ctx, 1, dim, e->x, dim, e->m->rms_final, SVC_LLAMA_EPS, e->x, dim));
+    step_failed(e,
+                nxr_rmsnorm(e->ctx, 1, dim, e->x, dim, e->m->rms_final, SVC_LLAMA_EPS, e->x, dim));
 }
 
 static void rope_cache(void *arg, size_t b, size_t end, unsigned worker)

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "bench/read_limit.h"
 #include "service/llama_model.h"
 #include "runtime/nxr.h"
 
@@ -38,6 +39,9 @@ int decode_nxr_create(const struct svc_llama *m, enum nxr_weights_format format,
 /* The bytes of the packed copies a step reads (the layout, padding included):
  * the format's, from nxr_weights_copy. */
 size_t decode_nxr_step_bytes(const struct decode_nxr *e);
+/* Adds those copies to r, in a step's order: the bytes of the step's limit
+ * (bench/read_limit.h). Returns 0 or the error. */
+int decode_nxr_read_limit(const struct decode_nxr *e, struct read_limit *r);
 void decode_nxr_destroy(struct decode_nxr *e);
 
 /* As svc_llama_omp_generate; adds to *times (may be NULL). Returns 0 or the

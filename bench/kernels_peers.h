@@ -15,8 +15,7 @@ void peer_omp_gemv_rows(size_t rows, size_t k, const float *w, const float *x, f
                         int threads);
 
 /* y[j] = sum_p x[p] w[p * n + j] (x^T W), column blocks over `threads`. */
-void peer_omp_gemv_cols(size_t k, size_t n, const float *w, const float *x, float *y,
-                        int threads);
+void peer_omp_gemv_cols(size_t k, size_t n, const float *w, const float *x, float *y, int threads);
 
 /* y[i] for i in [begin, end) of peer_omp_gemv_rows, on the calling thread
  * only: the body of bench/kernels' per-call row loop (nxr_parallel_for),
@@ -28,5 +27,9 @@ void peer_gemv_rows_range(size_t begin, size_t end, size_t k, const float *w, co
  * accumulators), n a multiple of 64: the read side of a GEMV and nothing
  * else. */
 float peer_read_sum(const float *w, size_t n);
+
+/* The xor of [p, p + bytes) in 64-bit lanes (8 AVX2 registers, the bytes
+ * any format's): the read of bench/read_limit.h. */
+unsigned long long peer_read_bytes(const void *p, size_t bytes);
 
 #endif /* NXR_BENCH_KERNELS_PEERS_H */
