@@ -401,6 +401,10 @@ void nxr__exec_leave(struct nxr__exec *exec)
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);
+    /* Relaxed: a stale read only answers at the next operation's end. */
+    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
+                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
+        exec->answer(exec->answer_arg);
 }
 
 void nxr__exec_leave_batch(struct nxr__exec *exec)

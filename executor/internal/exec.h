@@ -81,6 +81,16 @@ struct nxr__exec {
     /* The domain's counters added by threads that are not its workers
      * (executor/internal/counters.h); each worker keeps its own. */
     struct nxr__counters counters;
+    /* A reader's request for fresh counters (the runtime's counters page,
+     * domains/internal/stats_page.h): when *asked differs from *answered
+     * as an operation of the domain ends, nxr__exec_leave calls
+     * answer(answer_arg), which refreshes the page. Two relaxed loads per
+     * operation, of a line written only when a reader asks; no clock.
+     * NULL: no page. Set before the first operation, immutable after. */
+    const _Atomic uint32_t *asked;
+    const _Atomic uint32_t *answered;
+    void (*answer)(void *arg);
+    void *answer_arg;
 };
 
 /*
