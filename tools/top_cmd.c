@@ -186,6 +186,18 @@ static void print_json(const struct sample *prev, const struct sample *cur, unsi
            cur->top.stale + (prev != NULL ? prev->top.stale : 0), cur->top.other_pidns);
 }
 
+/* The command without its program's directory: "nxr demo ..." fits the
+ * column where "/usr/local/bin/nxr demo ..." does not. */
+static const char *short_command(const char *command)
+{
+    const char *space = strchr(command, ' ');
+    const char *slash = command;
+    for (const char *c = command; *c != '\0' && (space == NULL || c < space); c++)
+        if (*c == '/')
+            slash = c + 1;
+    return slash;
+}
+
 static void print_table(const struct sample *prev, const struct sample *cur, bool live)
 {
     if (live)
@@ -209,8 +221,8 @@ static void print_table(const struct sample *prev, const struct sample *cur, boo
             char warn[160] = "";
             if (d->overlap[0] != '\0')
                 snprintf(warn, sizeof(warn), "CPUs shared with %s", d->overlap);
-            printf("%7d %-16.16s %3d %4s %-10.10s %-14.14s ", r->pid, j == 0 ? r->command : "",
-                   d->id, node, d->cpus, budget);
+            printf("%7d %-16.16s %3d %4s %-10.10s %-14.14s ", r->pid,
+                   j == 0 ? short_command(r->command) : "", d->id, node, d->cpus, budget);
             if (x.known)
                 printf("%6.1f %6.1f %8.1f %8.1f %7.1f ", x.busy_pct, x.spin_pct, x.regions, x.tasks,
                        x.waits);
