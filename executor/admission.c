@@ -381,6 +381,13 @@ int nxr__exec_enter(struct nxr__exec *exec)
 
 void nxr__exec_leave(struct nxr__exec *exec)
 {
+    /* A reader's request for the counters page, answered while this
+     * operation still counts as active: once it is released below, a
+     * destroy's drain may free the domain and the runtime. Relaxed: a stale
+     * read only answers at the next operation's end. */
+    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
+                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
+        exec->answer(exec->answer_arg);
     nxr__executor_release(&exec->executor);
     bool start = false;
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
@@ -401,10 +408,6 @@ void nxr__exec_leave(struct nxr__exec *exec)
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);
-    /* Relaxed: a stale read only answers at the next operation's end. */
-    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
-                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
-        exec->answer(exec->answer_arg);
 }
 
 void nxr__exec_leave_batch(struct nxr__exec *exec)

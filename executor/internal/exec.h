@@ -84,8 +84,10 @@ struct nxr__exec {
     /* A reader's request for fresh counters (the runtime's counters page,
      * domains/internal/stats_page.h): when *asked differs from *answered
      * as an operation of the domain ends, nxr__exec_leave calls
-     * answer(answer_arg), which refreshes the page. Two relaxed loads per
-     * operation, of a line written only when a reader asks; no clock.
+     * answer(answer_arg), which refreshes the page (before the operation
+     * stops counting as active: the runtime cannot be destroyed under it).
+     * Two relaxed loads per operation, of a line written only when a reader
+     * asks; no clock.
      * NULL: no page. Set before the first operation, immutable after. */
     const _Atomic uint32_t *asked;
     const _Atomic uint32_t *answered;
