@@ -383,11 +383,8 @@ void nxr__exec_leave(struct nxr__exec *exec)
 {
     /* A reader's request for the counters page, answered while this
      * operation still counts as active: once it is released below, a
-     * destroy's drain may free the domain and the runtime. Relaxed: a stale
-     * read only answers at the next operation's end. */
-    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
-                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
-        exec->answer(exec->answer_arg);
+     * destroy's drain may free the domain and the runtime. */
+    nxr__exec_answer_readers(exec);
     nxr__executor_release(&exec->executor);
     bool start = false;
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);

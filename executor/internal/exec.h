@@ -95,6 +95,18 @@ struct nxr__exec {
     void *answer_arg;
 };
 
+/* Answers a pending request for the counters page (see asked above): at
+ * the end of every operation, those that run on the caller alone without a
+ * permit too (a one-thread loop, call or step on a caller inside the
+ * domain: under a one-CPU budget, every operation). */
+static inline void nxr__exec_answer_readers(const struct nxr__exec *exec)
+{
+    /* Relaxed: a stale read only answers at the next operation's end. */
+    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
+                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
+        exec->answer(exec->answer_arg);
+}
+
 /*
  * The per-thread body marker. depth > 0 while the thread runs a chunk or a
  * task of some operation (as a worker, or as a caller taking part); exec is

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `nxr top --once --json` over helper processes (top_helper.c) in a registry
 # of the test's own (XDG_RUNTIME_DIR): it sees a second process with its
-# domains, and that process's counters once it runs work; it flags CPU sets
+# domains, and that process's counters once it runs work (also under a
+# one-CPU budget, where no operation takes a permit); it flags CPU sets
 # two processes share; a process killed with SIGKILL leaves its page behind,
 # which the next read removes (with its entry) and no longer lists; a page
 # open to others, a symlink and another user's page are not believed;
@@ -91,10 +92,12 @@ import json, sys
 top = json.load(open(sys.argv[1]))
 a = [r for r in top["runtimes"] if r["pid"] == int(sys.argv[2])]
 assert len(a) == 1, top
-sys.exit(0 if a[0]["answered"] and sum(d["regions"] for d in a[0]["domains"]) > 0 else 1)
+# Tasks: counted on every path (regions are not, where a one-CPU budget
+# runs every loop on the caller alone).
+sys.exit(0 if a[0]["answered"] and sum(d["tasks"] for d in a[0]["domains"]) > 0 else 1)
 PY
     then
-        echo "nxr top: A's regions counted (read $try)"
+        echo "nxr top: A's tasks counted (read $try)"
         break
     fi
     [ "$try" -lt 50 ] || { echo "A never answered"; cat busy.json; exit 1; }

@@ -2,8 +2,9 @@
  * A second nxr process for nxr_top_test.sh: creates a runtime (the
  * environment's settings: NXR_PEERS, XDG_RUNTIME_DIR), prints "ready PID"
  * once it is registered, then obeys one command per line of stdin:
- *   "busy": runs regions on its first domain until the next line arrives
- *           (so that it answers a reader's request: its counters move);
+ *   "busy": runs loops and tasks on its first domain until the next line
+ *           arrives (so that it answers a reader's request: its counters
+ *           move);
  *   EOF:    destroys the runtime and exits 0.
  * The test orders everything through this pipe: no sleeps.
  */
@@ -20,6 +21,13 @@ static void body(void *arg, size_t begin, size_t end, unsigned worker)
     (void)worker;
     for (size_t i = begin; i < end; i++)
         *sink += (double)i * 0.5;
+}
+
+static int task(void *arg, size_t index)
+{
+    volatile double *sink = arg;
+    *sink += (double)index;
+    return 0;
 }
 
 static bool line_waiting(void)
@@ -53,8 +61,12 @@ int main(void)
             continue;
         printf("busy\n");
         fflush(stdout);
-        while (!line_waiting())
+        /* A loop (a region, or the caller's alone under a one-CPU budget)
+         * and tasks (counted on every path). */
+        while (!line_waiting()) {
             (void)nxr_parallel_for(ctx, 0, 4096, 64, body, (void *)&sink);
+            (void)nxr_run(ctx, NXR_MODE_SEQUENTIAL, 4, task, (void *)&sink);
+        }
     }
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
