@@ -6,8 +6,9 @@
 # two processes share; a process killed with SIGKILL leaves its page behind,
 # which the next read removes (with its entry) and no longer lists; a page
 # open to others, a symlink and another user's page are not believed;
-# NXR_PEERS=off publishes nothing. Bad flags exit 2 with one line. Every
-# step is ordered through the helpers' pipes: no sleeps.
+# NXR_PEERS=off publishes nothing; the live view on a terminal (a pty) is
+# raw while it runs and restored after q and after SIGINT. Bad flags exit 2
+# with one line. Every step is ordered through pipes and output: no sleeps.
 set -euo pipefail
 nxr=$1
 helper=$2
@@ -162,6 +163,54 @@ python3 - off.json "$C_pid" <<'PY'
 import json, sys
 top = json.load(open(sys.argv[1]))
 assert int(sys.argv[2]) not in [r["pid"] for r in top["runtimes"]], top
+PY
+
+# ---- the live view on a terminal: raw while it runs, restored on q and on
+# SIGINT (ordered by its output: raw mode is set before the first table) ----
+python3 - "$nxr" <<'PY'
+import fcntl, os, pty, signal, sys, termios, threading
+nxr = sys.argv[1]
+
+def live(end):
+    master, slave = os.openpty()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)
+        os.execv(nxr, [nxr, "top", "--interval", "20"])
+    assert termios.tcgetattr(slave)[3] & termios.ICANON, "the terminal starts cooked"
+    seen = threading.Event()
+    out = bytearray()
+    def drain():  # reads all it prints, so that it never blocks on the terminal
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            out.extend(chunk)
+            if b"WARNING" in out:
+                seen.set()
+    threading.Thread(target=drain, daemon=True).start()
+    seen.wait()
+    lflag = termios.tcgetattr(slave)[3]
+    assert not lflag & termios.ICANON and not lflag & termios.ECHO, "not raw while live"
+    if end == "q":
+        os.write(master, b"q")
+    else:
+        os.kill(pid, signal.SIGINT)
+    _, status = os.waitpid(pid, 0)
+    lflag = termios.tcgetattr(slave)[3]
+    assert lflag & termios.ICANON and lflag & termios.ECHO, "terminal left raw after " + end
+    if end == "q":
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    else:
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT, status
+    print("nxr top: live view ended by %s, terminal restored" % end)
+
+live("q")
+live("SIGINT")
 PY
 
 # ---- the helpers end on EOF: their pages go with them ----------------------
