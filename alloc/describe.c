@@ -1,7 +1,7 @@
 /*
  * The pool's part of nxr_runtime_describe (one object per domain): how the
  * domain's memory is placed, the arena, and the pool statistics, each named
- * once for both formats (base/internal/emit.h).
+ * once for both formats (base/emit.h).
  */
 #include <stdio.h>
 

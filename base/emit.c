@@ -1,11 +1,12 @@
 /*
- * The diagnostics emitter (see internal/emit.h): a JSON back end that streams
+ * The diagnostics emitter (see emit.h): a JSON back end that streams
  * and a text back end that fills each object's template when it ends.
  */
-#include "base/internal/emit.h"
+#include "base/emit.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,17 @@ void nxr__emit_uint(struct nxr__emit *e, const char *key, uint64_t v, const char
 {
     char buf[24];
     snprintf(buf, sizeof(buf), "%" PRIu64, v);
+    scalar(e, key, buf, NULL, buf, text);
+}
+
+void nxr__emit_double(struct nxr__emit *e, const char *key, double v, const char *text)
+{
+    char buf[32];
+    if (!isfinite(v)) {
+        scalar(e, key, "null", NULL, "-", text);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "%.6g", v);
     scalar(e, key, buf, NULL, buf, text);
 }
 

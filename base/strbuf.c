@@ -1,7 +1,7 @@
 /*
- * Growable diagnostic strings (see internal/strbuf.h).
+ * Growable diagnostic strings (see strbuf.h).
  */
-#include "base/internal/strbuf.h"
+#include "base/strbuf.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -54,7 +54,6 @@
 
 #include "base/internal/lock_rank.h"
 #include "base/internal/sys.h"
-#include "executor/internal/contract.h"
 #include "executor/internal/exec.h"
 
 static atomic_ullong exec_serials;

@@ -191,12 +191,7 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
     };
     atomic_init(&l.next_chunk, 0);
     nxr_region_fn body = opts->schedule == NXR_SCHEDULE_DYNAMIC ? dynamic_body : static_body;
-    int rc = nxr__exec_enter(exec); /* the permit (or guard), held for the region */
-    if (rc != 0)
-        return rc;
-    rc = exec->executor.ops->install(exec->executor.self, body, &l, n);
-    nxr__exec_leave(exec);
-    return rc;
+    return nxr__exec_region(exec, body, &l, n);
 }
 
 /*

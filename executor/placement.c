@@ -1,7 +1,15 @@
 /*
- * Where the calling thread stands relative to a domain: whether it may run
- * the domain's work itself (its whole affinity lies inside the domain's CPU
- * set) or must hand the work to one of the domain's workers.
+ * The calling thread as the executor sees it: what it is doing (the body
+ * marker, nxr__tls, which the nesting rules read) and where it stands
+ * relative to a domain: whether it may run the domain's work itself (its
+ * whole affinity lies inside the domain's CPU set) or must hand the work to
+ * one of the domain's workers.
+ *
+ * Why a marker and not "is this thread a worker": a body runs on workers of
+ * the built-in team, on a host pool's threads and on a calling thread that
+ * takes part in a region. The rules must give the same answer whichever of
+ * them runs the body, so they ask what the thread is doing (running a body
+ * of domain X), never who the thread is.
  *
  * The answer is cached per thread, keyed on the affinity it was computed
  * for: a call reads the thread's mask back (one sched_getaffinity system
@@ -37,6 +45,10 @@
 #include "base/internal/sys.h"
 #include "domains/internal/cpuset.h"
 #include "executor/internal/exec.h"
+
+/* The body marker (executor/internal/exec.h): the one piece of per-thread
+ * state the nesting rules read. */
+_Thread_local struct nxr__exec_tls nxr__tls;
 
 #define MASK_WORDS 16 /* 1024 CPUs */
 

@@ -1,7 +1,8 @@
 /*
  * Tasks on a domain: nxr__exec_run (synchronous, in a chosen mode),
- * nxr__exec_call (one function on the domain), and nxr__exec_submit with its
- * job handles (asynchronous, OUTER). Runs and jobs record the first task
+ * nxr__exec_call (one function on the domain), nxr__exec_region (a region
+ * under the domain's permit: every region nxr installs), and
+ * nxr__exec_submit with its job handles (asynchronous, OUTER). Runs and jobs record the first task
  * error and skip the tasks that have not started when it occurs.
  *
  * A job handle is reference-counted: one reference for the caller's handle,
@@ -103,6 +104,16 @@ int nxr__exec_call_admitted(struct nxr__exec *exec, int (*fn)(void *arg), void *
     return rc != 0 ? rc : c.status;
 }
 
+int nxr__exec_region(struct nxr__exec *exec, nxr_region_fn fn, void *arg, unsigned participants)
+{
+    int rc = nxr__exec_enter(exec); /* the permit (or guard), held for the region */
+    if (rc != 0)
+        return rc;
+    rc = exec->executor.ops->install(exec->executor.self, fn, arg, participants);
+    nxr__exec_leave(exec);
+    return rc;
+}
+
 int nxr__exec_call(struct nxr__exec *exec, int (*fn)(void *arg), void *arg)
 {
     /* On this thread (in place, or a caller inside the domain): no permit,
@@ -164,11 +175,7 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
     }
     struct outer o = {.exec = exec};
     nxr__tasks_init(&o.tasks, fn, arg, count);
-    int rc = nxr__exec_enter(exec);
-    if (rc != 0)
-        return rc;
-    rc = exec->executor.ops->install(exec->executor.self, outer_body, &o, n);
-    nxr__exec_leave(exec);
+    int rc = nxr__exec_region(exec, outer_body, &o, n);
     return rc != 0 ? rc : nxr__tasks_status(&o.tasks);
 }
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/internal/strbuf.h"
+#include "base/strbuf.h"
 #include "domains/internal/cpuset.h"
 #include "executor/internal/exec.h"
 

@@ -1,7 +1,7 @@
 /*
  * nxr provider bundles: one typed slot per family, resolved at creation,
  * and the dispatch functions the runtime calls through them: one per row of
- * kernels/internal/kernel_table.h, generated below.
+ * kernels/internal/kernel_table.h, written out below.
  */
 #include "kernels/internal/provider.h"
 
@@ -95,7 +95,7 @@ const nxr_provider_t *nxr_provider_bundle_get(const nxr_provider_bundle_t *b,
             return NXR_EUNSUPPORTED;                                                               \
         if (!slot_->foreign)                                                                       \
             return (b)->table->op(slot_->self, __VA_ARGS__);                                       \
-        struct nxr_fpenv env_;                                                                          \
+        struct nxr_fpenv env_;                                                                     \
         nxr_fpenv_get(&env_);                                                                      \
         const int rc_ = (b)->table->op(slot_->self, __VA_ARGS__);                                  \
         const int env_rc_ = nxr_fpenv_check(&env_);                                                \
@@ -109,21 +109,102 @@ size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const struct nx
     return b->gemm->sgemm_scratch(b->slot[NXR_FAMILY_GEMM].self, args);
 }
 
-/* Every kernel of the table but those with their own dispatch (below). */
-#define BUNDLE_DEFINE(name, family, table, PARAMS)                                                 \
-    int nxr__bundle_##name(const nxr_provider_bundle_t *bundle,                                    \
-                           const struct nxr_kernel_call *call PARAMS(NXR__PARAM_DECL))                  \
-    {                                                                                              \
-        DISPATCH(bundle, NXR_FAMILY_##family, table, name, call PARAMS(NXR__PARAM_PASS));          \
-    }
-NXR__KERNELS(BUNDLE_DEFINE)
-#undef BUNDLE_DEFINE
+/* The dispatch of each kernel (declared in kernels/internal/kernel_table.h,
+ * one per row): its slot's op, through DISPATCH. */
 
-int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *b, const struct nxr_kernel_call *call,
-                            const struct nxr_sgemm_args *args, const struct nxr_sgemm_epilogue *epilogue)
+int nxr__bundle_sgemm(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                      const struct nxr_sgemm_args *args)
 {
-    if (b != NULL && b->gemm->sgemm_fused != NULL)
-        DISPATCH(b, NXR_FAMILY_GEMM, gemm, sgemm_fused, call, args, epilogue);
-    int rc = nxr__bundle_sgemm(b, call, args);
+    DISPATCH(bundle, NXR_FAMILY_GEMM, gemm, sgemm, call, args);
+}
+
+int nxr__bundle_sgemm_batch(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_batch_args *args)
+{
+    DISPATCH(bundle, NXR_FAMILY_GEMM, gemm, sgemm_batch, call, args);
+}
+
+/* The slot's sgemm_fused, or (when it has none) its sgemm followed by
+ * nxr__epilogue_apply on the same call. */
+int nxr__bundle_sgemm_fused(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *args,
+                            const struct nxr_sgemm_epilogue *epilogue)
+{
+    if (bundle != NULL && bundle->gemm->sgemm_fused != NULL)
+        DISPATCH(bundle, NXR_FAMILY_GEMM, gemm, sgemm_fused, call, args, epilogue);
+    int rc = nxr__bundle_sgemm(bundle, call, args);
     return rc != 0 ? rc : nxr__epilogue_apply(call, args, epilogue);
+}
+
+int nxr__bundle_binary(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                       enum nxr_binary_op op, size_t n, const float *x, const float *y, float *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_ELEMENTWISE, elementwise, binary, call, op, n, x, y, out);
+}
+
+int nxr__bundle_scale(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                      size_t n, const float *x, float alpha, float *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_ELEMENTWISE, elementwise, scale, call, n, x, alpha, out);
+}
+
+int nxr__bundle_unary(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                      enum nxr_unary_op op, size_t n, const float *x, float *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_ELEMENTWISE, elementwise, unary, call, op, n, x, out);
+}
+
+int nxr__bundle_triad(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                      size_t n, const float *b, const float *c, float s, float *a)
+{
+    DISPATCH(bundle, NXR_FAMILY_ELEMENTWISE, elementwise, triad, call, n, b, c, s, a);
+}
+
+int nxr__bundle_binary_rows(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                            enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
+                            size_t ldx, const float *row, float *out, size_t ldo)
+{
+    DISPATCH(bundle, NXR_FAMILY_ELEMENTWISE, elementwise, binary_rows, call, op, rows, cols, x, ldx,
+             row, out, ldo);
+}
+
+int nxr__bundle_sum(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                    size_t n, const float *x, float *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_REDUCTION, reduction, sum, call, n, x, out);
+}
+
+int nxr__bundle_max(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                    size_t n, const float *x, float *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_REDUCTION, reduction, max, call, n, x, out);
+}
+
+int nxr__bundle_argmax(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                       size_t n, const float *x, size_t *out)
+{
+    DISPATCH(bundle, NXR_FAMILY_REDUCTION, reduction, argmax, call, n, x, out);
+}
+
+int nxr__bundle_softmax(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                        size_t rows, size_t cols, const float *x, size_t ldx, float *out,
+                        size_t ldo)
+{
+    DISPATCH(bundle, NXR_FAMILY_NORM, norm, softmax, call, rows, cols, x, ldx, out, ldo);
+}
+
+int nxr__bundle_rmsnorm(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                        size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
+                        float eps, float *out, size_t ldo)
+{
+    DISPATCH(bundle, NXR_FAMILY_NORM, norm, rmsnorm, call, rows, cols, x, ldx, gamma, eps, out,
+             ldo);
+}
+
+int nxr__bundle_layernorm(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,
+                          size_t rows, size_t cols, const float *x, size_t ldx, const float *gamma,
+                          const float *beta, float eps, float *out, size_t ldo)
+{
+    DISPATCH(bundle, NXR_FAMILY_NORM, norm, layernorm, call, rows, cols, x, ldx, gamma, beta, eps,
+             out, ldo);
 }

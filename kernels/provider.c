@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/internal/kernel_table.h"
 #include "kernels/internal/rules.h"
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
@@ -23,30 +24,25 @@ void nxr_provider_desc_init(struct nxr_provider_desc *desc)
     desc->runs_on = NXR_RUNS_ON_ENGINE_WORKERS;
 }
 
-/* The table of `family` is set and has at least one op; the others are
- * NULL. */
+/* Whether the family's table has `op`: one row of the kernel table. */
+#define HAS_OP(name, fam, table, PARAMS)                                                           \
+    if (d->family == NXR_FAMILY_##fam && d->table->name != NULL)                                   \
+        return true;
+
+/* The table of `family` is set and has at least one of the family's kernels
+ * (every row of kernels/internal/kernel_table.h, so a new kernel counts
+ * without an edit here); the others are NULL. */
 static bool table_matches(const struct nxr_provider_desc *d)
 {
     const void *tables[NXR_FAMILY_COUNT] = {d->gemm, d->elementwise, d->reduction, d->norm};
     for (int f = 0; f < NXR_FAMILY_COUNT; ++f)
         if ((tables[f] != NULL) != (f == (int)d->family))
             return false;
-    switch (d->family) {
-    case NXR_FAMILY_GEMM:
-        return d->gemm->sgemm != NULL || d->gemm->sgemm_batch != NULL;
-    case NXR_FAMILY_ELEMENTWISE:
-        return d->elementwise->binary != NULL || d->elementwise->scale != NULL ||
-               d->elementwise->unary != NULL || d->elementwise->triad != NULL;
-    case NXR_FAMILY_REDUCTION:
-        return d->reduction->sum != NULL || d->reduction->max != NULL ||
-               d->reduction->argmax != NULL;
-    case NXR_FAMILY_NORM:
-        return d->norm->softmax != NULL || d->norm->rmsnorm != NULL || d->norm->layernorm != NULL;
-    case NXR_FAMILY_COUNT:
-        break;
-    }
+    NXR__KERNELS(HAS_OP)
+    NXR__KERNELS_OWN(HAS_OP)
     return false;
 }
+#undef HAS_OP
 
 int nxr__provider_new(const char *call, const struct nxr_provider_desc *desc, bool foreign,
                       nxr_provider_t **out)

@@ -1,5 +1,5 @@
 /*
- * nxr providers, the placement rules (see kernels/internal/rules.h for the
+ * nxr providers, the run rules (see kernels/internal/rules.h for the
  * table they implement). Pure functions, except that decide_now reads the
  * provider's global count (through the count gate, global_count.c).
  */
@@ -17,29 +17,29 @@ static struct nxr__run_decision reject(int status)
     return (struct nxr__run_decision){.run = NXR_RUN_REJECT, .threads = 0, .status = status};
 }
 
-bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_runs_on placement)
+bool nxr__classification_valid(enum nxr_count_control count, enum nxr_provider_runs_on runs_on)
 {
     switch (count) {
     case NXR_COUNT_PER_CALL_BOUND:
         /* More than one thread needs workers: the engine's or its own. */
-        return placement == NXR_RUNS_ON_ENGINE_WORKERS || placement == NXR_RUNS_ON_EXTERNAL_WORKERS;
+        return runs_on == NXR_RUNS_ON_ENGINE_WORKERS || runs_on == NXR_RUNS_ON_EXTERNAL_WORKERS;
     case NXR_COUNT_SEQUENTIAL:
     case NXR_COUNT_CLAMP_TO_ONE:
         /* One thread is the calling thread; there are no workers. */
-        return placement == NXR_RUNS_ON_CALLING_THREAD;
+        return runs_on == NXR_RUNS_ON_CALLING_THREAD;
     case NXR_COUNT_GLOBAL_OR_UNCONTROLLED:
         /* A count nxr does not bound cannot live on the engine's workers
          * or on the calling thread alone. */
-        return placement == NXR_RUNS_ON_EXTERNAL_WORKERS;
+        return runs_on == NXR_RUNS_ON_EXTERNAL_WORKERS;
     }
     return false;
 }
 
 struct nxr__run_decision nxr__provider_decide(enum nxr_count_control count,
-                                              enum nxr_provider_runs_on placement,
+                                              enum nxr_provider_runs_on runs_on,
                                               const struct nxr__run_situation *s)
 {
-    if (!nxr__classification_valid(count, placement))
+    if (!nxr__classification_valid(count, runs_on))
         return reject(NXR_EPROVIDER);
     if (s->budget == 0)
         return reject(NXR_EBUDGET);
@@ -52,7 +52,7 @@ struct nxr__run_decision nxr__provider_decide(enum nxr_count_control count,
     case NXR_COUNT_PER_CALL_BOUND:
         if (s->budget == 1)
             return run(NXR_RUN_INLINE, 1);
-        if (placement == NXR_RUNS_ON_ENGINE_WORKERS || s->whole_allowed_set)
+        if (runs_on == NXR_RUNS_ON_ENGINE_WORKERS || s->whole_allowed_set)
             return run(NXR_RUN_DOMAIN, s->budget);
         if (s->policy == NXR_PROVIDER_PROCESS_EXCLUSIVE)
             return run(NXR_RUN_EXCLUSIVE, s->budget);

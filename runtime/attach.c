@@ -12,7 +12,6 @@
 #include "alloc/internal/pool.h"
 #include "base/internal/lock_rank.h"
 #include "domains/internal/cpuset.h"
-#include "executor/internal/contract.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
@@ -129,7 +128,7 @@ static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char 
     d->spec.cpus = coop ? nxr__cpuset_dup(decl->cpus) : NULL;
     d->spec.node = coop ? nxr__topology_node_of(&rt->topo, decl->cpus) : NXR_NODE_NONE;
     d->placement = coop ? NXR_PLACEMENT_DECLARED : NXR_PLACEMENT_NONE;
-    d->exec.executor = decl->executor;
+    nxr__exec_use_attached(&d->exec, &decl->executor);
     d->exec.spec = &d->spec;
     d->exec.stall = &rt->stall;
     if (coop && d->spec.cpus == NULL)
@@ -152,14 +151,13 @@ static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char 
     if (rc != 0)
         goto out_free;
     /* Held until nxr__domain_free releases it, after the domain drained. */
-    nxr__executor_retain(&d->exec.executor);
+    nxr__exec_hold_executor(&d->exec);
     quiet_overlapping_teams(rt, d->spec.cpus);
     nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     return 0;
 
 out_free:
-    d->exec.executor.ops = NULL; /* never retained: nothing to release */
-    nxr__pool_destroy(d->pool);  /* fresh and unused: nothing outstanding */
+    nxr__pool_destroy(d->pool); /* fresh and unused: nothing outstanding */
     nxr__domain_free(d);
 out_unlock:
     nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/internal/last_error.h"
@@ -58,41 +59,32 @@ int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous)
     *previous = NULL;
     if (ctx == NULL)
         return nxr__fail(-EINVAL, call, "ctx is NULL");
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
-    if (rc != 0) {
-        nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-        goto out_leave;
-    }
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, call);
+    if (rc != 0)
+        return rc;
     const struct nxr_domain *d = ctx->domain;
-    if (ctx->placing) {
-        rc = nxr__ctx_fail(ctx, d, call, -EINVAL, "a routing context has no one domain to bind to");
-        goto out_leave;
-    }
-    if (nxr__tls.depth > 0) {
-        rc = nxr__ctx_fail(ctx, d, call, NXR_EREENTRANT,
-                           "inside a body the thread belongs to an executor; its mask is not "
-                           "the caller's to change");
-        goto out_leave;
-    }
+    if (ctx->placing)
+        return nxr__ctx_call_closef(&c, d, -EINVAL,
+                                    "a routing context has no one domain to bind to");
+    if (nxr__tls.depth > 0)
+        return nxr__ctx_call_closef(&c, d, NXR_EREENTRANT,
+                                    "inside a body the thread belongs to an executor; its mask "
+                                    "is not the caller's to change");
     hwloc_const_bitmap_t cpus = nxr_domain_cpuset(d);
-    if (cpus == NULL) {
-        rc = nxr__ctx_failf(ctx, d, call, NXR_EPLACEMENT,
-                            "caller-managed domain %d declares no CPU set to bind to",
-                            d->spec.id);
-        goto out_leave;
-    }
+    if (cpus == NULL)
+        return nxr__ctx_call_closef(&c, d, NXR_EPLACEMENT,
+                                    "caller-managed domain %d declares no CPU set to bind to",
+                                    d->spec.id);
     struct nxr_thread_binding *b = nxr__calloc(1, sizeof(*b));
-    if (b == NULL) {
-        rc = nxr__ctx_fail(ctx, d, call, -ENOMEM, NULL);
-        goto out_leave;
-    }
+    if (b == NULL)
+        return nxr__ctx_call_close(&c, d, -ENOMEM);
     b->thread = pthread_self();
     rc = nxr__cpumask_alloc(&b->old, 0);
     if (rc == 0)
         rc = nxr__getaffinity_self(b->old.set, b->old.size);
     if (rc != 0) {
-        nxr__ctx_fail(ctx, d, call, rc, "the thread's current mask could not be read");
+        snprintf(c.why, sizeof(c.why), "the thread's current mask could not be read");
         goto out_free;
     }
     rc = confine(cpus);
@@ -100,22 +92,20 @@ int nxr_ctx_bind(nxr_ctx_t *ctx, nxr_thread_binding_t **previous)
         /* Back to exactly what it was; nothing of the failed attempt stays. */
         (void)nxr__setaffinity_self(b->old.set, b->old.size);
         nxr__exec_caller_forget();
-        nxr__ctx_failf(ctx, d, call, rc,
-                       "the thread's mask could not be set to domain %d's CPUs, or read back "
-                       "differently (a cpuset narrower than the domain?)",
-                       d->spec.id);
+        snprintf(c.why, sizeof(c.why),
+                 "the thread's mask could not be set to domain %d's CPUs, or read back "
+                 "differently (a cpuset narrower than the domain?)",
+                 d->spec.id);
         goto out_free;
     }
     nxr__exec_caller_forget();
     *previous = b;
-    goto out_leave;
+    return nxr__ctx_call_close(&c, d, 0);
 
 out_free:
     nxr__cpumask_free(&b->old);
     free(b);
-out_leave:
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+    return nxr__ctx_call_close(&c, d, rc);
 }
 
 int nxr_thread_binding_restore(nxr_thread_binding_t *previous)

@@ -356,7 +356,7 @@ static void __attribute__((noreturn)) two_drivers(const nxr_ctx_t *ctx)
     abort();
 }
 
-int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
+static int ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
     driver_call_begins();
@@ -381,14 +381,14 @@ int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
     return 0;
 }
 
-void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
+static void ctx_leave(nxr_ctx_t *ctx, bool entered)
 {
     driver_call_ends();
     if (entered && --ctx->driver_depth == 0)
         atomic_store_explicit(&ctx->driver, 0, memory_order_release);
 }
 #else
-int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
+static int ctx_enter(nxr_ctx_t *ctx, bool *entered)
 {
     *entered = false;
     driver_call_begins();
@@ -397,10 +397,39 @@ int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered)
     return ctx->rt == NULL ? NXR_EBROKEN : 0;
 }
 
-void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered)
+static void ctx_leave(nxr_ctx_t *ctx, bool entered)
 {
     (void)ctx;
     (void)entered;
     driver_call_ends();
 }
 #endif
+
+/* ---- one call on a context ------------------------------------------------------- */
+
+int nxr__ctx_call_open(struct nxr__ctx_call *c, nxr_ctx_t *ctx, const char *name)
+{
+    c->ctx = ctx;
+    c->name = name;
+    c->why[0] = '\0';
+    int rc = ctx_enter(ctx, &c->entered);
+    /* A failed enter took no driving: recording the detail is all. */
+    return rc != 0 ? nxr__ctx_fail(ctx, NULL, name, rc, NULL) : 0;
+}
+
+int nxr__ctx_call_close(struct nxr__ctx_call *c, const struct nxr_domain *d, int rc)
+{
+    nxr__ctx_fail(c->ctx, d, c->name, rc, c->why[0] != '\0' ? c->why : NULL);
+    ctx_leave(c->ctx, c->entered);
+    return rc;
+}
+
+int nxr__ctx_call_closef(struct nxr__ctx_call *c, const struct nxr_domain *d, int rc,
+                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof(c->why), fmt, ap);
+    va_end(ap);
+    return nxr__ctx_call_close(c, d, rc);
+}

@@ -11,18 +11,19 @@
 #include "runtime/internal/route.h"
 #include "runtime/internal/runtime.h"
 
-/* Allocates on d for the driver; the thread rule is kept by the caller. */
-static int alloc_on(nxr_ctx_t *ctx, struct nxr_domain *d, const char *call, size_t size,
-                    void **out)
+/* Allocates on d for the driver of call c (the reason of a refusal to
+ * c->why). */
+static int alloc_on(struct nxr__ctx_call *c, struct nxr_domain *d, size_t size, void **out)
 {
     if (nxr__tls.depth > 0)
-        return nxr__ctx_fail(ctx, d, call, NXR_EREENTRANT,
-                             "step memory is the driver's; inside a body use a scope of its own");
+        return nxr__ctx_call_closef(
+            c, d, NXR_EREENTRANT,
+            "step memory is the driver's; inside a body use a scope of its own");
     nxr_scope_t *s;
-    int rc = nxr__ctx_scope(ctx, d, &s);
+    int rc = nxr__ctx_scope(c->ctx, d, &s);
     if (rc == 0)
         rc = nxr_scope_alloc(s, size, out);
-    return nxr__ctx_fail(ctx, d, call, rc, NULL);
+    return nxr__ctx_call_close(c, d, rc);
 }
 
 int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out)
@@ -35,15 +36,13 @@ int nxr_ctx_alloc(nxr_ctx_t *ctx, size_t size, void **out)
         return nxr__fail(-EINVAL, call, "%s is NULL", out == NULL ? "out" : "ctx");
     }
     *out = NULL;
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
-    if (rc == 0)
-        rc = size == 0 ? nxr__ctx_fail(ctx, ctx->domain, call, -EINVAL, "size is 0")
-                       : alloc_on(ctx, ctx->domain, call, size, out);
-    else
-        nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, call);
+    if (rc != 0)
+        return rc;
+    if (size == 0)
+        return nxr__ctx_call_closef(&c, ctx->domain, -EINVAL, "size is 0");
+    return alloc_on(&c, ctx->domain, size, out);
 }
 
 int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n, size_t size,
@@ -57,28 +56,23 @@ int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, size_t n
         return nxr__fail(-EINVAL, call, "%s is NULL", out == NULL ? "out" : "ctx");
     }
     *out = NULL;
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
-    if (rc != 0) {
-        nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    } else if (size == 0 || (inputs == NULL && n > 0)) {
-        rc = nxr__ctx_fail(ctx, ctx->domain, call, -EINVAL,
-                           size == 0 ? "size is 0" : "inputs is NULL with n > 0");
-    } else {
-        struct nxr_domain *d = ctx->domain;
-        struct nxr_route p;
-        if (ctx->placing)
-            rc = nxr__place(ctx->rt, inputs, n, &p, &d);
-        if (rc == 0)
-            rc = alloc_on(ctx, d, call, size, out);
-        else if (rc == NXR_EMIXED)
-            nxr__ctx_failf(ctx, d, call, rc, "the inputs lie on %u domains (single-domain policy)",
-                           p.domains);
-        else
-            nxr__ctx_fail(ctx, d, call, rc, NULL);
-    }
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, call);
+    if (rc != 0)
+        return rc;
+    if (size == 0 || (inputs == NULL && n > 0))
+        return nxr__ctx_call_closef(&c, ctx->domain, -EINVAL, "%s",
+                                    size == 0 ? "size is 0" : "inputs is NULL with n > 0");
+    struct nxr_domain *d = ctx->domain;
+    struct nxr_route p;
+    if (ctx->placing)
+        rc = nxr__place(ctx->rt, inputs, n, &p, &d);
+    if (rc == NXR_EMIXED)
+        return nxr__ctx_call_closef(
+            &c, d, rc, "the inputs lie on %u domains (single-domain policy)", p.domains);
+    if (rc != 0)
+        return nxr__ctx_call_close(&c, d, rc);
+    return alloc_on(&c, d, size, out);
 }
 
 int nxr_ctx_last_route(const nxr_ctx_t *ctx, struct nxr_route *out)

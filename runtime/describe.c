@@ -1,7 +1,7 @@
 /*
  * nxr_runtime_describe: the diagnostics docs/contracts.md promises ("Errors,
  * ownership, diagnostics"), as text for people and as one JSON object for
- * tools, from one walk over the runtime's facts (base/internal/emit.h): each
+ * tools, from one walk over the runtime's facts (base/emit.h): each
  * fact is named once, with its JSON key and how text shows it.
  */
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include "alloc/internal/huge_pages.h"
 #include "alloc/internal/pool.h"
 #include "runtime/internal/runtime.h"
-#include "base/internal/emit.h"
+#include "base/emit.h"
 #include "base/internal/last_error.h"
-#include "base/internal/strbuf.h"
+#include "base/strbuf.h"
 
 /* A CPU set: JSON's list of ids, text's CPU list ("0-3,8"); a
  * caller-managed domain has none (null, "(none)"). */
@@ -199,7 +199,7 @@ static void emit_route(const nxr_runtime_t *rt, struct nxr__emit *e)
     nxr__emit_end(e);
 }
 
-/* Other nxr processes seen at creation (runtime/peers.c). Without a
+/* Other nxr processes seen at creation (runtime/runtime.c, peers_open). Without a
  * registry (then p->status says why) text names only the problem. */
 static void emit_peers(const nxr_runtime_t *rt, struct nxr__emit *e)
 {

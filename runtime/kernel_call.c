@@ -26,8 +26,9 @@
  *    goes through the domain's executor (workers, plus the caller only when
  *    it is inside the domain);
  *  - a provider with its own threads runs under the domain's permit (whole
- *    allowed set) or the exclusive permit, as the rules say, and is called
- *    on the domain the same way (nxr__exec_call_admitted). Its own threads
+ *    allowed set) or the exclusive permit, as the rules say; the executor
+ *    takes the permit named and makes the call on the domain
+ *    (nxr__exec_call_under, executor/permits.c). Its own threads
  *    are where the library put them: under the exclusive permit nothing
  *    else runs, which is that policy's whole claim.
  */
@@ -40,6 +41,7 @@
 
 #include "alloc/internal/pool.h"
 #include "base/internal/sys.h"
+#include "executor/internal/permits.h"
 #include "kernels/internal/provider.h"
 #include "kernels/internal/rules.h"
 #include "runtime/internal/ctx.h"
@@ -220,12 +222,11 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
     struct nxr__run_decision dec = nxr__provider_decide_now(p, budget, whole, rt->settings.policy);
     struct invocation inv = {
         .rt = rt, .domain = d, .exec = exec, .span = span, .k = k, .p = p, .threads = dec.threads};
-    int rc;
     switch (dec.run) {
     case NXR_RUN_INLINE:
         /* One thread of the domain: the caller when it is on it, else a
          * worker (work never leaves the domain's CPUs). */
-        return nxr__exec_call(exec, invoke, &inv);
+        return nxr__exec_call_under(exec, NXR__PERMIT_ONE_THREAD, NULL, NULL, invoke, &inv);
     case NXR_RUN_DOMAIN:
         if (runs_on == NXR_RUNS_ON_ENGINE_WORKERS) {
             /* Its chunks enter the domain per region, through parallel_for. */
@@ -233,13 +234,8 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
             return invoke(&inv);
         }
         /* Its own threads, confined because the domain is everything we may
-         * use: hold the domain's permit around the call, made on the domain
-         * (the caller, or a worker when the caller is off it). */
-        if ((rc = nxr__exec_enter(exec)) != 0)
-            return rc;
-        rc = nxr__exec_call_admitted(exec, invoke, &inv);
-        nxr__exec_leave(exec);
-        return rc;
+         * use: under the domain's permit. */
+        return nxr__exec_call_under(exec, NXR__PERMIT_DOMAIN, NULL, NULL, invoke, &inv);
     case NXR_RUN_EXCLUSIVE:
         if (nesting != NXR__NEST_NONE) {
             snprintf(why, whysz,
@@ -247,23 +243,17 @@ static int run_on(nxr_ctx_t *ctx, struct nxr_domain *d, nxr_ctx_t *span, const s
                      "could wait on its own operation");
             return NXR_EREENTRANT;
         }
-        /* Bounded by the holders of every permit; reported past the stall
-         * threshold (executor/permits.c). */
-        rc = nxr__exclusive_permit_acquire(rt->arbiter, exec,
-                                           "admission of a kernel under the exclusive permit");
-        if (rc != 0)
-            return rc;
         /* Only a process-global count is set (and restored). A PER_CALL_BOUND
          * provider on external workers (a partial domain under this policy)
          * has no global count: its bound is call->threads alone, and asking
          * nxr__global_threads_run to set one would fail with -EINVAL. */
         if (nxr_provider_count_control(p) == NXR_COUNT_GLOBAL_OR_UNCONTROLLED)
             inv.global_count = (int)dec.threads;
-        /* The exclusive permit covers every domain: the call is made on
-         * this one's CPUs (here, or on a worker) without its own permit. */
-        rc = nxr__exec_call_admitted(exec, invoke, &inv);
-        nxr__exclusive_permit_release(rt->arbiter);
-        return rc;
+        /* Nothing else runs meanwhile; the wait is bounded by the holders of
+         * every permit and reported past the stall threshold. */
+        return nxr__exec_call_under(exec, NXR__PERMIT_EXCLUSIVE, rt->arbiter,
+                                    "admission of a kernel under the exclusive permit", invoke,
+                                    &inv);
     case NXR_RUN_REJECT:
     default:
         snprintf(why, whysz,
@@ -279,10 +269,10 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
 {
     if (ctx == NULL)
         return -EINVAL;
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, k->name);
     if (rc != 0)
-        return nxr__ctx_fail(ctx, NULL, k->name, rc, NULL);
+        return rc;
     struct nxr_domain *d = ctx->domain;
     nxr_ctx_t *span = NULL;
     if (ctx->span != NULL) {
@@ -296,30 +286,24 @@ int nxr__kcall_run(nxr_ctx_t *ctx, const struct nxr__kcall *k)
         else if (nxr__tls.depth == 0)
             span = ctx;
     }
-    if (k->bad != 0) {
-        rc = nxr__ctx_fail(ctx, d, k->name, k->bad, k->why);
-    } else {
-        if (ctx->placing) {
-            struct nxr_route p;
-            rc = nxr__place(ctx->rt, k->in, k->nin, &p, &d);
-            nxr__place_count(ctx->rt, d, &p, rc);
-            if ((rc == 0 || rc == NXR_EMIXED) && nxr__tls.depth == 0) {
-                ctx->last_place = p; /* the driver's; bodies record nothing */
-                ctx->placed = true;
-            }
-            if (rc == NXR_EMIXED)
-                nxr__ctx_failf(ctx, d, k->name, rc,
-                               "the inputs lie on %u domains (single-domain policy); rehome "
-                               "them (nxr_mem_rehome) or use a context on one domain",
-                               p.domains);
+    if (k->bad != 0)
+        return nxr__ctx_call_closef(&c, d, k->bad, "%s", k->why);
+    if (ctx->placing) {
+        struct nxr_route p;
+        rc = nxr__place(ctx->rt, k->in, k->nin, &p, &d);
+        nxr__place_count(ctx->rt, d, &p, rc);
+        if ((rc == 0 || rc == NXR_EMIXED) && nxr__tls.depth == 0) {
+            ctx->last_place = p; /* the driver's; bodies record nothing */
+            ctx->placed = true;
         }
-        if (rc == 0) {
-            char why[NXR__LAST_ERROR_BYTES];
-            why[0] = '\0';
-            rc = run_on(ctx, d, span, k, why, sizeof(why));
-            nxr__ctx_fail(ctx, d, k->name, rc, why[0] != '\0' ? why : NULL);
-        }
+        if (rc == NXR_EMIXED)
+            return nxr__ctx_call_closef(&c, d, rc,
+                                        "the inputs lie on %u domains (single-domain policy); "
+                                        "rehome them (nxr_mem_rehome) or use a context on one "
+                                        "domain",
+                                        p.domains);
+        if (rc != 0)
+            return nxr__ctx_call_close(&c, d, rc);
     }
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+    return nxr__ctx_call_close(&c, d, run_on(ctx, d, span, k, c.why, sizeof(c.why)));
 }

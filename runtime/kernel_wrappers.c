@@ -1,12 +1,12 @@
 /*
- * The public kernels through a context (runtime/nxr_ctx_kernels.h): for each
- * row of kernels/internal/kernel_table.h, the wrapper nxr_<kernel>, which
- * packs its parameters into struct nxr__<kernel>_args, has check_<kernel>
- * apply the contract's argument rules (kernels/internal/args.h) and name
- * the inputs a routing context weighs, and hands the call to the engine
- * (runtime/kernel_call.c) with the kernel's invoker. Only the checks, the
- * fused GEMM's shortcut and the call against packed weights are written by
- * hand; the rest is generated at the end of this file.
+ * The public kernels through a context (runtime/nxr_ctx_kernels.h), each
+ * written out here: nxr_<kernel> packs its parameters into struct
+ * nxr__<kernel>_args, applies the contract's argument rules
+ * (kernels/internal/args.h), names the inputs a routing context weighs, and
+ * hands the call to the engine (runtime/kernel_call.c) with the kernel's
+ * invoker. Only the invokers, which unpack the struct for the bundle's
+ * dispatch, are generated from the rows of kernels/internal/kernel_table.h.
+ * The call against packed weights (runtime/nxr_weights.h) is at the end.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -39,11 +39,43 @@ static size_t floats(size_t n)
     return n > SIZE_MAX / sizeof(float) ? SIZE_MAX : n * sizeof(float);
 }
 
-/* ---- the checks: the contract's rules, and the inputs placement weighs ----- */
+/* ---- the invokers: the engine's way to each kernel's dispatch --------------- */
+
+/* invoke_<kernel>(bundle, call, args): nxr__bundle_<kernel> with the
+ * arguments unpacked from struct nxr__<kernel>_args. Generated from
+ * kernels/internal/kernel_table.h: each is only its parameter list, read
+ * from the struct. */
+#define INVOKER(name, family, table, PARAMS)                                                       \
+    static int invoke_##name(const nxr_provider_bundle_t *bundle,                                  \
+                             const struct nxr_kernel_call *call, const void *args_)                \
+    {                                                                                              \
+        const struct nxr__##name##_args *from = args_;                                             \
+        return nxr__bundle_##name(bundle, call PARAMS(NXR__PARAM_FROM));                           \
+    }
+NXR__KERNELS(INVOKER)
+NXR__KERNELS_OWN(INVOKER)
+#undef INVOKER
+
+/* The engine's request for one call of a kernel of `family`, through
+ * `invoke` with `args`; its error details name the public function `name`.
+ * The caller's check fills the verdict and the inputs. */
+static struct nxr__kcall request(const char *name, nxr_ctx_t *ctx, enum nxr_provider_family family,
+                                 int (*invoke)(const nxr_provider_bundle_t *,
+                                               const struct nxr_kernel_call *, const void *),
+                                 const void *args)
+{
+    return (struct nxr__kcall){.name = name,
+                               .providers = providers_of(ctx),
+                               .family = family,
+                               .invoke = invoke,
+                               .args = args};
+}
+
+/* ---- GEMM ------------------------------------------------------------------ */
 
 /* A, B and (when it is read) C of one GEMM, each `batch` items apart. */
-static void gemm_inputs(struct nxr__kcall *k, const struct nxr_sgemm_args *g, size_t batch, size_t sa,
-                        size_t sb, size_t sc)
+static void gemm_inputs(struct nxr__kcall *k, const struct nxr_sgemm_args *g, size_t batch,
+                        size_t sa, size_t sb, size_t sc)
 {
     input(k, g->a, nxr__batch_bytes(nxr__sgemm_a_bytes(g), batch, sa));
     input(k, g->b, nxr__batch_bytes(nxr__sgemm_b_bytes(g), batch, sb));
@@ -51,37 +83,74 @@ static void gemm_inputs(struct nxr__kcall *k, const struct nxr_sgemm_args *g, si
         input(k, g->c, nxr__batch_bytes(nxr__sgemm_c_bytes(g), batch, sc));
 }
 
-static void check_sgemm(struct nxr__kcall *k, const struct nxr__sgemm_args *a)
+/* nxr_sgemm's rules, scratch and inputs. */
+static void check_sgemm(struct nxr__kcall *k, const struct nxr_sgemm_args *args)
 {
-    k->bad = nxr__check_sgemm(a->args, k->why, sizeof(k->why));
+    k->bad = nxr__check_sgemm(args, k->why, sizeof(k->why));
     if (k->bad == 0) {
-        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, a->args);
-        gemm_inputs(k, a->args, 1, 0, 0, 0);
+        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, args);
+        gemm_inputs(k, args, 1, 0, 0, 0);
     }
 }
 
-static void check_sgemm_fused(struct nxr__kcall *k, const struct nxr__sgemm_fused_args *a)
+/* nxr_sgemm, its error details naming `name` (nxr_sgemm_fused's shortcut). */
+static int sgemm_named(const char *name, nxr_ctx_t *ctx, const struct nxr_sgemm_args *args)
 {
-    k->bad = nxr__check_sgemm(a->args, k->why, sizeof(k->why));
-    if (k->bad == 0)
-        k->bad = nxr__check_epilogue(a->args, a->epilogue, k->why, sizeof(k->why));
-    if (k->bad == 0) {
-        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, a->args);
-        gemm_inputs(k, a->args, 1, 0, 0, 0);
-        if (a->args->m > 0 && a->args->n > 0)
-            input(k, a->epilogue->bias, floats(a->args->n));
-    }
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, name, "ctx is NULL");
+    const struct nxr__sgemm_args a = {.args = args};
+    struct nxr__kcall k = request(name, ctx, NXR_FAMILY_GEMM, invoke_sgemm, &a);
+    check_sgemm(&k, args);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_sgemm_batch(struct nxr__kcall *k, const struct nxr__sgemm_batch_args *a)
+int nxr_sgemm(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args)
 {
-    const struct nxr_sgemm_batch_args *b = a->args;
-    k->bad = nxr__check_sgemm_batch(b, k->why, sizeof(k->why));
-    if (k->bad == 0) {
-        k->scratch_bytes = nxr__bundle_sgemm_scratch(k->providers, &b->gemm);
-        gemm_inputs(k, &b->gemm, b->batch, b->stride_a, b->stride_b, b->stride_c);
-    }
+    return sgemm_named(__func__, ctx, args);
 }
+
+int nxr_sgemm_batch(nxr_ctx_t *ctx, const struct nxr_sgemm_batch_args *args)
+{
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__sgemm_batch_args a = {.args = args};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_GEMM, invoke_sgemm_batch, &a);
+    k.bad = nxr__check_sgemm_batch(args, k.why, sizeof(k.why));
+    if (k.bad == 0) {
+        k.scratch_bytes = nxr__bundle_sgemm_scratch(k.providers, &args->gemm);
+        gemm_inputs(&k, &args->gemm, args->batch, args->stride_a, args->stride_b, args->stride_c);
+    }
+    return nxr__kcall_run(ctx, &k);
+}
+
+/* Without a bias or an activation there is nothing to fuse: nxr_sgemm. */
+int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
+                    const struct nxr_sgemm_epilogue *epilogue)
+{
+    bool none =
+        epilogue == NULL || (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
+    if (none)
+        return sgemm_named(__func__, ctx, args);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__sgemm_fused_args a = {.args = args, .epilogue = epilogue};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_GEMM, invoke_sgemm_fused, &a);
+    k.bad = nxr__check_sgemm(args, k.why, sizeof(k.why));
+    if (k.bad == 0)
+        k.bad = nxr__check_epilogue(args, epilogue, k.why, sizeof(k.why));
+    if (k.bad == 0) {
+        k.scratch_bytes = nxr__bundle_sgemm_scratch(k.providers, args);
+        gemm_inputs(&k, args, 1, 0, 0, 0);
+        if (args->m > 0 && args->n > 0)
+            input(&k, epilogue->bias, floats(args->n));
+    }
+    return nxr__kcall_run(ctx, &k);
+}
+
+/* ---- elementwise ----------------------------------------------------------- */
 
 /* Vectors of n floats: x (and y when two) read, out written; names are the
  * public call's names for them. */
@@ -96,42 +165,82 @@ static void vectors(struct nxr__kcall *k, size_t n, const float *x, const float 
 
 static const char *const xy_out[3] = {"x", "y", "out"};
 
-static void check_binary(struct nxr__kcall *k, const struct nxr__binary_args *a)
+int nxr_binary(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t n, const float *x, const float *y,
+               float *out)
 {
-    vectors(k, a->n, a->x, a->y, true, a->out, xy_out);
-    if (k->bad == 0)
-        k->bad = nxr__check_binary_op(a->op, k->why, sizeof(k->why));
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__binary_args a = {.op = op, .n = n, .x = x, .y = y, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_ELEMENTWISE, invoke_binary, &a);
+    vectors(&k, n, x, y, true, out, xy_out);
+    if (k.bad == 0)
+        k.bad = nxr__check_binary_op(op, k.why, sizeof(k.why));
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_scale(struct nxr__kcall *k, const struct nxr__scale_args *a)
+int nxr_scale(nxr_ctx_t *ctx, size_t n, const float *x, float alpha, float *out)
 {
-    vectors(k, a->n, a->x, NULL, false, a->out, xy_out);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__scale_args a = {.n = n, .x = x, .alpha = alpha, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_ELEMENTWISE, invoke_scale, &a);
+    vectors(&k, n, x, NULL, false, out, xy_out);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_unary(struct nxr__kcall *k, const struct nxr__unary_args *a)
+int nxr_unary(nxr_ctx_t *ctx, enum nxr_unary_op op, size_t n, const float *x, float *out)
 {
-    vectors(k, a->n, a->x, NULL, false, a->out, xy_out);
-    if (k->bad == 0)
-        k->bad = nxr__check_unary_op(a->op, k->why, sizeof(k->why));
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__unary_args a = {.op = op, .n = n, .x = x, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_ELEMENTWISE, invoke_unary, &a);
+    vectors(&k, n, x, NULL, false, out, xy_out);
+    if (k.bad == 0)
+        k.bad = nxr__check_unary_op(op, k.why, sizeof(k.why));
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_triad(struct nxr__kcall *k, const struct nxr__triad_args *a)
+int nxr_triad(nxr_ctx_t *ctx, size_t n, const float *b, const float *c, float s, float *a)
 {
     static const char *const names[3] = {"b", "c", "a"};
-    vectors(k, a->n, a->b, a->c, true, a->a, names);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__triad_args args = {.n = n, .b = b, .c = c, .s = s, .a = a};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_ELEMENTWISE, invoke_triad, &args);
+    vectors(&k, n, b, c, true, a, names);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_binary_rows(struct nxr__kcall *k, const struct nxr__binary_rows_args *a)
+int nxr_binary_rows(nxr_ctx_t *ctx, enum nxr_binary_op op, size_t rows, size_t cols, const float *x,
+                    size_t ldx, const float *row, float *out, size_t ldo)
 {
-    k->bad = nxr__check_binary_rows(a->rows, a->cols, a->x, a->ldx, a->row, a->out, a->ldo, k->why,
-                                    sizeof(k->why));
-    if (k->bad == 0)
-        k->bad = nxr__check_binary_op(a->op, k->why, sizeof(k->why));
-    if (a->rows > 0 && a->cols > 0) {
-        input(k, a->x, nxr__matrix_bytes(a->rows, a->cols, a->ldx));
-        input(k, a->row, floats(a->cols));
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__binary_rows_args a = {.op = op,
+                                            .rows = rows,
+                                            .cols = cols,
+                                            .x = x,
+                                            .ldx = ldx,
+                                            .row = row,
+                                            .out = out,
+                                            .ldo = ldo};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_ELEMENTWISE, invoke_binary_rows, &a);
+    k.bad = nxr__check_binary_rows(rows, cols, x, ldx, row, out, ldo, k.why, sizeof(k.why));
+    if (k.bad == 0)
+        k.bad = nxr__check_binary_op(op, k.why, sizeof(k.why));
+    if (rows > 0 && cols > 0) {
+        input(&k, x, nxr__matrix_bytes(rows, cols, ldx));
+        input(&k, row, floats(cols));
     }
+    return nxr__kcall_run(ctx, &k);
 }
+
+/* ---- reductions ------------------------------------------------------------ */
 
 /* x of n floats; empty_ok: the reduction of nothing has a value (the sum). */
 static void reduction(struct nxr__kcall *k, size_t n, const float *x, const void *out,
@@ -141,24 +250,45 @@ static void reduction(struct nxr__kcall *k, size_t n, const float *x, const void
     input(k, x, floats(n));
 }
 
-static void check_sum(struct nxr__kcall *k, const struct nxr__sum_args *a)
+int nxr_sum(nxr_ctx_t *ctx, size_t n, const float *x, float *out)
 {
-    reduction(k, a->n, a->x, a->out, true);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__sum_args a = {.n = n, .x = x, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_REDUCTION, invoke_sum, &a);
+    reduction(&k, n, x, out, true);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_max(struct nxr__kcall *k, const struct nxr__max_args *a)
+int nxr_max(nxr_ctx_t *ctx, size_t n, const float *x, float *out)
 {
-    reduction(k, a->n, a->x, a->out, false);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__max_args a = {.n = n, .x = x, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_REDUCTION, invoke_max, &a);
+    reduction(&k, n, x, out, false);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_argmax(struct nxr__kcall *k, const struct nxr__argmax_args *a)
+int nxr_argmax(nxr_ctx_t *ctx, size_t n, const float *x, size_t *out)
 {
-    reduction(k, a->n, a->x, a->out, false);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__argmax_args a = {.n = n, .x = x, .out = out};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_REDUCTION, invoke_argmax, &a);
+    reduction(&k, n, x, out, false);
+    return nxr__kcall_run(ctx, &k);
 }
+
+/* ---- row kernels (norm) ---------------------------------------------------- */
 
 /* A row kernel: x, gamma and beta read (NULL: not there), out written. */
-static void rows(struct nxr__kcall *k, size_t rows, size_t cols, const float *x, size_t ldx,
-                 const float *gamma, const float *beta, float eps, const float *out, size_t ldo)
+static void check_rows(struct nxr__kcall *k, size_t rows, size_t cols, const float *x, size_t ldx,
+                       const float *gamma, const float *beta, float eps, const float *out,
+                       size_t ldo)
 {
     k->bad =
         nxr__check_rows(rows, cols, x, ldx, gamma, beta, eps, out, ldo, k->why, sizeof(k->why));
@@ -169,78 +299,56 @@ static void rows(struct nxr__kcall *k, size_t rows, size_t cols, const float *x,
     }
 }
 
-static void check_softmax(struct nxr__kcall *k, const struct nxr__softmax_args *a)
+int nxr_softmax(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx, float *out,
+                size_t ldo)
 {
-    rows(k, a->rows, a->cols, a->x, a->ldx, NULL, NULL, 0.0f, a->out, a->ldo);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__softmax_args a = {
+        .rows = rows, .cols = cols, .x = x, .ldx = ldx, .out = out, .ldo = ldo};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_NORM, invoke_softmax, &a);
+    check_rows(&k, rows, cols, x, ldx, NULL, NULL, 0.0f, out, ldo);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_rmsnorm(struct nxr__kcall *k, const struct nxr__rmsnorm_args *a)
+int nxr_rmsnorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                const float *gamma, float eps, float *out, size_t ldo)
 {
-    rows(k, a->rows, a->cols, a->x, a->ldx, a->gamma, NULL, a->eps, a->out, a->ldo);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__rmsnorm_args a = {.rows = rows,
+                                        .cols = cols,
+                                        .x = x,
+                                        .ldx = ldx,
+                                        .gamma = gamma,
+                                        .eps = eps,
+                                        .out = out,
+                                        .ldo = ldo};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_NORM, invoke_rmsnorm, &a);
+    check_rows(&k, rows, cols, x, ldx, gamma, NULL, eps, out, ldo);
+    return nxr__kcall_run(ctx, &k);
 }
 
-static void check_layernorm(struct nxr__kcall *k, const struct nxr__layernorm_args *a)
+int nxr_layernorm(nxr_ctx_t *ctx, size_t rows, size_t cols, const float *x, size_t ldx,
+                  const float *gamma, const float *beta, float eps, float *out, size_t ldo)
 {
-    rows(k, a->rows, a->cols, a->x, a->ldx, a->gamma, a->beta, a->eps, a->out, a->ldo);
-}
-
-/* ---- generated: the invokers and the public wrappers ------------------------ */
-
-/* invoke_<kernel>: the dispatch, with the arguments unpacked. */
-#define INVOKER(name, family, table, PARAMS)                                                       \
-    static int invoke_##name(const nxr_provider_bundle_t *bundle, const struct nxr_kernel_call *call,   \
-                             const void *args_)                                                    \
-    {                                                                                              \
-        const struct nxr__##name##_args *from = args_;                                             \
-        return nxr__bundle_##name(bundle, call PARAMS(NXR__PARAM_FROM));                           \
-    }
-NXR__KERNELS(INVOKER)
-NXR__KERNELS_OWN(INVOKER)
-#undef INVOKER
-
-/* run_<kernel>: a kernel's call, its arguments packed, checked, and run;
- * its error details name the public function `name`. */
-#define ARG_INIT(type, param) .param = param,
-#define KERNEL_CALL(kernel, fam, table, PARAMS)                                                    \
-    static int run_##kernel(const char *name, nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))              \
-    {                                                                                              \
-        nxr__call_begin();                                                                         \
-        if (ctx == NULL)                                                                           \
-            return nxr__fail(-EINVAL, name, "ctx is NULL");                                        \
-        const struct nxr__##kernel##_args kargs_ = {PARAMS(ARG_INIT)};                             \
-        struct nxr__kcall kcall_ = {.name = name,                                                  \
-                                    .providers = providers_of(ctx),                                \
-                                    .family = NXR_FAMILY_##fam,                                    \
-                                    .invoke = invoke_##kernel,                                     \
-                                    .args = &kargs_};                                              \
-        check_##kernel(&kcall_, &kargs_);                                                          \
-        return nxr__kcall_run(ctx, &kcall_);                                                       \
-    }
-NXR__KERNELS(KERNEL_CALL)
-NXR__KERNELS_OWN(KERNEL_CALL)
-#undef KERNEL_CALL
-#undef ARG_INIT
-
-/* nxr_<kernel>, exported (the hand-written ones below use run_<kernel>). */
-#define PUBLIC(kernel, family, table, PARAMS)                                                      \
-    int nxr_##kernel(nxr_ctx_t *ctx PARAMS(NXR__PARAM_DECL))                                       \
-    {                                                                                              \
-        return run_##kernel("nxr_" #kernel, ctx PARAMS(NXR__PARAM_PASS));                          \
-    }
-NXR__KERNELS(PUBLIC)
-#undef PUBLIC
-
-/* ---- written by hand ------------------------------------------------------- */
-
-/* Without a bias or an activation there is nothing to fuse: nxr_sgemm. */
-int nxr_sgemm_fused(nxr_ctx_t *ctx, const struct nxr_sgemm_args *args,
-                    const struct nxr_sgemm_epilogue *epilogue)
-{
-    bool none = epilogue == NULL ||
-                (epilogue->bias == NULL && epilogue->activation == NXR_ACTIVATION_NONE);
-    if (none)
-        return run_sgemm(__func__, ctx, args);
-    return run_sgemm_fused(__func__, ctx, args, epilogue);
+    nxr__call_begin();
+    if (ctx == NULL)
+        return nxr__fail(-EINVAL, __func__, "ctx is NULL");
+    const struct nxr__layernorm_args a = {.rows = rows,
+                                          .cols = cols,
+                                          .x = x,
+                                          .ldx = ldx,
+                                          .gamma = gamma,
+                                          .beta = beta,
+                                          .eps = eps,
+                                          .out = out,
+                                          .ldo = ldo};
+    struct nxr__kcall k = request(__func__, ctx, NXR_FAMILY_NORM, invoke_layernorm, &a);
+    check_rows(&k, rows, cols, x, ldx, gamma, beta, eps, out, ldo);
+    return nxr__kcall_run(ctx, &k);
 }
 
 /* ---- against packed weights (runtime/nxr_weights.h) ----------------------- */
@@ -313,18 +421,25 @@ void nxr__packed_prepare(nxr_ctx_t *ctx, struct nxr__kcall *k, struct nxr__packe
     pc->isa = w->isa;
     pc->packed = &copy->view;
     k->weight_bytes = copy->bytes; /* the whole copy streams through the GEMV/GEMM */
-    pc->epilogue = ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE)
-                       ? ep
-                       : NULL;
-    pc->gemm = (struct nxr_sgemm_args){
-        .trans_a = args->trans_a, .trans_b = w->trans, .m = args->m, .n = w->n, .k = w->k,
-        .alpha = args->alpha, .a = args->a, .lda = args->lda, .b = copy->data,
-        .ldb = w->trans ? w->k : w->n, .beta = args->beta, .c = args->c, .ldc = args->ldc};
+    pc->epilogue =
+        ep != NULL && (ep->bias != NULL || ep->activation != NXR_ACTIVATION_NONE) ? ep : NULL;
+    pc->gemm = (struct nxr_sgemm_args){.trans_a = args->trans_a,
+                                       .trans_b = w->trans,
+                                       .m = args->m,
+                                       .n = w->n,
+                                       .k = w->k,
+                                       .alpha = args->alpha,
+                                       .a = args->a,
+                                       .lda = args->lda,
+                                       .b = copy->data,
+                                       .ldb = w->trans ? w->k : w->n,
+                                       .beta = args->beta,
+                                       .c = args->c,
+                                       .ldc = args->ldc};
     /* The whole copy (padding included), named as such, before nxr_sgemm's
      * rules would call it B. */
-    if (nxr__sgemm_reads_ab(&pc->gemm) && nxr__spans_overlap(pc->gemm.c,
-                                                             nxr__sgemm_c_bytes(&pc->gemm),
-                                                             copy->data, copy->bytes)) {
+    if (nxr__sgemm_reads_ab(&pc->gemm) &&
+        nxr__spans_overlap(pc->gemm.c, nxr__sgemm_c_bytes(&pc->gemm), copy->data, copy->bytes)) {
         k->bad = -EINVAL;
         snprintf(k->why, sizeof k->why, "c overlaps the packed weights");
         return;
@@ -350,8 +465,11 @@ int nxr_sgemm_packed(nxr_ctx_t *ctx, const struct nxr_sgemm_packed_args *args,
     if (ctx == NULL)
         return nxr__fail(-EINVAL, __func__, "ctx is NULL");
     struct nxr__packed_call pc = {0};
-    struct nxr__kcall k = {.name = "nxr_sgemm_packed", .providers = providers_of(ctx),
-                           .family = NXR_FAMILY_GEMM, .invoke = inv_sgemm_packed, .args = &pc};
+    struct nxr__kcall k = {.name = "nxr_sgemm_packed",
+                           .providers = providers_of(ctx),
+                           .family = NXR_FAMILY_GEMM,
+                           .invoke = inv_sgemm_packed,
+                           .args = &pc};
     if (ctx->rt != NULL) /* else nxr__kcall_run reports the orphaned context */
         nxr__packed_prepare(ctx, &k, &pc, args, epilogue);
     return nxr__kcall_run(ctx, &k);

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "base/internal/last_error.h"
-#include "base/internal/strbuf.h"
+#include "base/strbuf.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/nxr_stats.h"
 

@@ -141,7 +141,7 @@ NXR_API int nxr_ctx_alloc_for(nxr_ctx_t *ctx, const struct nxr_mem_ref *inputs, 
 NXR_API void nxr_ctx_reset(nxr_ctx_t *ctx);
 
 /*
- * The placement of the last kernel call on ctx: for a routing context the
+ * The route of the last kernel call on ctx: for a routing context the
  * domain and reason its inputs gave (-ENOENT before its first call; calls
  * made inside a body are not recorded, as several may run at once); for a
  * context on a domain, that domain with NXR_ROUTE_REASON_EXPLICIT. 0, -EINVAL,

@@ -5,6 +5,7 @@
  * it: settings -> topology -> domain plan (all validation) -> a reference
  * to the process's arbiter -> providers -> domains (admission state) ->
  * pools -> teams. No thread starts before the plan is complete and valid.
+ * Last, the runtime's entry in the peer registry.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,12 +14,77 @@
 
 #include "alloc/internal/registry.h"
 #include "domains/internal/cpuset.h"
-#include "executor/internal/contract.h"
 #include "runtime/internal/ctx.h"
 #include "kernels/internal/openblas.h"
 #include "runtime/internal/runtime.h"
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
+
+/*
+ * The runtime in the peer registry (domains/internal/peers.h): after its
+ * teams started, a runtime publishes the CPUs its managed domains cover and
+ * their budgets' sum, reads the entries of other processes' runtimes, and
+ * under NXR_PEERS=warn says on stderr when any overlap its own CPUs: two
+ * processes whose teams share CPUs compete for them and neither arbiter
+ * sees the other (docs/deployment.md). Nothing here changes a budget. Never
+ * fails; the entry is removed at destroy (nxr__peers_close).
+ */
+static void peers_open(nxr_runtime_t *rt)
+{
+    if (rt->settings.peers == NXR_PEERS_OFF)
+        return;
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    if (cpus == NULL)
+        return;
+    unsigned budget = 0;
+    for (size_t i = 0; i < rt->domain_count; i++) {
+        hwloc_bitmap_or(cpus, cpus, rt->domains[i]->spec.cpus);
+        budget += rt->domains[i]->spec.budget;
+    }
+    nxr__peers_open(&rt->peers, rt->settings.peers_dir, cpus, budget, true);
+    hwloc_bitmap_free(cpus);
+    const struct nxr__peers *p = &rt->peers;
+    if (rt->settings.peers != NXR_PEERS_WARN)
+        return;
+    /* A directory that exists and is refused (another user's: anyone can
+     * make /dev/shm/nxr-peers-<uid> for someone else) turns the registry
+     * off for this user until it is removed: worth more than a line in
+     * nxr info. */
+    if (p->dir_refused)
+        fprintf(stderr,
+                "nxr: warning: the peer registry is off for this runtime (%s); remove or fix "
+                "that directory, or set NXR_PEERS=quiet\n",
+                p->detail);
+    /* Another copy of libnxr loaded in this process (its own arbiter). */
+    size_t copies = 0;
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++) {
+        const struct nxr__peer *q = &p->shown[i];
+        if (!q->same_process)
+            continue;
+        copies++;
+        fprintf(stderr,
+                "nxr: warning: another copy of libnxr loaded in this process (pid %d) has a "
+                "runtime over CPUs %s (budget %u, shared %s): the two copies' arbiters do not "
+                "see each other, so their teams compete for those CPUs; load one libnxr per "
+                "process (docs/deployment.md) or set NXR_PEERS=quiet\n",
+                (int)q->pid, q->cpus, q->budget, q->overlap);
+    }
+    if (p->overlapping == copies)
+        return;
+    const struct nxr__peer *first = &p->shown[0];
+    for (size_t i = 0; i < p->overlapping && i < NXR__PEERS_SHOWN; i++)
+        if (!p->shown[i].same_process) {
+            first = &p->shown[i];
+            break;
+        }
+    fprintf(stderr,
+            "nxr: warning: %zu runtime(s) of other processes use this runtime's CPUs (pid %d: "
+            "CPUs %s, budget %u, shared %s%s): their teams and this one's compete for those "
+            "CPUs; bind each process to CPUs of its own (docs/deployment.md) or set "
+            "NXR_PEERS=quiet\n",
+            p->overlapping - copies, (int)first->pid, first->cpus, first->budget, first->overlap,
+            p->overlapping - copies > 1 ? "; nxr info lists the others" : "");
+}
 
 static int build_plan(struct nxr__plan *plan, const nxr_runtime_t *rt,
                       const struct nxr_runtime_opts *opts, char *err, size_t errsz)
@@ -57,9 +123,8 @@ int nxr__runtime_add_domain(nxr_runtime_t *rt, struct nxr_domain *d)
 void nxr__domain_free(struct nxr_domain *d)
 {
     nxr__team_destroy(d->team);
-    /* The reference an attach took (the built-in team has no retain/release). */
-    if (d->exec.executor.ops != NULL)
-        nxr__executor_release(&d->exec.executor);
+    /* The reference an attach took (none for the built-in team's). */
+    nxr__exec_drop_executor(&d->exec);
     if (d->admission_ready)
         nxr__exec_admission_fini(&d->exec);
     if (d->spec.cpus != NULL)
@@ -269,8 +334,8 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
                  nxr_strerror(rc));
         goto out_destroy;
     }
-    nxr__runtime_peers_open(rt); /* last: a failed create leaves no entry */
-    nxr__runtime_page_open(rt);  /* beside the entry, when there is one */
+    peers_open(rt);             /* last: a failed create leaves no entry */
+    nxr__runtime_page_open(rt); /* beside the entry, when there is one */
     *out = rt;
     return 0;
 
@@ -383,7 +448,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
         return;
     }
     nxr__runtime_quota_follow_stop(rt); /* before the domains it moves go */
-    nxr__runtime_peers_close(rt);
+    nxr__peers_close(&rt->peers);
     /* Drained first: a task still running may use its client's context. */
     drain_all(rt);
     report_open_contexts(rt);

@@ -6,6 +6,8 @@
  * binding is BOUND, the kernel must report every page on the node.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,73 +45,64 @@ static double pages_on_node(const nxr_domain_t *d, const void *p, size_t bytes)
     return pages == 0 ? -1.0 : (double)on / (double)pages;
 }
 
-int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size_t *part_rows,
-                      size_t nparts, nxr_shards_t **out)
+/* A refusal of nxr_shards_create on domain d: the reason to c->why. */
+static int refuse(struct nxr__ctx_call *c, const struct nxr_domain **at, const struct nxr_domain *d,
+                  int rc, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int refuse(struct nxr__ctx_call *c, const struct nxr_domain **at, const struct nxr_domain *d,
+                  int rc, const char *fmt, ...)
 {
-    nxr__call_begin();
-    if (out != NULL)
-        *out = NULL;
-    if (span == NULL)
-        return nxr__fail(-EINVAL, call, "span is NULL");
-    bool entered;
-    int rc = nxr__ctx_enter(span, &entered);
-    if (rc != 0)
-        return nxr__ctx_fail(span, NULL, call, rc, NULL);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof(c->why), fmt, ap);
+    va_end(ap);
+    *at = d;
+    return rc;
+}
+
+/* The shards, or the refusal (its reason in c->why, its domain in *at). */
+static int make(struct nxr__ctx_call *c, const struct nxr_domain **at, nxr_ctx_t *span, size_t rows,
+                size_t row_bytes, const size_t *part_rows, size_t nparts, nxr_shards_t **out)
+{
     size_t n = nxr_span_domain_count(span);
     const struct nxr_domain *home = span->domain;
-    nxr_shards_t *s = NULL;
-    if (out == NULL) {
-        rc = nxr__ctx_fail(span, home, call, -EINVAL, "out is NULL");
-        goto out_leave;
-    }
-    if (nxr__tls.depth > 0) {
-        rc = nxr__ctx_fail(span, home, call, NXR_EREENTRANT,
-                           "inside a body: shards are made by the span's driver");
-        goto out_leave;
-    }
-    if (rows == 0 || row_bytes == 0) {
-        rc = nxr__ctx_failf(span, home, call, -EINVAL, "rows (%zu) and row_bytes (%zu) must be > 0",
-                            rows, row_bytes);
-        goto out_leave;
-    }
-    if (nparts != n) {
-        rc = nxr__ctx_failf(span, home, call, -EINVAL,
-                            "nparts (%zu) is not the span's member count (%zu)", nparts, n);
-        goto out_leave;
-    }
+    *at = home;
+    if (out == NULL)
+        return refuse(c, at, home, -EINVAL, "out is NULL");
+    if (nxr__tls.depth > 0)
+        return refuse(c, at, home, NXR_EREENTRANT,
+                      "inside a body: shards are made by the span's driver");
+    if (rows == 0 || row_bytes == 0)
+        return refuse(c, at, home, -EINVAL, "rows (%zu) and row_bytes (%zu) must be > 0", rows,
+                      row_bytes);
+    if (nparts != n)
+        return refuse(c, at, home, -EINVAL, "nparts (%zu) is not the span's member count (%zu)",
+                      nparts, n);
     size_t bounds[NXR__SPAN_MAX + 1];
     if (part_rows != NULL) {
         bounds[0] = 0;
         for (size_t i = 0; i < n; i++) {
-            if (part_rows[i] > rows - bounds[i]) {
-                rc = nxr__ctx_failf(span, home, call, -EINVAL,
-                                    "part_rows sum past rows (%zu) at part %zu", rows, i);
-                goto out_leave;
-            }
+            if (part_rows[i] > rows - bounds[i])
+                return refuse(c, at, home, -EINVAL, "part_rows sum past rows (%zu) at part %zu",
+                              rows, i);
             bounds[i + 1] = bounds[i] + part_rows[i];
         }
-        if (bounds[n] != rows) {
-            rc = nxr__ctx_failf(span, home, call, -EINVAL,
-                                "part_rows sum to %zu, not rows (%zu)", bounds[n], rows);
-            goto out_leave;
-        }
+        if (bounds[n] != rows)
+            return refuse(c, at, home, -EINVAL, "part_rows sum to %zu, not rows (%zu)", bounds[n],
+                          rows);
     } else {
         for (size_t i = 0; i < n; i++)
             nxr_span_share(span, rows, i, &bounds[i], &bounds[i + 1]);
     }
-    if (rows > SIZE_MAX / row_bytes) {
-        rc = nxr__ctx_fail(span, home, call, -ENOMEM, "rows * row_bytes overflows");
-        goto out_leave;
-    }
-    s = nxr__calloc(1, sizeof(*s) + n * sizeof(s->parts[0]));
-    if (s == NULL) {
-        rc = nxr__ctx_fail(span, home, call, -ENOMEM, NULL);
-        goto out_leave;
-    }
+    if (rows > SIZE_MAX / row_bytes)
+        return refuse(c, at, home, -ENOMEM, "rows * row_bytes overflows");
+    nxr_shards_t *s = nxr__calloc(1, sizeof(*s) + n * sizeof(s->parts[0]));
+    if (s == NULL)
+        return -ENOMEM; /* the status says it */
     s->n = n;
     s->rows = rows;
     s->row_bytes = row_bytes;
-    for (size_t i = 0; i < n; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         nxr_domain_t *d = nxr_span_domain_at(span, i);
         size_t bytes = (bounds[i + 1] - bounds[i]) * row_bytes;
         s->parts[i] = (struct nxr_shard){
@@ -118,34 +111,47 @@ int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size
             continue;
         rc = nxr_domain_malloc(d, bytes, 64, &s->parts[i].data);
         if (rc != 0) {
-            nxr__ctx_failf(span, d, call, rc, "part %zu (%zu bytes) on domain %d: %s", i, bytes,
-                           nxr_domain_id(d), nxr_strerror(rc));
-            goto out_free;
+            refuse(c, at, d, rc, "part %zu (%zu bytes) on domain %d: %s", i, bytes,
+                   nxr_domain_id(d), nxr_strerror(rc));
+            break;
         }
         /* The first touch: the arena bound the pages to d's node already. */
         memset(s->parts[i].data, 0, bytes);
         nxr_domain_t *owner = NULL;
         if (nxr_mem_domain(span->rt, s->parts[i].data, &owner) != 0 || owner != d) {
-            rc = nxr__ctx_failf(span, d, call, NXR_EPLACEMENT,
-                                "part %zu is not domain %d's memory", i, nxr_domain_id(d));
-            goto out_free;
+            rc = refuse(c, at, d, NXR_EPLACEMENT, "part %zu is not domain %d's memory", i,
+                        nxr_domain_id(d));
+            break;
         }
         s->parts[i].on_node = pages_on_node(d, s->parts[i].data, bytes);
-        if (s->parts[i].on_node >= 0.0 && s->parts[i].on_node < 1.0) {
-            rc = nxr__ctx_failf(span, d, call, NXR_EPLACEMENT,
-                                "part %zu: %.1f%% of its pages on domain %d's node %d (bound)", i,
-                                100.0 * s->parts[i].on_node, nxr_domain_id(d), nxr_domain_node(d));
-            goto out_free;
-        }
+        if (s->parts[i].on_node >= 0.0 && s->parts[i].on_node < 1.0)
+            rc = refuse(c, at, d, NXR_EPLACEMENT,
+                        "part %zu: %.1f%% of its pages on domain %d's node %d (bound)", i,
+                        100.0 * s->parts[i].on_node, nxr_domain_id(d), nxr_domain_node(d));
+    }
+    if (rc != 0) {
+        nxr_shards_destroy(s);
+        return rc;
     }
     *out = s;
-    s = NULL;
-    rc = 0;
-out_free:
-    nxr_shards_destroy(s);
-out_leave:
-    nxr__ctx_leave(span, entered);
-    return rc;
+    return 0;
+}
+
+int nxr_shards_create(nxr_ctx_t *span, size_t rows, size_t row_bytes, const size_t *part_rows,
+                      size_t nparts, nxr_shards_t **out)
+{
+    nxr__call_begin();
+    if (out != NULL)
+        *out = NULL;
+    if (span == NULL)
+        return nxr__fail(-EINVAL, call, "span is NULL");
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, span, call);
+    if (rc != 0)
+        return rc;
+    const struct nxr_domain *at;
+    rc = make(&c, &at, span, rows, row_bytes, part_rows, nparts, out);
+    return nxr__ctx_call_close(&c, at, rc);
 }
 
 size_t nxr_shards_count(const nxr_shards_t *s)

@@ -2,8 +2,9 @@
  * Spans: one context over several domains (runtime/nxr_span.h). A span's
  * loop is split across its members, shares proportional to their budgets
  * (nxr__span_split), and each member's share is split again over its own
- * team, all under ONE permit for the union of the members' sets, taken the
- * way nxr_run_across takes it (runtime/group.c: nxr__across_run).
+ * team, all under ONE permit for the union of the members' sets: the executor
+ * runs the shares (executor/permits.c, nxr__across_run), as it runs
+ * nxr_run_across's tasks.
  *
  * A one-member span is not a span at all: nxr_span_create returns a plain
  * context on that domain, so it runs exactly as one (same path, same cost).
@@ -318,17 +319,32 @@ static int span_run(struct nxr__span *s, const struct span_loop *l, const size_t
                                         .count = chunks < budget ? (unsigned)chunks : budget,
                                         .base = s->prefix[i]};
         atomic_init(&shares[i].next, 0);
-        parts[i] = (struct nxr__across_part){
-            .domain = s->doms[i], .fn = share_item, .arg = &shares[i], .count = shares[i].count};
+        parts[i] = (struct nxr__across_part){.exec = &s->doms[i]->exec,
+                                             .fn = share_item,
+                                             .arg = &shares[i],
+                                             .count = shares[i].count};
     }
-    /* Bounded by the holders of overlapping permits; reported past the
-     * stall threshold (executor/permits.c). */
-    int rc = nxr__union_permit_acquire(&s->permit, &s->doms[0]->exec, "admission of a span");
-    if (rc != 0)
-        return rc;
-    rc = nxr__across_run(parts, s->n, NULL);
-    nxr__union_permit_release(&s->permit);
-    return rc;
+    /* The permit's wait is bounded by the holders of overlapping permits
+     * and reported past the stall threshold (executor/permits.c). */
+    return nxr__across_run(&s->permit, parts, s->n, NULL, "admission of a span");
+}
+
+/* A span's loop called inside a body (the nesting rule by membership): in
+ * place on that thread when the body is a member's (one fan-out level, as
+ * the participant it already is), else NXR_EREENTRANT with why. */
+static int in_body(const struct nxr__span *s, size_t begin, size_t end, nxr_for_fn fn, void *arg,
+                   char *why, size_t whysz)
+{
+    int m = nxr__span_member_of_body(s);
+    if (m < 0) {
+        snprintf(why, whysz,
+                 "called inside a body of domain %d, which the span does not cover: its work "
+                 "cannot run there (nesting table, executor/nxr_executor.h)",
+                 nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
+        return NXR_EREENTRANT;
+    }
+    fn(arg, begin, end, s->prefix[m] + nxr__tls.participant);
+    return 0;
 }
 
 /* A loop on a span, given the nesting answer; `why` gets the reason of a
@@ -339,19 +355,8 @@ static int span_for(nxr_ctx_t *ctx, size_t begin, size_t end, const struct nxr_f
     struct nxr__span *s = ctx->span;
     if (begin == end)
         return 0;
-    if (nxr__tls.depth > 0) {
-        int m = nxr__span_member_of_body(s);
-        if (m < 0) {
-            snprintf(why, whysz,
-                     "called inside a body of domain %d, which the span does not cover: its work "
-                     "cannot run there (nesting table, executor/nxr_executor.h)",
-                     nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
-            return NXR_EREENTRANT;
-        }
-        /* One fan-out level: in place, as the participant we already are. */
-        fn(arg, begin, end, s->prefix[m] + nxr__tls.participant);
-        return 0;
-    }
+    if (nxr__tls.depth > 0)
+        return in_body(s, begin, end, fn, arg, why, whysz);
     size_t grain, chunks;
     /* The same shape as a domain's loop, over the span's participants. */
     unsigned n = nxr__for_shape(opts, end - begin, s->prefix[s->n], &grain, &chunks);
@@ -381,38 +386,17 @@ int nxr__span_parallel_for(nxr_ctx_t *ctx, size_t begin, size_t end,
     return span_for(ctx, begin, end, opts, fn, arg, why, whysz);
 }
 
-struct reduce_self {
-    nxr_ctx_t *ctx;
-    char *why;
-    size_t whysz;
-};
-
-static int span_loop_fn(void *self, size_t begin, size_t end, const struct nxr_for_opts *opts,
-                        nxr_for_fn fn, void *arg)
-{
-    struct reduce_self *r = self;
-    return span_for(r->ctx, begin, end, opts, fn, arg, r->why, r->whysz);
-}
-
-int nxr__span_parallel_reduce(nxr_ctx_t *ctx, size_t begin, size_t end, size_t grain,
-                              size_t elem_size, const void *identity,
-                              void (*map)(void *arg, size_t b, size_t e, void *partial),
-                              void (*combine)(void *arg, void *result, const void *partial),
-                              void *arg, void *result, char *why, size_t whysz)
-{
-    struct reduce_self self = {.ctx = ctx, .why = why, .whysz = whysz};
-    return nxr__reduce_blocks(span_loop_fn, &self, begin, end, grain, elem_size, identity, map,
-                              combine, arg, result);
-}
-
 /* ---- the span's loop over given member shares (shards, kernels) ------------------ */
 
-int nxr__span_for_parts(nxr_ctx_t *ctx, const size_t *bounds, nxr_for_fn fn, void *arg)
+int nxr__span_for_parts(nxr_ctx_t *ctx, const size_t *bounds, nxr_for_fn fn, void *arg, char *why,
+                        size_t whysz)
 {
     struct nxr__span *s = ctx->span;
     size_t end = bounds[s->n];
     if (end == 0)
         return 0;
+    if (nxr__tls.depth > 0)
+        return in_body(s, 0, end, fn, arg, why, whysz);
     struct span_loop l = {.fn = fn, .arg = arg, .begin = 0, .end = end, .grain = 1};
     /* Grain 1: the parts' row bounds are the chunk bounds, so a member gets
      * exactly its part's rows, split over its team. */

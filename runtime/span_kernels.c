@@ -140,8 +140,8 @@ static void inner_combine(void *p, size_t b, size_t e, unsigned worker)
 }
 
 /* Runs fn over `units` split at `bounds` (member i gets [bounds[i],
- * bounds[i+1])): the span's loop over parts; on one domain, its loop; inside
- * a body of a member, in place. */
+ * bounds[i+1])): the span's loop over parts (in place inside a member's
+ * body); on one domain, its loop. */
 static int run_units(struct linear *l, const size_t *bounds, size_t units, nxr_for_fn fn,
                      char *why, size_t whysz)
 {
@@ -150,18 +150,7 @@ static int run_units(struct linear *l, const size_t *bounds, size_t units, nxr_f
         return 0;
     if (ctx->span == NULL)
         return nxr_parallel_for(ctx, 0, units, 1, fn, l);
-    if (nxr__tls.depth > 0) {
-        int m = nxr__span_member_of_body(ctx->span);
-        if (m < 0) {
-            snprintf(why, whysz, "called inside a body of domain %d, which the span does not "
-                                 "cover (nesting table, executor/nxr_executor.h)",
-                     nxr__tls.exec != NULL ? nxr__tls.exec->spec->id : -1);
-            return NXR_EREENTRANT;
-        }
-        fn(l, 0, units, ctx->span->prefix[m] + nxr__tls.participant);
-        return 0;
-    }
-    return nxr__span_for_parts(ctx, bounds, fn, l);
+    return nxr__span_for_parts(ctx, bounds, fn, l, why, whysz);
 }
 
 /*
@@ -343,14 +332,9 @@ int nxr_span_linear(nxr_ctx_t *ctx, const struct nxr_span_linear_args *args)
     nxr__call_begin();
     if (ctx == NULL)
         return nxr__fail(-EINVAL, call, "ctx is NULL");
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, call);
     if (rc != 0)
-        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    char why[NXR__LAST_ERROR_BYTES];
-    why[0] = '\0';
-    rc = linear(ctx, args, why, sizeof(why));
-    nxr__ctx_fail(ctx, ctx->domain, call, rc, why[0] != '\0' ? why : NULL);
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+        return rc;
+    return nxr__ctx_call_close(&c, ctx->domain, linear(ctx, args, c.why, sizeof(c.why)));
 }

@@ -490,9 +490,8 @@ static int run_on(struct nxr__exec *exec, struct nxr__step_run *r)
         nxr__body_end(saved);
         nxr__exec_answer_readers(exec);
         rc = 0;
-    } else if ((rc = nxr__exec_enter(exec)) == 0) {
-        rc = exec->executor.ops->install(exec->executor.self, nxr__step_region, r, r->participants);
-        nxr__exec_leave(exec);
+    } else {
+        rc = nxr__exec_region(exec, nxr__step_region, r, r->participants);
     }
     return rc != 0 ? rc : nxr__step_run_status(r);
 }
@@ -503,35 +502,29 @@ int nxr_step_run(nxr_ctx_t *ctx, const nxr_step_t *step)
     nxr__call_begin();
     if (ctx == NULL)
         return nxr__fail(-EINVAL, call, "ctx is NULL");
-    bool entered;
-    int rc = nxr__ctx_enter(ctx, &entered);
+    struct nxr__ctx_call c;
+    int rc = nxr__ctx_call_open(&c, ctx, call);
     if (rc != 0)
-        return nxr__ctx_fail(ctx, NULL, call, rc, NULL);
-    char why[NXR__LAST_ERROR_BYTES] = "";
-    if (step == NULL) {
-        rc = -EINVAL;
-        snprintf(why, sizeof why, "step is NULL");
-    } else if (ctx->placing || ctx->span != NULL) {
-        rc = -EINVAL;
-        snprintf(why, sizeof why,
-                 "a step runs on one domain: use a context on a domain (not a %s context)",
-                 ctx->placing ? "placing" : "span");
-    } else {
-        struct nxr__exec *exec = ctx->exec;
-        enum nxr__nesting nesting = nxr__exec_nesting(exec);
-        unsigned budget = ctx->domain->spec.budget;
-        struct nxr__step_run *r = NULL;
-        if (nesting == NXR__NEST_OTHER)
-            rc = NXR_EREENTRANT; /* a body of another domain: not this domain's CPUs */
-        else
-            rc = nxr__step_run_prepare(ctx, step,
-                                       nesting == NXR__NEST_INLINE || budget == 0 ? 1 : budget,
-                                       nesting == NXR__NEST_INLINE, &r, why, sizeof why);
-        if (rc == 0 && step->nops > 0)
-            rc = run_on(exec, (struct nxr__step_run *)r);
-        nxr__step_run_free(r);
-    }
-    nxr__ctx_fail(ctx, ctx->domain, call, rc, why[0] != '\0' ? why : NULL);
-    nxr__ctx_leave(ctx, entered);
-    return rc;
+        return rc;
+    if (step == NULL)
+        return nxr__ctx_call_closef(&c, ctx->domain, -EINVAL, "step is NULL");
+    if (ctx->placing || ctx->span != NULL)
+        return nxr__ctx_call_closef(
+            &c, ctx->domain, -EINVAL,
+            "a step runs on one domain: use a context on a domain (not a %s context)",
+            ctx->placing ? "placing" : "span");
+    struct nxr__exec *exec = ctx->exec;
+    enum nxr__nesting nesting = nxr__exec_nesting(exec);
+    unsigned budget = ctx->domain->spec.budget;
+    struct nxr__step_run *r = NULL;
+    if (nesting == NXR__NEST_OTHER)
+        rc = NXR_EREENTRANT; /* a body of another domain: not this domain's CPUs */
+    else
+        rc = nxr__step_run_prepare(ctx, step,
+                                   nesting == NXR__NEST_INLINE || budget == 0 ? 1 : budget,
+                                   nesting == NXR__NEST_INLINE, &r, c.why, sizeof(c.why));
+    if (rc == 0 && step->nops > 0)
+        rc = run_on(exec, r);
+    nxr__step_run_free(r);
+    return nxr__ctx_call_close(&c, ctx->domain, rc);
 }

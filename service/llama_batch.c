@@ -27,6 +27,7 @@ struct svc_llama_batch {
     int *logit_token;
     /* Activations, in the domain's memory. */
     float *x, *xb, *qkv, *hb, *att, *lx, *logits;
+    float *sum; /* with a span: a residual product before it is added */
 };
 
 void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
@@ -48,7 +49,12 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
 {
     *out = NULL;
     if (side >= w->domains || o->step_tokens == 0 || o->max_active == 0 ||
-        o->max_active > o->step_tokens || o->block_tokens == 0)
+        o->max_active > o->step_tokens || o->block_tokens == 0 ||
+        (o->span == NULL) != (o->shards == NULL))
+        return -EINVAL;
+    if (o->span != NULL && (o->shards->members != nxr_span_domain_count(o->span) ||
+                            o->shards->count != w->packed.count || w->format != SVC_LLAMA_F32 ||
+                            nxr_span_domain_at(o->span, 0) != nxr_ctx_domain(ctx)))
         return -EINVAL;
     const struct svc_llama_shape *s = &w->model->shape;
     const size_t T = o->step_tokens, A = o->max_active, dim = s->dim;
@@ -80,7 +86,8 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
         (rc = domain_floats(ctx, T * 2 * hid, &b->hb)) != 0 ||
         (rc = domain_floats(ctx, T * s->heads * s->seq, &b->att)) != 0 ||
         (rc = domain_floats(ctx, A * dim, &b->lx)) != 0 ||
-        (rc = domain_floats(ctx, A * s->vocab, &b->logits)) != 0) {
+        (rc = domain_floats(ctx, A * s->vocab, &b->logits)) != 0 ||
+        (o->span != NULL && (rc = domain_floats(ctx, T * dim, &b->sum)) != 0)) {
         svc_llama_batch_destroy(b);
         return rc;
     }
@@ -102,7 +109,7 @@ void svc_llama_batch_destroy(struct svc_llama_batch *b)
         return;
     for (size_t i = 0; i < b->n_active; i++)
         drop_blocks(b, b->active[i]);
-    void *domain_mem[] = {b->x, b->xb, b->qkv, b->hb, b->att, b->lx, b->logits};
+    void *domain_mem[] = {b->x, b->xb, b->qkv, b->hb, b->att, b->lx, b->logits, b->sum};
     for (size_t i = 0; i < sizeof domain_mem / sizeof domain_mem[0]; i++)
         if (domain_mem[i] != NULL)
             nxr_domain_free(domain_mem[i]);
@@ -272,10 +279,34 @@ static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
     }
 }
 
-/* c[rows x n] = a W^T (+ c when accumulate: the residual add). */
-static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda,
-                   const nxr_weights_t *w, float *c, bool accumulate)
+/* c[rows x n] = a W^T (+ c when accumulate: the residual add), W the
+ * matrix `index` (svc_llama_weights' numbering): the domain's packed copy,
+ * or with a span its shards, each member computing its own rows' outputs.
+ * The span's residual add is one more pass (c + (a W^T), the same bits as
+ * the packed product's beta = 1: one rounding of the same two values). */
+static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda, size_t index,
+                   float *c, bool accumulate)
 {
+    if (b->o.span != NULL) {
+        const nxr_shards_t *w = svc_llama_shard(b->o.shards, index);
+        const size_t n = nxr_weights_n(b->w->packed.m[index]);
+        const size_t k = nxr_weights_k(b->w->packed.m[index]);
+        float *y = accumulate ? b->sum : c;
+        struct nxr_span_linear_args g = {.m = rows,
+                                         .k = k,
+                                         .n = n,
+                                         .x = a,
+                                         .ldx = lda,
+                                         .w = w,
+                                         .layout = NXR_SHARD_BY_OUTPUT,
+                                         .y = y,
+                                         .ldy = n};
+        int rc = nxr_span_linear(b->o.span, &g);
+        if (rc != 0 || !accumulate)
+            return rc;
+        return nxr_binary(b->ctx, NXR_BINARY_ADD, rows * n, c, y, c);
+    }
+    const nxr_weights_t *w = b->w->packed.m[index];
     struct nxr_sgemm_packed_args g = {.m = rows,
                                       .alpha = 1.0f,
                                       .a = a,
@@ -285,6 +316,12 @@ static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_
                                       .c = c,
                                       .ldc = nxr_weights_n(w)};
     return nxr_sgemm_packed(b->ctx, &g, NULL);
+}
+
+/* Matrix `which` of layer l, in svc_llama_weights' numbering. */
+static size_t matrix(size_t l, int which)
+{
+    return l * SVC_LLAMA_MATRICES + (size_t)which;
 }
 
 #define TRY(call)                                                                                  \
@@ -320,15 +357,15 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     for (size_t l = 0; l < s->layers; l++) {
         const float *rms_att = b->side->rms_att0 + 2 * l * dim, *rms_ffn = rms_att + dim;
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_att, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WQKV), b->qkv, false));
+        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         rope_and_cache(b, rows, l);
         struct attention a = {.b = b, .layer = l};
         TRY(nxr_parallel_for(ctx, 0, rows * s->heads, 1, attention_rows_heads, &a));
-        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_WO), b->x, true));
+        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, svc_llama_matrix(b->w, l, SVC_LLAMA_W13), b->hb, false));
+        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
         TRY(nxr_parallel_for(ctx, 0, rows, 1, swiglu_rows, b));
-        TRY(product(b, rows, b->hb, 2 * hid, svc_llama_matrix(b->w, l, SVC_LLAMA_W2), b->x, true));
+        TRY(product(b, rows, b->hb, 2 * hid, matrix(l, SVC_LLAMA_W2), b->x, true));
     }
     if (logits == 0)
         return 0;
@@ -336,7 +373,7 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     for (size_t i = 0; i < logits; i++)
         memcpy(b->lx + i * dim, b->x + b->logit_row[i] * dim, dim * sizeof(float));
     TRY(nxr_rmsnorm(ctx, logits, dim, b->lx, dim, b->side->rms_final, SVC_LLAMA_EPS, b->lx, dim));
-    TRY(product(b, logits, b->lx, dim, svc_llama_classifier(b->w), b->logits, false));
+    TRY(product(b, logits, b->lx, dim, b->w->packed.count - 1, b->logits, false));
     for (size_t i = 0; i < logits; i++) {
         size_t best;
         TRY(nxr_argmax(ctx, s->vocab, b->logits + i * s->vocab, &best));

@@ -30,6 +30,7 @@
 
 #include "runtime/nxr.h"
 #include "service/kv_blocks.h"
+#include "service/llama_shards.h"
 #include "service/llama_weights.h"
 
 struct svc_llama_seq;
@@ -46,6 +47,14 @@ struct svc_llama_batch_opts {
     size_t block_tokens; /* positions per cache block; >= 1 */
     svc_llama_token_fn on_token;
     void *arg;
+    /* `nxr demo --span`: both set, or neither. Every product then runs over
+     * span's members against the matrices sharded by node (nxr_span_linear,
+     * service/llama_shards.h) instead of against the domain's packed copy;
+     * everything else (embedding, norms, attention, the cache, the argmax)
+     * stays on the engine's context, whose domain must be span's first
+     * member. The tokens are the same bits as the packed f32 path's. */
+    nxr_ctx_t *span;
+    const struct svc_llama_shards *shards;
 };
 
 /* step_tokens 64, max_active 16, kv_bytes 64 MiB, block_tokens 16. */
@@ -70,7 +79,9 @@ struct svc_llama_batch;
 
 /* An engine on ctx's domain, which must be side `side` of w (w, and w's
  * model, outlive it). Returns 0, -EINVAL (an option out of range, the
- * cache budget below one block, side out of range), -ENOMEM or
+ * cache budget below one block, side out of range, a span without shards
+ * or shards without a span, shards of another member count or shape, or
+ * w's matrices not f32 with a span), -ENOMEM or
  * nxr_domain_malloc's error; on failure *out is NULL and nothing stays
  * allocated. */
 int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_ctx_t *ctx,

@@ -13,6 +13,7 @@
 #include "service/llama_omp_path.h"
 #include "service/plot.h"
 #include "service/llama_serve.h"
+#include "service/llama_shards.h"
 
 #define MAX_DOMAINS 64
 
@@ -91,14 +92,15 @@ static int append(struct samples *s, const struct svc_llama_serve_result *r)
     return 0;
 }
 
-enum { PATH_NXR, PATH_UNBATCHED, PATH_FLAT, PATH_OMP, PATHS };
-static const char *const path_names[PATHS] = {"nxr", "unbatched", "flat", "OpenMP"};
+enum { PATH_NXR, PATH_UNBATCHED, PATH_FLAT, PATH_OMP, PATH_SPAN, PATHS };
+static const char *const path_names[PATHS] = {"nxr", "unbatched", "flat", "OpenMP", "span"};
 
 /* What a path serves with: a runtime and its weights (nxr's paths), or
  * the model and threads (OpenMP). */
 struct path {
     nxr_runtime_t *rt;
     const struct svc_llama_weights *w;
+    const struct svc_llama_shards *span; /* the span path's */
     bool batched;
     const struct svc_llama *model;
     int threads;
@@ -125,6 +127,7 @@ static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, s
         .first = first,
         .count = count,
         .clients = c->clients,
+        .span = pa->span,
     };
     svc_llama_batch_opts_init(&sc.batch);
     sc.batch.step_tokens = c->step_tokens;
@@ -253,6 +256,34 @@ static int plot(const struct svc_llama_demo_config *c, const struct path *paths,
     return rc;
 }
 
+/* --span: the model's matrices sharded over every domain of rt (a span
+ * opened for the sharding only: the serving thread opens its own), and
+ * each domain's shards checked on its node. */
+static int span_shards(nxr_runtime_t *rt, const struct svc_llama *model,
+                       struct svc_llama_shards *shards, struct svc_llama_demo_result *res)
+{
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    so.every = true;
+    nxr_ctx_t *span = NULL;
+    int rc = nxr_span_create(rt, &so, &span);
+    if (rc == 0)
+        rc = svc_llama_shards_create(shards, span, model);
+    if (rc != 0) {
+        snprintf(res->error, sizeof res->error, "--span: sharding the weights: %s: %s",
+                 nxr_strerror(rc), nxr_last_error());
+        nxr_ctx_destroy(span);
+        return rc;
+    }
+    res->span_members = nxr_span_domain_count(span);
+    for (size_t i = 0; i < res->domain_count; i++)
+        for (size_t m = 0; m < res->span_members; m++)
+            if (nxr_domain_id(svc_llama_shards_domain(shards, m)) == res->domains[i].id)
+                res->domains[i].shards_on_node = svc_llama_shards_on_node(shards, m);
+    nxr_ctx_destroy(span);
+    return 0;
+}
+
 int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_demo_result *res,
                        bool *bad_input)
 {
@@ -278,6 +309,7 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
     nxr_runtime_t *rt = NULL, *flat_rt = NULL;
     struct svc_llama model = {0};
     struct svc_llama_weights w = {0}, wflat = {0};
+    struct svc_llama_shards shards = {0};
     struct path paths[PATHS] = {0};
     char why[256] = "";
     struct nxr_runtime_opts o;
@@ -317,7 +349,10 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         res->domains[i].node = nxr_domain_node(domains[i]);
         res->domains[i].weights_on_node = svc_llama_weights_on_node(&w, i);
         res->domains[i].kv_on_node = -1;
+        res->domains[i].shards_on_node = -1;
     }
+    if (c->span && (rc = span_shards(rt, &model, &shards, res)) != 0)
+        goto out;
     if (c->compare) {
         nxr_domain_t *fd = NULL;
         if ((rc = flat_runtime(rt, res, &flat_rt)) != 0 ||
@@ -333,7 +368,13 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         snprintf(res->error, sizeof res->error, "measuring the machine: %s", why);
         goto out;
     }
-    const size_t npaths = c->compare ? PATHS : 1;
+    /* The paths that run, in the order the first round runs them. */
+    size_t order[PATHS], npaths = 0;
+    order[npaths++] = PATH_NXR;
+    for (size_t p = PATH_UNBATCHED; c->compare && p <= PATH_OMP; p++)
+        order[npaths++] = p;
+    if (c->span)
+        order[npaths++] = PATH_SPAN;
     paths[PATH_NXR] =
         (struct path){.rt = rt, .w = &w, .batched = true, .res = &res->nxr, .doms = res->domains};
     paths[PATH_UNBATCHED] = (struct path){.rt = rt, .w = &w, .res = &res->unbatched};
@@ -343,7 +384,9 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         (struct path){.model = &model,
                       .threads = (int)(c->omp_threads != 0 ? c->omp_threads : allowed_cpus()),
                       .res = &res->omp};
-    for (size_t k = 0; k < npaths; k++)
+    paths[PATH_SPAN] =
+        (struct path){.rt = rt, .w = &w, .span = &shards, .batched = true, .res = &res->span};
+    for (size_t k = 0; k < PATHS; k++)
         if ((paths[k].tokens = calloc(c->sequences * c->gen_max, sizeof(int))) == NULL) {
             rc = -ENOMEM;
             snprintf(res->error, sizeof res->error, "out of memory for the tokens");
@@ -364,7 +407,7 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         const size_t first = c->sequences * r / rounds;
         const size_t count = c->sequences * (r + 1) / rounds - first;
         for (size_t k = 0; k < npaths && rc == 0; k++) {
-            const size_t p = (k + r) % npaths;
+            const size_t p = order[(k + r) % npaths];
             settle();
             if ((rc = serve_round(c, &paths[p], first, count, why, sizeof why)) != 0) {
                 *bad_input = rc == -EINVAL;
@@ -374,7 +417,8 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
     }
     if (rc != 0)
         goto out;
-    for (size_t k = 0; k < npaths; k++) {
+    for (size_t j = 0; j < npaths; j++) {
+        const size_t k = order[j];
         struct svc_llama_path_result *p = paths[k].res;
         if (p->steps > 0)
             p->batch_mean /= (double)p->steps;
@@ -389,14 +433,20 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         res->bound_tokens_per_s =
             res->machine.read_gbs * 1e9 / res->weight_bytes * res->nxr.batch_mean;
     }
-    if (c->compare) {
-        /* The rounds run served sequences [0, served) on every path. */
+    if (npaths > 1) {
+        /* The rounds run served sequences [0, served) on every path; nxr's
+         * engine paths that ran must have made the same tokens. */
         const size_t served = c->sequences * res->rounds_run / rounds;
         const size_t bytes = served * c->gen_max * sizeof(int);
         res->sequences_compared = served;
-        res->tokens_match =
-            memcmp(paths[PATH_NXR].tokens, paths[PATH_UNBATCHED].tokens, bytes) == 0 &&
-            memcmp(paths[PATH_NXR].tokens, paths[PATH_FLAT].tokens, bytes) == 0;
+        res->tokens_match = true;
+        for (size_t j = 1; j < npaths; j++)
+            if (order[j] != PATH_OMP)
+                res->tokens_match &=
+                    memcmp(paths[PATH_NXR].tokens, paths[order[j]].tokens, bytes) == 0;
+    }
+    if (c->compare) {
+        const size_t served = res->sequences_compared;
         for (size_t j = 0; j < served; j++)
             res->omp_sequences_same +=
                 memcmp(paths[PATH_NXR].tokens + j * c->gen_max,
@@ -410,6 +460,7 @@ out:
         free(paths[k].smp.ttft), free(paths[k].smp.itl);
         free(paths[k].smp.step_s), free(paths[k].smp.step_rate), free(paths[k].smp.step_domain);
     }
+    svc_llama_shards_destroy(&shards);
     svc_llama_weights_destroy(&wflat);
     svc_llama_weights_destroy(&w);
     svc_llama_destroy(&model);

@@ -17,6 +17,16 @@
  *     greedy and f32: nxr's paths (one engine) must match exactly; the
  *     OpenMP engine sums in another order, so its tokens may part from
  *     nxr's where two logits nearly tie (counted, not required).
+ * With --span, one more path in the same rounds: every sequence served over
+ * EVERY domain at once (svc_llama_serve_config.span): one engine, batching
+ * as nxr's does, whose products run on every domain against the matrices
+ * sharded by output rows, each domain's rows in its node's memory
+ * (service/llama_shards.h; checked, `shards_on_node`); the embedding, norms,
+ * attention and the KV cache on the first domain (a sequence's cache is
+ * read once a step by attention, a few percent of the weight bytes at these
+ * lengths, and splitting it by heads would add a second fan-out per layer).
+ * Its inter-token latency is set against nxr's one-domain engines' in the
+ * same run, and its tokens must be theirs (f32 only: the shards are f32).
  */
 #ifndef NXR_SERVICE_LLAMA_DEMO_H
 #define NXR_SERVICE_LLAMA_DEMO_H
@@ -43,6 +53,7 @@ struct svc_llama_demo_config {
     uint64_t seed;        /* --seed: weights and the stream */
     const char *domains;  /* --domains (NXR_DOMAINS grammar); NULL: one per node */
     bool compare;         /* false with --no-compare: the batched path only */
+    bool span;            /* --span: also the span path (f32 weights only) */
     unsigned omp_threads; /* the OpenMP peer's threads; 0: every allowed CPU */
     size_t rounds;        /* rounds the sequences are cut into */
     /* Seconds of serving after which the run stops at the next round
@@ -77,20 +88,22 @@ struct svc_llama_domain_result {
     size_t tokens, steps;
     double batch_mean;
     double weights_on_node, kv_on_node; /* -1: the domain has no node */
+    double shards_on_node; /* --span: its shards' pages on its node (-1: unknown or no span) */
 };
 
 struct svc_llama_demo_result {
     struct svc_llama_demo_config config;
     const char *size;
     double weight_bytes; /* one step's (the packed matrices) */
-    struct svc_llama_path_result nxr, unbatched, flat, omp;
+    struct svc_llama_path_result nxr, unbatched, flat, omp, span;
+    size_t span_members; /* the span path's domains (0: no span path) */
     char flat_cpus[128];
     size_t domain_count;
     struct svc_llama_domain_result domains[64];
     struct svc_machine machine;
     double fraction_of_limit;  /* nxr's weight bytes/s over the read bandwidth (-1: unknown) */
     double bound_tokens_per_s; /* what the read bandwidth allows at nxr's batch (-1: unknown) */
-    bool tokens_match;         /* unbatched and flat: every token of every sequence */
+    bool tokens_match;         /* unbatched, flat and span: every token of every sequence */
     size_t sequences_compared;
     size_t rounds_planned, rounds_run; /* fewer run when the time budget cut the run */
     size_t omp_sequences_same;         /* sequences whose tokens OpenMP made exactly */

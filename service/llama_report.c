@@ -1,135 +1,263 @@
-/* `nxr demo`'s language model report: the table and the JSON (see llama_demo.h). */
+/*
+ * `nxr demo`'s language model report (see llama_demo.h): one walk over the
+ * result (report()) writes the JSON and the table through the diagnostics'
+ * emitter (base/emit.h), as the MLP demo's report does (report.c): each
+ * scalar's text is its value formatted for the table, each object's
+ * template places its members, and what the table says beside them that
+ * has no JSON member of its own is written into the template.
+ */
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "base/emit.h"
 #include "service/llama_demo.h"
 
-static void path_line(FILE *f, const char *name, const struct svc_llama_path_result *p,
-                      const struct svc_llama_path_result *ref)
+static double ratio(double a, double b)
 {
-    if (!p->ran)
+    return b > 0 ? a / b : 0.0;
+}
+
+/* A measurement, its text formatted by fmt (a printf format of one double). */
+static void num(struct nxr__emit *e, const char *key, double v, const char *fmt)
+{
+    char text[64];
+    snprintf(text, sizeof(text), fmt, v);
+    nxr__emit_double(e, key, v, text);
+}
+
+/* A fraction of pages or bytes: null (shown "-") when unknown (< 0). */
+static void fraction(struct nxr__emit *e, const char *key, double v)
+{
+    if (v < 0)
+        nxr__emit_null(e, key, "-");
+    else
+        num(e, key, v, "%.2f");
+}
+
+static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+/* A path's row: its label, then its members' columns; extra is what the
+ * table adds at the end (a ratio to nxr). */
+static const char *row(char *buf, size_t size, const char *label, const char *extra)
+{
+    return tmpl(buf, size,
+                "  %-10s {tokens_per_s} tok/s  TTFT p50 {ttft_p50_ms} ms p99 {ttft_p99_ms} ms  ITL "
+                "p50 {itl_p50_ms} ms p99 {itl_p99_ms} ms  batch {batch_mean}%s\n",
+                label, extra);
+}
+
+/* A path's figures, as members of the object open now (nxr's are the
+ * report's own). */
+static void path_members(struct nxr__emit *e, const struct svc_llama_path_result *p)
+{
+    nxr__emit_uint(e, "sequences", p->sequences, NULL);
+    nxr__emit_uint(e, "tokens", p->tokens, NULL);
+    num(e, "wall_s", p->wall_s, "%.3f");
+    num(e, "tokens_per_s", p->tokens_per_s, "%9.1f");
+    num(e, "ttft_p50_ms", p->ttft.p50_ms, "%8.2f");
+    num(e, "ttft_p99_ms", p->ttft.p99_ms, "%8.2f");
+    num(e, "itl_p50_ms", p->itl.p50_ms, "%7.2f");
+    num(e, "itl_p99_ms", p->itl.p99_ms, "%7.2f");
+    num(e, "batch_mean", p->batch_mean, "%5.2f");
+    nxr__emit_uint(e, "steps", p->steps, NULL);
+}
+
+/* A peer path: null when it did not run, else its figures and its row,
+ * with nxr's tokens/s over its own. */
+static void peer(struct nxr__emit *e, const char *key, const char *label,
+                 const struct svc_llama_path_result *p, const struct svc_llama_path_result *nxr)
+{
+    if (!p->ran) {
+        nxr__emit_null(e, key, "");
         return;
-    fprintf(f,
-            "  %-10s %9.1f tok/s  TTFT p50 %8.2f ms p99 %8.2f ms  ITL p50 %7.2f ms p99 %7.2f ms"
-            "  batch %5.2f",
-            name, p->tokens_per_s, p->ttft.p50_ms, p->ttft.p99_ms, p->itl.p50_ms, p->itl.p99_ms,
-            p->batch_mean);
-    if (ref != NULL && ref != p && p->tokens_per_s > 0)
-        fprintf(f, "  (nxr %.2fx)", ref->tokens_per_s / p->tokens_per_s);
-    fputc('\n', f);
+    }
+    char extra[32] = "", t[256];
+    if (p->tokens_per_s > 0)
+        snprintf(extra, sizeof extra, "  (nxr %.2fx)", nxr->tokens_per_s / p->tokens_per_s);
+    nxr__emit_object(e, key, row(t, sizeof t, label, extra));
+    path_members(e, p);
+    nxr__emit_end(e);
+}
+
+static void domain(struct nxr__emit *e, const struct svc_llama_domain_result *d)
+{
+    nxr__emit_object(e, NULL,
+                     "  domain {id} (node {node}): {tokens} tokens, batch {batch_mean}, weights on "
+                     "node {weights_on_node}, KV on node {kv_on_node}\n");
+    nxr__emit_int(e, "id", d->id, NULL);
+    nxr__emit_int(e, "node", d->node, NULL);
+    nxr__emit_uint(e, "tokens", d->tokens, NULL);
+    num(e, "batch_mean", d->batch_mean, "%.2f");
+    fraction(e, "weights_on_node", d->weights_on_node);
+    fraction(e, "kv_on_node", d->kv_on_node);
+    fraction(e, "shards_on_node", d->shards_on_node);
+    nxr__emit_end(e);
+}
+
+/* The span's line (the text of span_members; empty without a span path). */
+static void span_members(struct nxr__emit *e, const struct svc_llama_demo_result *r)
+{
+    char text[512] = "";
+    if (r->span.ran) {
+        int n = snprintf(text, sizeof text,
+                         "  span: each sequence over %zu domain%s at once, weights sharded by "
+                         "node; inter-token latency p50 %.2fx, p99 %.2fx one domain's (nxr)\n",
+                         r->span_members, r->span_members == 1 ? "" : "s",
+                         ratio(r->span.itl.p50_ms, r->nxr.itl.p50_ms),
+                         ratio(r->span.itl.p99_ms, r->nxr.itl.p99_ms));
+        if (r->span_members == 1 && n > 0 && (size_t)n < sizeof text)
+            snprintf(text + n, sizeof text - (size_t)n,
+                     "  (span: one domain only, so the span path is the one-domain engine: give "
+                     "--domains or a machine with more nodes to shard the weights)\n");
+    }
+    nxr__emit_uint(e, "span_members", r->span_members, text);
+}
+
+/* "tokens_match" (its text the tokens line), "sequences_compared" and
+ * "omp_sequences_same". */
+static void tokens(struct nxr__emit *e, const struct svc_llama_demo_result *r)
+{
+    if (r->sequences_compared == 0) {
+        nxr__emit_null(e, "tokens_match", "");
+        nxr__emit_uint(e, "sequences_compared", 0, NULL);
+        return;
+    }
+    /* "nxr, unbatched and flat", "nxr, unbatched, flat and span", "nxr and span" */
+    const char *ran[4] = {"nxr"};
+    size_t n = 1;
+    if (r->unbatched.ran)
+        ran[n++] = "unbatched";
+    if (r->flat.ran)
+        ran[n++] = "flat";
+    if (r->span.ran)
+        ran[n++] = "span";
+    char which[64] = "", omp[160] = "", text[384];
+    for (size_t i = 0; i < n; i++)
+        snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s",
+                 i == 0       ? ""
+                 : i + 1 == n ? " and "
+                              : ", ",
+                 ran[i]);
+    if (r->omp.ran)
+        snprintf(omp, sizeof omp,
+                 "; OpenMP (f32) made the same tokens for %zu of them (another summation order)",
+                 r->omp_sequences_same);
+    snprintf(text, sizeof text, "  tokens: %s on %s (%zu sequences, greedy, %s)%s\n",
+             r->tokens_match ? "identical" : "DIFFER", which, r->sequences_compared,
+             svc_llama_format_name(r->config.format), omp);
+    nxr__emit_bool(e, "tokens_match", r->tokens_match, text);
+    nxr__emit_uint(e, "sequences_compared", r->sequences_compared, NULL);
+    nxr__emit_uint(e, "omp_sequences_same", r->omp_sequences_same, NULL);
+}
+
+static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
+{
+    const struct svc_llama_demo_config *c = &r->config;
+    const struct svc_llama_shape *s = &c->shape;
+    char flat_note[256] = "", limit[256] = "", rounds[192] = "", nxr_row[256], t[2048];
+    if (r->flat.ran)
+        snprintf(flat_note, sizeof flat_note,
+                 "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
+                 "at a time, prompts token by token)\n",
+                 r->flat_cpus);
+    if (r->fraction_of_limit >= 0)
+        snprintf(limit, sizeof limit,
+                 "  limit: read {read_gbs} GB/s measured in this run; nxr's weight reads are "
+                 "{fraction_of_limit} of it ({bound_tokens_per_s} tok/s allowed at batch %.2f)\n",
+                 r->nxr.batch_mean);
+    if (r->rounds_run < r->rounds_planned)
+        snprintf(rounds, sizeof rounds,
+                 "  (the time budget stopped the run after %zu of %zu rounds: every path served "
+                 "the same sequences)\n",
+                 r->rounds_run, r->rounds_planned);
+    row(nxr_row, sizeof nxr_row, "nxr", "");
+    tmpl(t, sizeof t,
+         "nxr demo: llama {size} {shape}, {weights} weights, {weight_bytes_per_step} MiB of them "
+         "per step\n"
+         "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
+         "a step, %zu MiB of cache per domain\n"
+         "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s{tokens_match}%s"
+         "  (ratios from alternated rounds of one run)\n",
+         c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens,
+         c->kv_mib, nxr_row, flat_note, limit, rounds);
+    nxr__emit_object(e, NULL, t);
+    nxr__emit_str(e, "model", "llama", NULL);
+    nxr__emit_str(e, "size", r->size, NULL);
+    nxr__emit_str(e, "weights", svc_llama_format_name(c->format), NULL);
+    nxr__emit_uint(e, "clients", c->clients, NULL);
+    nxr__emit_object(e, "shape",
+                     "(dim {dim}, hidden {hidden}, {layers} layers, {heads} heads, {kv_heads} kv "
+                     "heads, vocab {vocab})");
+    nxr__emit_uint(e, "dim", s->dim, NULL);
+    nxr__emit_uint(e, "hidden", s->hidden, NULL);
+    nxr__emit_uint(e, "layers", s->layers, NULL);
+    nxr__emit_uint(e, "heads", s->heads, NULL);
+    nxr__emit_uint(e, "kv_heads", s->kv_heads, NULL);
+    nxr__emit_uint(e, "vocab", s->vocab, NULL);
+    nxr__emit_uint(e, "seq", s->seq, NULL);
+    nxr__emit_end(e);
+    char mib[32];
+    snprintf(mib, sizeof mib, "%.1f", r->weight_bytes / (1 << 20));
+    nxr__emit_uint(e, "weight_bytes_per_step", (uint64_t)r->weight_bytes, mib);
+    path_members(e, &r->nxr);
+    nxr__emit_list(e, "domains", NULL);
+    for (size_t i = 0; i < r->domain_count; i++)
+        domain(e, &r->domains[i]);
+    nxr__emit_end(e);
+    peer(e, "unbatched", "unbatched", &r->unbatched, &r->nxr);
+    peer(e, "flat", "flat", &r->flat, &r->nxr);
+    peer(e, "omp", "OpenMP", &r->omp, &r->nxr);
+    peer(e, "span", "span", &r->span, &r->nxr);
+    span_members(e, r);
+    nxr__emit_uint(e, "rounds_planned", r->rounds_planned, NULL);
+    nxr__emit_uint(e, "rounds_run", r->rounds_run, NULL);
+    num(e, "read_gbs", r->machine.read_gbs, "%.1f");
+    if (r->fraction_of_limit < 0)
+        nxr__emit_null(e, "fraction_of_limit", "");
+    else
+        num(e, "fraction_of_limit", r->fraction_of_limit, "%.2f");
+    if (r->bound_tokens_per_s < 0)
+        nxr__emit_null(e, "bound_tokens_per_s", "");
+    else
+        num(e, "bound_tokens_per_s", r->bound_tokens_per_s, "%.0f");
+    tokens(e, r);
+    nxr__emit_end(e);
+}
+
+static void write_report(FILE *f, const struct svc_llama_demo_result *r,
+                         enum nxr__emit_format format)
+{
+    struct nxr__strbuf sb = {0};
+    struct nxr__emit e;
+    nxr__emit_init(&e, format, &sb);
+    report(&e, r);
+    char *out = NULL;
+    if (nxr__strbuf_take(&sb, &out) != 0) {
+        fprintf(stderr, "nxr demo: the report: out of memory\n");
+        return;
+    }
+    fputs(out, f);
+    free(out);
 }
 
 void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
 {
-    const struct svc_llama_demo_config *c = &r->config;
-    const struct svc_llama_shape *s = &c->shape;
-    fprintf(f,
-            "nxr demo: llama %s (dim %zu, hidden %zu, %zu layers, %zu heads, %zu kv heads, "
-            "vocab %zu), %s weights, %.1f MiB of them per step\n",
-            r->size, s->dim, s->hidden, s->layers, s->heads, s->kv_heads, s->vocab,
-            svc_llama_format_name(c->format), r->weight_bytes / (1 << 20));
-    fprintf(f,
-            "  %zu clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens a "
-            "step, %zu MiB of cache per domain\n",
-            c->clients, c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max,
-            c->step_tokens, c->kv_mib);
-    for (size_t i = 0; i < r->domain_count; i++) {
-        const struct svc_llama_domain_result *d = &r->domains[i];
-        fprintf(f,
-                "  domain %d (node %d): %zu tokens, batch %.2f, weights on node %.2f, KV on node "
-                "%.2f\n",
-                d->id, d->node, d->tokens, d->batch_mean, d->weights_on_node, d->kv_on_node);
-    }
-    path_line(f, "nxr", &r->nxr, NULL);
-    path_line(f, "unbatched", &r->unbatched, &r->nxr);
-    path_line(f, "flat", &r->flat, &r->nxr);
-    path_line(f, "OpenMP", &r->omp, &r->nxr);
-    if (r->flat.ran)
-        fprintf(f,
-                "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
-                "at a time, prompts token by token)\n",
-                r->flat_cpus);
-    if (r->fraction_of_limit >= 0)
-        fprintf(f,
-                "  limit: read %.1f GB/s measured in this run; nxr's weight reads are %.2f of it "
-                "(%.0f tok/s allowed at batch %.2f)\n",
-                r->machine.read_gbs, r->fraction_of_limit, r->bound_tokens_per_s,
-                r->nxr.batch_mean);
-    if (r->sequences_compared > 0)
-        fprintf(f,
-                "  tokens: %s on nxr, unbatched and flat (%zu sequences, greedy, %s); OpenMP "
-                "(f32) made the same tokens for %zu of them (another summation order)\n",
-                r->tokens_match ? "identical" : "DIFFER", r->sequences_compared,
-                svc_llama_format_name(c->format), r->omp_sequences_same);
-    if (r->rounds_run < r->rounds_planned)
-        fprintf(f,
-                "  (the time budget stopped the run after %zu of %zu rounds: every path served "
-                "the same sequences)\n",
-                r->rounds_run, r->rounds_planned);
-    fprintf(f, "  (ratios from alternated rounds of one run)\n");
-}
-
-static void path_json(FILE *f, const struct svc_llama_path_result *p)
-{
-    fprintf(f,
-            "\"sequences\":%zu,\"tokens\":%zu,\"wall_s\":%.4f,\"tokens_per_s\":%.2f,"
-            "\"ttft_p50_ms\":%.4f,\"ttft_p99_ms\":%.4f,\"itl_p50_ms\":%.4f,\"itl_p99_ms\":%.4f,"
-            "\"batch_mean\":%.4f,\"steps\":%zu",
-            p->sequences, p->tokens, p->wall_s, p->tokens_per_s, p->ttft.p50_ms, p->ttft.p99_ms,
-            p->itl.p50_ms, p->itl.p99_ms, p->batch_mean, p->steps);
-}
-
-static void fraction_json(FILE *f, const char *key, double v)
-{
-    if (v < 0)
-        fprintf(f, "\"%s\":null", key);
-    else
-        fprintf(f, "\"%s\":%.4f", key, v);
+    write_report(f, r, NXR__EMIT_TEXT);
 }
 
 void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
 {
-    const struct svc_llama_demo_config *c = &r->config;
-    const struct svc_llama_shape *s = &c->shape;
-    fprintf(f,
-            "{\"model\":\"llama\",\"size\":\"%s\",\"weights\":\"%s\",\"clients\":%zu,"
-            "\"shape\":{\"dim\":%zu,\"hidden\":%zu,\"layers\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
-            "\"vocab\":%zu,\"seq\":%zu},\"weight_bytes_per_step\":%.0f,",
-            r->size, svc_llama_format_name(c->format), c->clients, s->dim, s->hidden, s->layers,
-            s->heads, s->kv_heads, s->vocab, s->seq, r->weight_bytes);
-    path_json(f, &r->nxr);
-    fprintf(f, ",\"domains\":[");
-    for (size_t i = 0; i < r->domain_count; i++) {
-        const struct svc_llama_domain_result *d = &r->domains[i];
-        fprintf(f, "%s{\"id\":%d,\"node\":%d,\"tokens\":%zu,\"batch_mean\":%.4f,", i ? "," : "",
-                d->id, d->node, d->tokens, d->batch_mean);
-        fraction_json(f, "weights_on_node", d->weights_on_node);
-        fputc(',', f);
-        fraction_json(f, "kv_on_node", d->kv_on_node);
-        fputc('}', f);
-    }
-    fputc(']', f);
-    const struct {
-        const char *key;
-        const struct svc_llama_path_result *p;
-    } peers[] = {{"unbatched", &r->unbatched}, {"flat", &r->flat}, {"omp", &r->omp}};
-    for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
-        fprintf(f, ",\"%s\":", peers[i].key);
-        if (peers[i].p->ran) {
-            fputc('{', f);
-            path_json(f, peers[i].p);
-            fputc('}', f);
-        } else {
-            fprintf(f, "null");
-        }
-    }
-    fprintf(f, ",\"rounds_planned\":%zu,\"rounds_run\":%zu,\"read_gbs\":%.3f,", r->rounds_planned,
-            r->rounds_run, r->machine.read_gbs);
-    fraction_json(f, "fraction_of_limit", r->fraction_of_limit);
-    fputc(',', f);
-    fraction_json(f, "bound_tokens_per_s", r->bound_tokens_per_s);
-    if (r->sequences_compared > 0)
-        fprintf(f, ",\"tokens_match\":%s,\"sequences_compared\":%zu,\"omp_sequences_same\":%zu}\n",
-                r->tokens_match ? "true" : "false", r->sequences_compared, r->omp_sequences_same);
-    else
-        fprintf(f, ",\"tokens_match\":null,\"sequences_compared\":0}\n");
+    write_report(f, r, NXR__EMIT_JSON);
 }

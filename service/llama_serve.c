@@ -188,23 +188,51 @@ static double kv_on_node(const struct svc_kv_blocks *kv)
     return r.on_node;
 }
 
+/* The span of --span: every domain of the runtime, driven by this serving
+ * thread only; the shards must have been made over the same members. */
+static int open_span(struct server *srv, nxr_ctx_t **span)
+{
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    so.every = true;
+    int rc = nxr_span_create(srv->rt, &so, span);
+    if (rc != 0)
+        return rc;
+    const size_t members = nxr_span_domain_count(*span);
+    bool same = members == srv->c->span->members;
+    for (size_t i = 0; same && i < members; i++)
+        same = nxr_span_domain_at(*span, i) == svc_llama_shards_domain(srv->c->span, i);
+    if (!same) {
+        nxr_ctx_destroy(*span);
+        *span = NULL;
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static void *serving_thread(void *arg)
 {
     struct domain *D = arg;
     struct server *srv = D->srv;
-    nxr_ctx_t *ctx = NULL;
+    nxr_ctx_t *ctx = NULL, *span = NULL;
     struct svc_llama_batch *b = NULL;
     nxr_domain_t *d = srv->w->side[D->index].replica.domain;
     int rc = nxr_ctx_create(srv->rt, nxr_domain_id(d), &ctx);
+    if (rc == 0 && srv->c->span != NULL)
+        rc = open_span(srv, &span);
     if (rc != 0) {
-        fail(srv, rc, "context", D->index);
+        fail(srv, rc, span == NULL && ctx != NULL ? "span" : "context", D->index);
+        nxr_ctx_destroy(ctx);
         return NULL;
     }
     struct svc_llama_batch_opts o = srv->c->batch;
     o.on_token = on_token;
     o.arg = D;
+    o.span = span;
+    o.shards = srv->c->span;
     if ((rc = svc_llama_batch_create(srv->w, D->index, ctx, &o, &b)) != 0) {
         fail(srv, rc, "engine", D->index);
+        nxr_ctx_destroy(span);
         nxr_ctx_destroy(ctx);
         return NULL;
     }
@@ -261,6 +289,7 @@ static void *serving_thread(void *arg)
     }
     D->stats.kv_on_node = kv_on_node(svc_llama_batch_cache(b));
     svc_llama_batch_destroy(b);
+    nxr_ctx_destroy(span);
     nxr_ctx_destroy(ctx);
     return NULL;
 }
@@ -342,7 +371,7 @@ int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
     srv->rt = rt, srv->w = w, srv->c = c, srv->tokens = tokens, srv->res = out;
     srv->err = err, srv->errsz = errsz;
     srv->step_cap = step_cap;
-    srv->domains = w->domains;
+    srv->domains = c->span != NULL ? 1 : w->domains;
     pthread_mutex_init(&srv->lock, NULL);
     const size_t block_bytes =
         s->layers * 2 * c->batch.block_tokens * svc_llama_kv_dim(s) * sizeof(float);

@@ -44,7 +44,15 @@ struct svc_llama_serve_config {
     struct svc_llama_stream stream;
     size_t first, count; /* serve sequences [first, first + count) of the stream */
     size_t clients;
-    struct svc_llama_batch_opts batch; /* per domain; on_token and arg are the server's */
+    struct svc_llama_batch_opts batch; /* per domain; on_token, arg, span and shards are the
+                                        * server's */
+    /* `nxr demo --span`: NULL, or the model's matrices sharded over every
+     * domain of the runtime (in the runtime's order). Then ONE engine serves
+     * every sequence (result: one domain entry, index 0): its serving thread
+     * opens a span over every domain and a context on the first (w's side
+     * 0, which holds its embedding, norms and KV cache), and each of its
+     * products runs on every domain at once, each on its own node's rows. */
+    const struct svc_llama_shards *span;
 };
 
 struct svc_llama_serve_domain {

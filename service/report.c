@@ -1,11 +1,24 @@
-/* The demo's report (see report.h). */
+/*
+ * The demo's report (see report.h): one walk over the result (report())
+ * writes the JSON for scripts and the table for people through the
+ * diagnostics' emitter (base/emit.h), so the two cannot disagree.
+ *
+ * How the text is laid out: each scalar's text is its value formatted for
+ * its column (num(), count()), and each object's template places its
+ * members with the words around them. What the table shows beside a value
+ * that has no JSON member of its own (a path's name, a ratio on a goal's
+ * line) is written into the template by the caller, so every member is
+ * still named once.
+ */
 #include "service/report.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/emit.h"
 #include "service/compare.h"
 
 static double ratio(double a, double b)
@@ -13,11 +26,44 @@ static double ratio(double a, double b)
     return b > 0 ? a / b : 0.0;
 }
 
-/* A CPU list "0-2,5" as a JSON array [0,1,2,5]. */
-static void json_cpus(FILE *f, const char *list)
+static const char *met(bool ok)
 {
-    fputc('[', f);
-    bool first = true;
+    return ok ? "met" : "missed";
+}
+
+/* A measurement, its text formatted by fmt (a printf format of one double). */
+static void num(struct nxr__emit *e, const char *key, double v, const char *fmt)
+{
+    char text[64];
+    snprintf(text, sizeof(text), fmt, v);
+    nxr__emit_double(e, key, v, text);
+}
+
+/* A count, its text formatted by fmt (a printf format of one size_t). */
+static void count(struct nxr__emit *e, const char *key, size_t v, const char *fmt)
+{
+    char text[64];
+    snprintf(text, sizeof(text), fmt, v);
+    nxr__emit_uint(e, key, v, text);
+}
+
+/* A template, formatted now (what it says beside the members it places). */
+static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+/* A CPU list "0-2,5": a JSON array [0,1,2,5], shown as text (the list as
+ * the table shows it). */
+static void cpus(struct nxr__emit *e, const char *key, const char *list, const char *text)
+{
+    nxr__emit_list(e, key, text);
     for (const char *p = list; *p != '\0';) {
         char *end;
         long lo = strtol(p, &end, 10), hi = lo;
@@ -25,50 +71,41 @@ static void json_cpus(FILE *f, const char *list)
             break;
         if (*end == '-')
             hi = strtol(end + 1, &end, 10);
-        for (long c = lo; c <= hi; c++) {
-            fprintf(f, "%s%ld", first ? "" : ",", c);
-            first = false;
-        }
+        for (long c = lo; c <= hi; c++)
+            nxr__emit_int(e, NULL, c, NULL);
         p = *end == ',' ? end + 1 : end;
     }
-    fputc(']', f);
+    nxr__emit_end(e);
 }
 
-/* A JSON string of text: quotes, backslashes and control bytes escaped. */
-static void json_text(FILE *f, const char *text)
+/* A path's figures, as members of the object open now (the nxr path's are
+ * the report's own); the table's row template names them. */
+static void path_members(struct nxr__emit *e, const struct svc_path_result *p)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    count(e, "requests", p->requests, "%zu");
+    num(e, "requests_per_s", p->requests_per_s, "%9.0f");
+    num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
+    num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
+    num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
+    num(e, "max_ms", p->latency.max_ms, "%.3f");
+    num(e, "wall_s", p->wall_s, "%.3f");
+    count(e, "rows", p->rows, "%zu");
+    count(e, "passes", p->passes, "%zu");
 }
 
-static void json_path(FILE *f, const char *name, const struct svc_path_result *p)
+/* The row template of a path named name (the columns of "path" below). */
+static const char *row(char *buf, size_t size, const char *name)
 {
-    if (!p->ran) {
-        fprintf(f, "\"%s\":null,", name);
-        return;
-    }
-    fprintf(f,
-            "\"%s\":{\"requests\":%zu,\"requests_per_s\":%.1f,\"p50_ms\":%.4f,\"p95_ms\":%.4f,"
-            "\"p99_ms\":%.4f,\"max_ms\":%.4f,\"wall_s\":%.4f,\"rows\":%zu,\"passes\":%zu",
-            name, p->requests, p->requests_per_s, p->latency.p50_ms, p->latency.p95_ms,
-            p->latency.p99_ms, p->latency.max_ms, p->wall_s, p->rows, p->passes);
+    return tmpl(buf, size, "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n", name);
 }
 
 /* ---- how close a path is to the machine --------------------------------- */
 
 struct efficiency {
-    double gflops, fraction_of_peak;  /* GEMM FLOPs of the rows it served */
+    double gflops, fraction_of_peak;     /* GEMM FLOPs of the rows it served */
     double weight_gbs, fraction_of_read; /* the weights, once per forward pass */
     double requests_per_pass;
-    double bandwidth_bound;           /* req/s if every pass streamed at read_gbs */
+    double bandwidth_bound; /* req/s if every pass streamed at read_gbs */
 };
 
 static struct efficiency efficiency(const struct svc_demo_result *r,
@@ -99,348 +136,417 @@ static double limit_requests_per_s(const struct svc_demo_result *r)
     return ratio(r->machine.gemm_peak_gflops * 1e9, flops_per_request(r));
 }
 
-static void json_efficiency(FILE *f, const char *name, const struct svc_demo_result *r,
-                            const struct svc_path_result *p, bool first)
+static void path_efficiency(struct nxr__emit *e, const char *key, const char *label,
+                            const struct svc_demo_result *r, const struct svc_path_result *p)
 {
     if (!p->ran)
         return;
-    const struct efficiency e = efficiency(r, p);
-    fprintf(f,
-            "%s\"%s\":{\"gflops\":%.6g,\"fraction_of_peak\":%.6g,\"weight_gbs\":%.6g,"
-            "\"fraction_of_read\":%.6g,\"requests_per_pass\":%.4f,"
-            "\"bandwidth_bound_requests_per_s\":%.1f}",
-            first ? "" : ",", name, e.gflops, e.fraction_of_peak, e.weight_gbs, e.fraction_of_read,
-            e.requests_per_pass, e.bandwidth_bound);
+    const struct efficiency f = efficiency(r, p);
+    char t[320];
+    nxr__emit_object(e, key,
+                     tmpl(t, sizeof(t),
+                          "  %-9s {gflops} GFLOP/s = {fraction_of_peak} of peak; weights "
+                          "{weight_gbs} GB/s = {fraction_of_read} of read ({requests_per_pass} "
+                          "requests per pass: bandwidth bound {bandwidth_bound_requests_per_s} "
+                          "req/s); %.2f of the limit\n",
+                          label, ratio(p->requests_per_s, limit_requests_per_s(r))));
+    num(e, "gflops", f.gflops, "%7.1f");
+    num(e, "fraction_of_peak", f.fraction_of_peak, "%.2f");
+    num(e, "weight_gbs", f.weight_gbs, "%6.1f");
+    num(e, "fraction_of_read", f.fraction_of_read, "%.2f");
+    num(e, "requests_per_pass", f.requests_per_pass, "%.2f");
+    num(e, "bandwidth_bound_requests_per_s", f.bandwidth_bound, "%.0f");
+    nxr__emit_end(e);
 }
 
-static void json_machine(FILE *f, const struct svc_demo_result *r)
+/* "machine" and "fraction_of_limit" (members of the report). */
+static void machine(struct nxr__emit *e, const struct svc_demo_result *r)
 {
     if (r->machine.domains == 0) {
-        fprintf(f, "\"machine\":null,\"fraction_of_limit\":null,");
+        nxr__emit_null(e, "machine", "");
+        nxr__emit_null(e, "fraction_of_limit", "");
         return;
     }
     const double limit = limit_requests_per_s(r);
-    fprintf(f,
-            "\"machine\":{\"gemm_peak_gflops\":%.2f,\"read_gbs\":%.2f,"
-            "\"limit_requests_per_s\":%.1f,\"flops_per_request\":%.0f,\"weight_mib\":%.2f,"
-            "\"domains\":%zu,\"paths\":{",
-            r->machine.gemm_peak_gflops, r->machine.read_gbs, limit, flops_per_request(r),
-            r->weight_bytes / (1 << 20), r->machine.domains);
-    json_efficiency(f, "nxr", r, &r->nxr, true);
-    json_efficiency(f, "baseline", r, &r->baseline, false);
-    json_efficiency(f, "flat", r, &r->flat, false);
-    json_efficiency(f, "omp", r, &r->omp, false);
-    fprintf(f, "}},\"fraction_of_limit\":%.4f,", ratio(r->nxr.requests_per_s, limit));
+    char t[512];
+    nxr__emit_object(e, "machine",
+                     tmpl(t, sizeof(t),
+                          "\nmachine (measured in this run, {domains} domain(s)): native SGEMM "
+                          "2048 {gemm_peak_gflops} GFLOP/s, streaming read {read_gbs} GB/s\n"
+                          "  limit at the GEMM peak: {limit_requests_per_s} req/s (%.1f MFLOP "
+                          "per request of this mix, {weight_mib} MiB of weights per pass)\n"
+                          "{paths}",
+                          flops_per_request(r) / 1e6));
+    num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
+    num(e, "read_gbs", r->machine.read_gbs, "%.1f");
+    num(e, "limit_requests_per_s", limit, "%.0f");
+    num(e, "flops_per_request", flops_per_request(r), "%.0f");
+    num(e, "weight_mib", r->weight_bytes / (1 << 20), "%.1f");
+    count(e, "domains", r->machine.domains, "%zu");
+    nxr__emit_object(e, "paths", "{nxr}{baseline}{flat}{omp}");
+    path_efficiency(e, "nxr", "nxr", r, &r->nxr);
+    path_efficiency(e, "baseline", "baseline", r, &r->baseline);
+    path_efficiency(e, "flat", "flat", r, &r->flat);
+    path_efficiency(e, "omp", "OpenMP", r, &r->omp);
+    nxr__emit_end(e);
+    nxr__emit_end(e);
+    num(e, "fraction_of_limit", ratio(r->nxr.requests_per_s, limit), "%.4f");
 }
 
-static void text_efficiency(FILE *f, const char *name, const struct svc_demo_result *r,
-                            const struct svc_path_result *p)
+/* ---- the domains ---------------------------------------------------------------- */
+
+static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
+                   const struct svc_domain_result *d)
 {
-    if (!p->ran)
+    char lowered[64] = "";
+    if (d->budget_limit != NULL)
+        snprintf(lowered, sizeof(lowered), " (budget lowered by %s)", d->budget_limit);
+    char t[512];
+    nxr__emit_object(e, NULL,
+                     tmpl(t, sizeof(t),
+                          "  {id} {node} {cpus} {requests} {requests_per_s} {p50_ms} {p95_ms} "
+                          "{p99_ms}  {weights_on_node} {placement}, {workers} workers%s, ran on "
+                          "{ran_on}{ran_inside}\n"
+                          "  %-6s pool: {pool}; {split_requests} requests split; {passes} "
+                          "passes, {batched_requests} requests batched, {retried_batches} "
+                          "batches retried alone\n",
+                          lowered, ""));
+    char text[64];
+    snprintf(text, sizeof(text), "%-6d", d->id);
+    nxr__emit_int(e, "id", d->id, text);
+    snprintf(text, sizeof(text), "%-5d", d->node);
+    nxr__emit_int(e, "node", d->node, text);
+    snprintf(text, sizeof(text), "%-10s", d->cpus);
+    cpus(e, "cpus", d->cpus, text);
+    count(e, "requests", d->requests, "%8zu");
+    count(e, "split_requests", d->split_requests, "%zu");
+    count(e, "passes", d->passes, "%zu");
+    count(e, "batched_requests", d->batched_requests, "%zu");
+    count(e, "retried_batches", d->retried_batches, "%zu");
+    num(e, "requests_per_s", d->requests_per_s, "%9.0f");
+    num(e, "p50_ms", d->latency.p50_ms, "%8.3f");
+    num(e, "p95_ms", d->latency.p95_ms, "%8.3f");
+    num(e, "p99_ms", d->latency.p99_ms, "%8.3f");
+    if (d->weights_on_node < 0) {
+        nxr__emit_null(e, "weights_on_node", "(no node)      ");
+    } else {
+        char on[48];
+        snprintf(on, sizeof(on), "%.1f%% of %zu pg", 100.0 * d->weights_on_node, d->weight_pages);
+        snprintf(text, sizeof(text), "%-15s", on);
+        nxr__emit_double(e, "weights_on_node", d->weights_on_node, text);
+    }
+    if (c->span && d->shard_on_node >= 0)
+        num(e, "shard_on_node", d->shard_on_node, "%.4f");
+    else if (c->span)
+        nxr__emit_null(e, "shard_on_node", NULL);
+    count(e, "weight_pages", d->weight_pages, "%zu");
+    count(e, "weight_pages_on_node", d->weight_pages_on_node, "%zu");
+    nxr__emit_str(e, "memory_binding", d->binding, NULL);
+    nxr__emit_str(e, "placement", d->placement, NULL);
+    nxr__emit_str(e, "admission", d->admission, NULL);
+    nxr__emit_uint(e, "workers", d->workers, NULL);
+    nxr__emit_uint(e, "budget", d->budget, NULL);
+    cpus(e, "ran_on", d->ran_on, d->ran_on[0] != '\0' ? d->ran_on : "-");
+    nxr__emit_str(e, "budget_limited_by", d->budget_limit, NULL);
+    nxr__emit_bool(e, "ran_inside", d->ran_inside, d->ran_inside ? "" : " (OUTSIDE the domain)");
+    nxr__emit_object(e, "pool", "{hits} hits, {misses} misses, {outstanding} outstanding");
+    count(e, "cached_bytes", d->pool.cached_bytes, "%zu");
+    count(e, "outstanding", d->pool.outstanding, "%zu");
+    nxr__emit_uint(e, "hits", d->pool.hits, NULL);
+    nxr__emit_uint(e, "misses", d->pool.misses, NULL);
+    nxr__emit_uint(e, "drops", d->pool.drops, NULL);
+    nxr__emit_end(e);
+    nxr__emit_end(e);
+}
+
+/* ---- the peers and the comparison ------------------------------------------------ */
+
+/* A peer path: null when it did not run, else its figures and what the
+ * caller adds (extra); the table's row is named name. */
+static void peer(struct nxr__emit *e, const char *key, const struct svc_path_result *p,
+                 const char *name,
+                 void (*extra)(struct nxr__emit *, const struct svc_demo_result *),
+                 const struct svc_demo_result *r)
+{
+    if (!p->ran) {
+        nxr__emit_null(e, key, "");
         return;
-    const struct efficiency e = efficiency(r, p);
-    fprintf(f,
-            "  %-9s %7.1f GFLOP/s = %.2f of peak; weights %6.1f GB/s = %.2f of read (%.2f "
-            "requests per pass: bandwidth bound %.0f req/s); %.2f of the limit\n",
-            name, e.gflops, e.fraction_of_peak, e.weight_gbs, e.fraction_of_read,
-            e.requests_per_pass, e.bandwidth_bound,
-            ratio(p->requests_per_s, limit_requests_per_s(r)));
+    }
+    char t[256];
+    nxr__emit_object(e, key, row(t, sizeof(t), name));
+    path_members(e, p);
+    if (extra != NULL)
+        extra(e, r);
+    nxr__emit_end(e);
 }
 
-static void text_machine(FILE *f, const struct svc_demo_result *r)
+static void baseline_extra(struct nxr__emit *e, const struct svc_demo_result *r)
 {
-    if (r->machine.domains == 0)
+    (void)r;
+    nxr__emit_int(e, "max_batch", 1, NULL);
+    nxr__emit_str(e, "weights", "plain", NULL);
+}
+
+static void flat_extra(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    cpus(e, "cpus", r->flat_cpus, r->flat_cpus);
+    nxr__emit_int(e, "weights_node", r->flat_weights_node, NULL);
+}
+
+static void omp_extra(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    nxr__emit_uint(e, "threads", r->omp_threads, NULL);
+}
+
+/* The span path: its row, then its line on the outputs and the latency. */
+static void span(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    const struct svc_path_result *p = &r->span;
+    if (!p->ran) {
+        nxr__emit_null(e, "span", "");
         return;
-    fprintf(f,
-            "\nmachine (measured in this run, %zu domain(s)): native SGEMM 2048 %.1f GFLOP/s, "
-            "streaming read %.1f GB/s\n"
-            "  limit at the GEMM peak: %.0f req/s (%.1f MFLOP per request of this mix, %.1f "
-            "MiB of weights per pass)\n",
-            r->machine.domains, r->machine.gemm_peak_gflops, r->machine.read_gbs,
-            limit_requests_per_s(r), flops_per_request(r) / 1e6, r->weight_bytes / (1 << 20));
-    text_efficiency(f, "nxr", r, &r->nxr);
-    text_efficiency(f, "baseline", r, &r->baseline);
-    text_efficiency(f, "flat", r, &r->flat);
-    text_efficiency(f, "OpenMP", r, &r->omp);
+    }
+    const double p50 = ratio(p->latency.p50_ms, r->nxr.latency.p50_ms);
+    const bool within = r->span_max_diff <= SVC_OMP_TOLERANCE;
+    char name[96], t[512];
+    snprintf(name, sizeof(name), "span: each request over %zu domain(s)", r->span_members);
+    tmpl(t, sizeof(t),
+         "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n"
+         "span: weights sharded by input rows, %s the per-domain mode (max |diff| "
+         "{max_abs_diff}, tolerance {tolerance}); p50 span / per-domain {p50_span_over_nxr} "
+         "(one node: {p50_goal} expected)\n",
+         name, within ? "within tolerance of" : "OUT of tolerance of");
+    nxr__emit_object(e, "span", t);
+    path_members(e, p);
+    count(e, "members", r->span_members, "%zu");
+    num(e, "max_abs_diff", r->span_max_diff, "%.2g");
+    num(e, "tolerance", SVC_OMP_TOLERANCE, "%g");
+    num(e, "p50_span_over_nxr", p50, "%.2f");
+    nxr__emit_str(e, "p50_goal", "<= 1.05 on one node", "<= 1.05");
+    nxr__emit_end(e);
 }
 
-static const char *met(bool ok)
+/* "outputs_match" and "outputs": what each peer computed against nxr. */
+static void outputs(struct nxr__emit *e, const struct svc_demo_result *r)
 {
-    return ok ? "met" : "missed";
+    nxr__emit_bool(e, "outputs_match", r->outputs_match,
+                   r->outputs_match ? "match\n" : "MISMATCH\n");
+    nxr__emit_object(e, "outputs",
+                     "\noutputs:{baseline} flat {flat} nxr; OpenMP {omp} (max |diff| "
+                     "{omp_max_abs_diff}, tolerance {omp_tolerance}): ");
+    if (!r->baseline.ran)
+        nxr__emit_null(e, "baseline", "");
+    else if (r->baseline_identical)
+        nxr__emit_str(e, "baseline", "bit-identical", " baseline bit-identical to nxr;");
+    else
+        nxr__emit_str(e, "baseline", "differs", " baseline DIFFERS from nxr;");
+    nxr__emit_str(e, "flat", r->flat_identical ? "bit-identical" : "differs",
+                  r->flat_identical ? "bit-identical to" : "DIFFERS from");
+    const bool omp_within = r->omp_max_diff <= SVC_OMP_TOLERANCE;
+    nxr__emit_str(e, "omp", omp_within ? "within-tolerance" : "differs",
+                  omp_within ? "within tolerance" : "OUT of tolerance");
+    num(e, "omp_max_abs_diff", r->omp_max_diff, "%.2g");
+    num(e, "omp_tolerance", SVC_OMP_TOLERANCE, "%g");
+    nxr__emit_end(e);
+}
+
+/* One goal: {"goal": "<op> <bound>", "status": "met"|"missed"}; its line in
+ * the table shows the ratio (a member of "ratios") beside them. */
+static void goal(struct nxr__emit *e, const char *key, const char *label, double value,
+                 bool at_least, double bound, const char *bound_fmt)
+{
+    char g[32], t[160], b[16];
+    snprintf(b, sizeof(b), bound_fmt, bound);
+    snprintf(g, sizeof(g), "%s %s", at_least ? ">=" : "<=", b);
+    nxr__emit_object(e, key,
+                     tmpl(t, sizeof(t), "  %-19s %6.2f   goal {goal}  {status}\n", label, value));
+    nxr__emit_str(e, "goal", g, NULL);
+    nxr__emit_str(e, "status", met(at_least ? value >= bound : value <= bound), NULL);
+    nxr__emit_end(e);
+}
+
+/* "ratios" (JSON only: the table shows each beside its goal) and "goals". */
+static void ratios_and_goals(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    const struct svc_path_result *n = &r->nxr;
+    const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
+    const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
+    const double tail = ratio(n->latency.p99_ms, n->latency.p50_ms);
+    const double flat_rps = ratio(n->requests_per_s, r->flat.requests_per_s);
+    const double base_rps = ratio(n->requests_per_s, r->baseline.requests_per_s);
+    const double base_p99 = ratio(n->latency.p99_ms, r->baseline.latency.p99_ms);
+    nxr__emit_object(e, "ratios", NULL);
+    num(e, "rps_nxr_over_omp", rps, "%.3f");
+    num(e, "p99_nxr_over_omp", p99, "%.3f");
+    num(e, "p99_over_p50", tail, "%.3f");
+    num(e, "rps_nxr_over_flat", flat_rps, "%.3f");
+    num(e, "p99_nxr_over_flat", ratio(n->latency.p99_ms, r->flat.latency.p99_ms), "%.3f");
+    if (r->baseline.ran) {
+        num(e, "rps_nxr_over_baseline", base_rps, "%.3f");
+        num(e, "p99_nxr_over_baseline", base_p99, "%.3f");
+    }
+    nxr__emit_end(e);
+
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    char t[768];
+    /* The goals that apply: a name without a member would stay as written. */
+    tmpl(t, sizeof(t),
+         "OpenMP ran with OMP_WAIT_POLICY=%s%s\nratios (same run, paths interleaved):\n"
+         "{rps_nxr_over_omp}{p99_nxr_over_omp}{p99_over_p50}%s%s"
+         "  req/s nxr / flat    %6.2f   (one NUMA node: ~1 expected; see docs)\n",
+         wait != NULL ? wait : "unset",
+         wait != NULL ? ""
+                      : " (libgomp's default: idle threads spin before they sleep; a shared "
+                        "machine punishes that)",
+         r->baseline.ran ? "{rps_nxr_over_baseline}{p99_nxr_over_baseline}" : "",
+         r->machine.domains > 0 ? "{fraction_of_limit}" : "", flat_rps);
+    nxr__emit_object(e, "goals", t);
+    goal(e, "rps_nxr_over_omp", "req/s nxr / OpenMP", rps, true, SVC_GOAL_RPS_VS_OMP, "%.1f");
+    goal(e, "p99_nxr_over_omp", "p99   nxr / OpenMP", p99, false, SVC_GOAL_P99_VS_OMP, "%.1f");
+    goal(e, "p99_over_p50", "p99 / p50 (nxr)", tail, false, SVC_GOAL_P99_OVER_P50, "%.0f");
+    if (r->baseline.ran) {
+        goal(e, "rps_nxr_over_baseline", "req/s nxr / baseline", base_rps, true,
+             SVC_GOAL_RPS_VS_BASELINE, "%.1f");
+        goal(e, "p99_nxr_over_baseline", "p99   nxr / baseline", base_p99, false,
+             SVC_GOAL_P99_VS_BASELINE, "%.1f");
+    }
+    if (r->machine.domains > 0)
+        goal(e, "fraction_of_limit", "req/s nxr / limit",
+             ratio(n->requests_per_s, limit_requests_per_s(r)), true, SVC_GOAL_FRACTION_OF_LIMIT,
+             "%.1f");
+    nxr__emit_end(e);
+}
+
+/* ---- the run's settings --------------------------------------------------------- */
+
+static void config(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    const struct svc_demo_config *c = &r->config;
+    nxr__emit_object(e, "config",
+                     "nxr demo: {layers} MLP blocks, hidden {hidden} (ffn {ffn}), vocab {vocab}: "
+                     "{weights_mib} MiB of weights per replica\n"
+                     "          {requests} requests per path, batch {batch_min}-{batch_max} rows "
+                     "({batch_distribution}), {clients} clients, seed {seed}, executor "
+                     "{executor}\n"
+                     "          up to {max_batch} rows per forward pass (--max-batch), {weights} "
+                     "weights\n");
+    count(e, "requests", c->requests, "%zu");
+    nxr__emit_uint(e, "clients", c->clients, NULL);
+    count(e, "batch_min", c->batch_min, "%zu");
+    count(e, "batch_max", c->batch_max, "%zu");
+    nxr__emit_str(e, "batch_distribution", "log-uniform", NULL);
+    count(e, "hidden", c->hidden, "%zu");
+    count(e, "ffn", 4 * c->hidden, "%zu");
+    count(e, "layers", c->layers, "%zu");
+    count(e, "vocab", c->vocab, "%zu");
+    num(e, "weights_mib", r->weights_mib, "%.1f");
+    nxr__emit_str(e, "domains", c->domains, NULL);
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    nxr__emit_str(e, "omp_wait_policy", wait != NULL && strlen(wait) < 32 ? wait : "default", NULL);
+    nxr__emit_str(e, "mode", c->span ? "span" : "per-domain", NULL);
+    nxr__emit_str(e, "executor", svc_executor_name(c->executor), NULL);
+    nxr__emit_uint(e, "seed", c->seed, NULL);
+    nxr__emit_bool(e, "compare", c->compare, NULL);
+    count(e, "rounds", c->rounds, "%zu");
+    count(e, "split_rows", c->split_rows, "%zu");
+    count(e, "max_batch", c->max_batch, "%zu");
+    nxr__emit_str(e, "weights", svc_weights_name(c->weights), NULL);
+    num(e, "time_budget_s", c->time_budget_s, "%g");
+    nxr__emit_end(e);
+}
+
+/* ---- the report ------------------------------------------------------------------- */
+
+static void report(struct nxr__emit *e, const struct svc_demo_result *r)
+{
+    const struct svc_demo_config *c = &r->config;
+    char t[2048], head[160], nxr_row[192];
+    snprintf(head, sizeof(head), "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain",
+             "node", "cpus", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node",
+             "placement");
+    snprintf(nxr_row, sizeof(nxr_row), "\n  %-40s %9s %8s %8s %8s\n  %-40s ", "path", "req/s",
+             "p50 ms", "p95 ms", "p99 ms", "nxr: one context per domain");
+    tmpl(t, sizeof(t),
+         "{config}          cpu quota: {cpu_quota}\n{compete}\n%s{domains}{stopped_early}"
+         "%s{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n%s",
+         head, nxr_row,
+         c->compare ? "{baseline}{flat}{omp}{span}{machine}{outputs}{outputs_match}{goals}"
+                    : "{machine}\n(--no-compare: no peers ran)\n");
+    nxr__emit_object(e, NULL, t);
+    path_members(e, &r->nxr);
+    if (r->cpu_quota == 0) {
+        nxr__emit_null(e, "cpu_quota", r->cpu_quota_source);
+    } else {
+        nxr__emit_object(e, "cpu_quota", "{source}");
+        nxr__emit_uint(e, "cpus", r->cpu_quota, NULL);
+        nxr__emit_str(e, "source", r->cpu_quota_source, NULL);
+        nxr__emit_end(e);
+    }
+    nxr__emit_list(e, "domains", NULL);
+    for (size_t i = 0; i < r->domain_count; i++)
+        domain(e, c, &r->domains[i]);
+    nxr__emit_end(e);
+    peer(e, "baseline", &r->baseline, "baseline: nxr, max-batch 1, plain", baseline_extra, r);
+    char name[192];
+    snprintf(name, sizeof(name), "flat: one team on %s, weights node %d", r->flat_cpus,
+             r->flat_weights_node);
+    peer(e, "flat", &r->flat, name, flat_extra, r);
+    char omp_name[96];
+    snprintf(omp_name, sizeof(omp_name), "OpenMP: omp parallel for, %u threads", r->omp_threads);
+    peer(e, "omp", &r->omp, omp_name, omp_extra, r);
+    span(e, r);
+    if (c->compare) {
+        outputs(e, r);
+        ratios_and_goals(e, r);
+    } else {
+        nxr__emit_null(e, "outputs_match", "");
+    }
+    machine(e, r);
+    count(e, "rounds", r->rounds_run, "%zu");
+    count(e, "rounds_planned", r->rounds_planned, "%zu");
+    char stopped[256] = "";
+    if (r->stopped_early)
+        snprintf(stopped, sizeof(stopped),
+                 "\n  the %.0f s time budget cut rounds short: each path's figures are over the "
+                 "requests it answered; outputs compared over the %zu every path answered\n",
+                 c->time_budget_s, r->requests_compared);
+    nxr__emit_bool(e, "stopped_early", r->stopped_early, stopped);
+    count(e, "requests_compared", r->requests_compared, "%zu");
+    nxr__emit_str(e, "executor", svc_executor_name(c->executor), NULL);
+    char ct[160] = "";
+    if (c->compete > 0)
+        tmpl(ct, sizeof(ct),
+             "          beside {processes} busy process%s pinned to CPU%s {cpus} (--compete)\n",
+             c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s");
+    nxr__emit_object(e, "compete", ct);
+    nxr__emit_uint(e, "processes", c->compete, NULL);
+    cpus(e, "cpus", r->compete_cpus, r->compete_cpus);
+    nxr__emit_end(e);
+    config(e, r);
+    nxr__emit_end(e);
+}
+
+static void write_report(FILE *f, const struct svc_demo_result *r, enum nxr__emit_format format)
+{
+    struct nxr__strbuf sb = {0};
+    struct nxr__emit e;
+    nxr__emit_init(&e, format, &sb);
+    report(&e, r);
+    char *out = NULL;
+    if (nxr__strbuf_take(&sb, &out) != 0) {
+        fprintf(stderr, "nxr demo: the report: out of memory\n");
+        return;
+    }
+    fputs(out, f);
+    free(out);
 }
 
 void svc_report_json(FILE *f, const struct svc_demo_result *r)
 {
-    const struct svc_demo_config *c = &r->config;
-    const struct svc_path_result *n = &r->nxr;
-    fprintf(f,
-            "{\"requests\":%zu,\"requests_per_s\":%.1f,\"p50_ms\":%.4f,\"p95_ms\":%.4f,"
-            "\"p99_ms\":%.4f,\"max_ms\":%.4f,\"wall_s\":%.4f,\"rows\":%zu,\"passes\":%zu,",
-            n->requests, n->requests_per_s, n->latency.p50_ms, n->latency.p95_ms,
-            n->latency.p99_ms, n->latency.max_ms, n->wall_s, n->rows, n->passes);
-    if (r->cpu_quota == 0) {
-        fprintf(f, "\"cpu_quota\":null,");
-    } else {
-        fprintf(f, "\"cpu_quota\":{\"cpus\":%u,\"source\":", r->cpu_quota);
-        json_text(f, r->cpu_quota_source);
-        fprintf(f, "},");
-    }
-    fprintf(f, "\"domains\":[");
-    for (size_t i = 0; i < r->domain_count; i++) {
-        const struct svc_domain_result *d = &r->domains[i];
-        fprintf(f, "%s{\"id\":%d,\"node\":%d,\"cpus\":", i ? "," : "", d->id, d->node);
-        json_cpus(f, d->cpus);
-        fprintf(f,
-                ",\"requests\":%zu,\"split_requests\":%zu,\"passes\":%zu,"
-                "\"batched_requests\":%zu,\"retried_batches\":%zu,\"requests_per_s\":%.1f,"
-                "\"p50_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,",
-                d->requests, d->split_requests, d->passes, d->batched_requests,
-                d->retried_batches, d->requests_per_s, d->latency.p50_ms, d->latency.p95_ms,
-                d->latency.p99_ms);
-        if (d->weights_on_node < 0)
-            fprintf(f, "\"weights_on_node\":null,");
-        else
-            fprintf(f, "\"weights_on_node\":%.4f,", d->weights_on_node);
-        if (c->span && d->shard_on_node >= 0)
-            fprintf(f, "\"shard_on_node\":%.4f,", d->shard_on_node);
-        else if (c->span)
-            fprintf(f, "\"shard_on_node\":null,");
-        fprintf(f,
-                "\"weight_pages\":%zu,\"weight_pages_on_node\":%zu,\"memory_binding\":\"%s\","
-                "\"placement\":\"%s\",\"admission\":\"%s\",\"workers\":%u,\"budget\":%u,"
-                "\"ran_on\":",
-                d->weight_pages, d->weight_pages_on_node, d->binding, d->placement, d->admission,
-                d->workers, d->budget);
-        json_cpus(f, d->ran_on);
-        if (d->budget_limit != NULL)
-            fprintf(f, ",\"budget_limited_by\":\"%s\"", d->budget_limit);
-        else
-            fprintf(f, ",\"budget_limited_by\":null");
-        fprintf(f,
-                ",\"ran_inside\":%s,\"pool\":{\"cached_bytes\":%zu,\"outstanding\":%zu,"
-                "\"hits\":%llu,\"misses\":%llu,\"drops\":%llu}}",
-                d->ran_inside ? "true" : "false", d->pool.cached_bytes, d->pool.outstanding,
-                (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,
-                (unsigned long long)d->pool.drops);
-    }
-    fprintf(f, "],");
-    json_path(f, "baseline", &r->baseline);
-    if (r->baseline.ran)
-        fprintf(f, ",\"max_batch\":1,\"weights\":\"plain\"},");
-    json_path(f, "flat", &r->flat);
-    if (r->flat.ran) {
-        fprintf(f, ",\"cpus\":");
-        json_cpus(f, r->flat_cpus);
-        fprintf(f, ",\"weights_node\":%d},", r->flat_weights_node);
-    }
-    json_path(f, "omp", &r->omp);
-    if (r->omp.ran)
-        fprintf(f, ",\"threads\":%u},", r->omp_threads);
-    json_path(f, "span", &r->span);
-    if (r->span.ran)
-        fprintf(f,
-                ",\"members\":%zu,\"max_abs_diff\":%.3g,\"tolerance\":%g,"
-                "\"p50_span_over_nxr\":%.3f,\"p50_goal\":\"<= 1.05 on one node\"},",
-                r->span_members, r->span_max_diff, SVC_OMP_TOLERANCE,
-                ratio(r->span.latency.p50_ms, n->latency.p50_ms));
-    if (c->compare) {
-        const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
-        const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
-        const double tail = ratio(n->latency.p99_ms, n->latency.p50_ms);
-        fprintf(f,
-                "\"outputs_match\":%s,\"outputs\":{\"baseline\":%s,\"flat\":\"%s\","
-                "\"omp\":\"%s\",\"omp_max_abs_diff\":%.3g,\"omp_tolerance\":%g},",
-                r->outputs_match ? "true" : "false",
-                !r->baseline.ran ? "null"
-                : r->baseline_identical ? "\"bit-identical\"" : "\"differs\"",
-                r->flat_identical ? "bit-identical" : "differs",
-                r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within-tolerance" : "differs",
-                r->omp_max_diff, SVC_OMP_TOLERANCE);
-        fprintf(f,
-                "\"ratios\":{\"rps_nxr_over_omp\":%.3f,\"p99_nxr_over_omp\":%.3f,"
-                "\"p99_over_p50\":%.3f,\"rps_nxr_over_flat\":%.3f,\"p99_nxr_over_flat\":%.3f",
-                rps, p99, tail, ratio(n->requests_per_s, r->flat.requests_per_s),
-                ratio(n->latency.p99_ms, r->flat.latency.p99_ms));
-        const double base_rps = ratio(n->requests_per_s, r->baseline.requests_per_s);
-        const double base_p99 = ratio(n->latency.p99_ms, r->baseline.latency.p99_ms);
-        if (r->baseline.ran)
-            fprintf(f, ",\"rps_nxr_over_baseline\":%.3f,\"p99_nxr_over_baseline\":%.3f",
-                    base_rps, base_p99);
-        fprintf(f,
-                "},\"goals\":{\"rps_nxr_over_omp\":{\"goal\":\">= %.1f\",\"status\":\"%s\"},"
-                "\"p99_nxr_over_omp\":{\"goal\":\"<= %.1f\",\"status\":\"%s\"},"
-                "\"p99_over_p50\":{\"goal\":\"<= %.0f\",\"status\":\"%s\"}",
-                SVC_GOAL_RPS_VS_OMP, met(rps >= SVC_GOAL_RPS_VS_OMP), SVC_GOAL_P99_VS_OMP,
-                met(p99 <= SVC_GOAL_P99_VS_OMP), SVC_GOAL_P99_OVER_P50,
-                met(tail <= SVC_GOAL_P99_OVER_P50));
-        if (r->baseline.ran)
-            fprintf(f,
-                    ",\"rps_nxr_over_baseline\":{\"goal\":\">= %.1f\",\"status\":\"%s\"},"
-                    "\"p99_nxr_over_baseline\":{\"goal\":\"<= %.1f\",\"status\":\"%s\"}",
-                    SVC_GOAL_RPS_VS_BASELINE, met(base_rps >= SVC_GOAL_RPS_VS_BASELINE),
-                    SVC_GOAL_P99_VS_BASELINE, met(base_p99 <= SVC_GOAL_P99_VS_BASELINE));
-        if (r->machine.domains > 0) {
-            const double frac = ratio(n->requests_per_s, limit_requests_per_s(r));
-            fprintf(f, ",\"fraction_of_limit\":{\"goal\":\">= %.1f\",\"status\":\"%s\"}",
-                    SVC_GOAL_FRACTION_OF_LIMIT, met(frac >= SVC_GOAL_FRACTION_OF_LIMIT));
-        }
-        fprintf(f, "},");
-    } else {
-        fprintf(f, "\"outputs_match\":null,");
-    }
-    json_machine(f, r);
-    fprintf(f, "\"rounds\":%zu,\"rounds_planned\":%zu,\"stopped_early\":%s,"
-               "\"requests_compared\":%zu,",
-            r->rounds_run, r->rounds_planned, r->stopped_early ? "true" : "false",
-            r->requests_compared);
-    fprintf(f, "\"executor\":\"%s\",", svc_executor_name(c->executor));
-    fprintf(f, "\"compete\":{\"processes\":%u,\"cpus\":", c->compete);
-    json_cpus(f, r->compete_cpus);
-    fprintf(f, "},");
-    fprintf(f,
-            "\"config\":{\"requests\":%zu,\"clients\":%u,\"batch_min\":%zu,\"batch_max\":%zu,"
-            "\"batch_distribution\":\"log-uniform\",\"hidden\":%zu,\"ffn\":%zu,\"layers\":%zu,"
-            "\"vocab\":%zu,\"weights_mib\":%.2f,\"domains\":",
-            c->requests, c->clients, c->batch_min, c->batch_max, c->hidden, 4 * c->hidden,
-            c->layers, c->vocab, r->weights_mib);
-    if (c->domains != NULL) {
-        fputc('"', f);
-        for (const char *p = c->domains; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                fputc('\\', f);
-            if ((unsigned char)*p >= 0x20)
-                fputc(*p, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs("null", f);
-    }
-    const char *wait = getenv("OMP_WAIT_POLICY");
-    fprintf(f, ",\"omp_wait_policy\":\"%s\"", wait != NULL && strlen(wait) < 32 && !strchr(wait, '"')
-                                                 ? wait : "default");
-    fprintf(f,
-            ",\"mode\":\"%s\",\"executor\":\"%s\",\"seed\":%llu,\"compare\":%s,\"rounds\":%zu,"
-            "\"split_rows\":%zu,\"max_batch\":%zu,\"weights\":\"%s\",\"time_budget_s\":%g}}\n",
-            c->span ? "span" : "per-domain", svc_executor_name(c->executor),
-            (unsigned long long)c->seed, c->compare ? "true" : "false", c->rounds, c->split_rows,
-            c->max_batch, svc_weights_name(c->weights), c->time_budget_s);
-}
-
-static void text_path(FILE *f, const char *name, const struct svc_path_result *p)
-{
-    fprintf(f, "  %-40s %9.0f %8.3f %8.3f %8.3f\n", name, p->requests_per_s, p->latency.p50_ms,
-            p->latency.p95_ms, p->latency.p99_ms);
+    write_report(f, r, NXR__EMIT_JSON);
 }
 
 void svc_report_text(FILE *f, const struct svc_demo_result *r)
 {
-    const struct svc_demo_config *c = &r->config;
-    const struct svc_path_result *n = &r->nxr;
-    fprintf(f,
-            "nxr demo: %zu MLP blocks, hidden %zu (ffn %zu), vocab %zu: %.1f MiB of weights per "
-            "replica\n"
-            "          %zu requests per path, batch %zu-%zu rows (log-uniform), %u clients, seed "
-            "%llu, executor %s\n"
-            "          up to %zu rows per forward pass (--max-batch), %s weights\n",
-            c->layers, c->hidden, 4 * c->hidden, c->vocab, r->weights_mib, c->requests,
-            c->batch_min, c->batch_max, c->clients, (unsigned long long)c->seed,
-            svc_executor_name(c->executor), c->max_batch, svc_weights_name(c->weights));
-    fprintf(f, "          cpu quota: %s\n", r->cpu_quota_source);
-    if (c->compete > 0)
-        fprintf(f, "          beside %u busy process%s pinned to CPU%s %s (--compete)\n",
-                c->compete, c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s",
-                r->compete_cpus);
-    fputc('\n', f);
-    fprintf(f, "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain", "node", "cpus",
-            "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "weights on node", "placement");
-    for (size_t i = 0; i < r->domain_count; i++) {
-        const struct svc_domain_result *d = &r->domains[i];
-        char on[32];
-        if (d->weights_on_node < 0)
-            snprintf(on, sizeof(on), "(no node)");
-        else
-            snprintf(on, sizeof(on), "%.1f%% of %zu pg", 100.0 * d->weights_on_node,
-                     d->weight_pages);
-        char lowered[48] = "";
-        if (d->budget_limit != NULL)
-            snprintf(lowered, sizeof(lowered), " (budget lowered by %s)", d->budget_limit);
-        fprintf(f, "  %-6d %-5d %-10s %8zu %9.0f %8.3f %8.3f %8.3f  %-15s %s, %u workers%s, ran on %s%s\n",
-                d->id, d->node, d->cpus, d->requests, d->requests_per_s, d->latency.p50_ms,
-                d->latency.p95_ms, d->latency.p99_ms, on, d->placement, d->workers, lowered,
-                d->ran_on[0] ? d->ran_on : "-",
-                d->ran_inside ? "" : " (OUTSIDE the domain)");
-        fprintf(f, "  %-6s pool: %llu hits, %llu misses, %zu outstanding; %zu requests split; "
-                   "%zu passes, %zu requests batched, %zu batches retried alone\n", "",
-                (unsigned long long)d->pool.hits, (unsigned long long)d->pool.misses,
-                d->pool.outstanding, d->split_requests, d->passes, d->batched_requests,
-                d->retried_batches);
-    }
-    if (r->stopped_early)
-        fprintf(f, "\n  the %.0f s time budget cut rounds short: each path's figures are over the "
-                   "requests it answered; outputs compared over the %zu every path answered\n",
-                c->time_budget_s, r->requests_compared);
-    fprintf(f, "\n  %-40s %9s %8s %8s %8s\n", "path", "req/s", "p50 ms", "p95 ms", "p99 ms");
-    text_path(f, "nxr: one context per domain", n);
-    if (!c->compare) {
-        text_machine(f, r);
-        fprintf(f, "\n(--no-compare: no peers ran)\n");
-        return;
-    }
-    char name[192];
-    if (r->baseline.ran)
-        text_path(f, "baseline: nxr, max-batch 1, plain", &r->baseline);
-    snprintf(name, sizeof(name), "flat: one team on %s, weights node %d", r->flat_cpus,
-             r->flat_weights_node);
-    text_path(f, name, &r->flat);
-    snprintf(name, sizeof(name), "OpenMP: omp parallel for, %u threads", r->omp_threads);
-    text_path(f, name, &r->omp);
-    if (r->span.ran) {
-        snprintf(name, sizeof(name), "span: each request over %zu domain(s)", r->span_members);
-        text_path(f, name, &r->span);
-    }
-    text_machine(f, r);
-    const double rps = ratio(n->requests_per_s, r->omp.requests_per_s);
-    const double p99 = ratio(n->latency.p99_ms, r->omp.latency.p99_ms);
-    const double tail = ratio(n->latency.p99_ms, n->latency.p50_ms);
-    if (r->baseline.ran)
-        fprintf(f, "\noutputs: baseline %s nxr;", r->baseline_identical ? "bit-identical to"
-                                                                       : "DIFFERS from");
-    else
-        fprintf(f, "\noutputs:");
-    fprintf(f, " flat %s nxr; OpenMP %s (max |diff| %.2g, tolerance %g): %s\n",
-            r->flat_identical ? "bit-identical to" : "DIFFERS from",
-            r->omp_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance" : "OUT of tolerance",
-            r->omp_max_diff, SVC_OMP_TOLERANCE, r->outputs_match ? "match" : "MISMATCH");
-    if (r->span.ran)
-        fprintf(f, "span: weights sharded by input rows, %s the per-domain mode (max |diff| %.2g, "
-                   "tolerance %g); p50 span / per-domain %.2f (one node: <= 1.05 expected)\n",
-                r->span_max_diff <= SVC_OMP_TOLERANCE ? "within tolerance of" : "OUT of tolerance of",
-                r->span_max_diff, SVC_OMP_TOLERANCE,
-                ratio(r->span.latency.p50_ms, n->latency.p50_ms));
-    const char *wait = getenv("OMP_WAIT_POLICY");
-    fprintf(f, "OpenMP ran with OMP_WAIT_POLICY=%s%s\n", wait != NULL ? wait : "unset",
-            wait != NULL ? "" : " (libgomp's default: idle threads spin before they sleep; a "
-                                "shared machine punishes that)");
-    fprintf(f, "ratios (same run, paths interleaved):\n");
-    fprintf(f, "  req/s nxr / OpenMP  %6.2f   goal >= %.1f  %s\n", rps, SVC_GOAL_RPS_VS_OMP,
-            met(rps >= SVC_GOAL_RPS_VS_OMP));
-    fprintf(f, "  p99   nxr / OpenMP  %6.2f   goal <= %.1f  %s\n", p99, SVC_GOAL_P99_VS_OMP,
-            met(p99 <= SVC_GOAL_P99_VS_OMP));
-    fprintf(f, "  p99 / p50 (nxr)     %6.2f   goal <= %.0f    %s\n", tail, SVC_GOAL_P99_OVER_P50,
-            met(tail <= SVC_GOAL_P99_OVER_P50));
-    if (r->baseline.ran) {
-        const double base_rps = ratio(n->requests_per_s, r->baseline.requests_per_s);
-        const double base_p99 = ratio(n->latency.p99_ms, r->baseline.latency.p99_ms);
-        fprintf(f, "  req/s nxr / baseline %5.2f   goal >= %.1f  %s\n", base_rps,
-                SVC_GOAL_RPS_VS_BASELINE, met(base_rps >= SVC_GOAL_RPS_VS_BASELINE));
-        fprintf(f, "  p99   nxr / baseline %5.2f   goal <= %.1f  %s\n", base_p99,
-                SVC_GOAL_P99_VS_BASELINE, met(base_p99 <= SVC_GOAL_P99_VS_BASELINE));
-    }
-    if (r->machine.domains > 0) {
-        const double frac = ratio(n->requests_per_s, limit_requests_per_s(r));
-        fprintf(f, "  req/s nxr / limit   %6.2f   goal >= %.1f  %s\n", frac,
-                SVC_GOAL_FRACTION_OF_LIMIT, met(frac >= SVC_GOAL_FRACTION_OF_LIMIT));
-    }
-    fprintf(f, "  req/s nxr / flat    %6.2f   (one NUMA node: ~1 expected; see docs)\n",
-            ratio(n->requests_per_s, r->flat.requests_per_s));
+    write_report(f, r, NXR__EMIT_TEXT);
 }

@@ -51,125 +51,11 @@ const char nxr_tool_demo_usage[] =
     "                              were answered (scripts, tests; needs --metrics-port)\n"
     "             --json           one JSON object instead of the table\n";
 
-int nxr_tool_demo_bad(const char *flag, const char *fmt, const char *value)
-{
-    fprintf(stderr, "nxr demo: %s: ", flag);
-    fprintf(stderr, fmt, value);
-    fputc('\n', stderr);
-    return 2;
-}
-
-int nxr_tool_demo_flag(int argc, char **argv, int *i, const char *const *plain, size_t nplain,
-                       const char *const *valued, size_t nvalued, struct nxr_tool_flag *f)
-{
-    f->name = argv[*i];
-    f->value = NULL;
-    const char *eq = strchr(f->name, '=');
-    if (strncmp(f->name, "--", 2) == 0 && eq != NULL && (size_t)(eq - f->name) < sizeof f->buf) {
-        memcpy(f->buf, f->name, (size_t)(eq - f->name));
-        f->buf[eq - f->name] = '\0';
-        f->name = f->buf;
-        f->value = eq + 1;
-    }
-    for (size_t k = 0; k < nplain; k++)
-        if (strcmp(f->name, plain[k]) == 0) {
-            if (f->value != NULL)
-                return nxr_tool_demo_bad(f->name, "takes no value (got '%s')", f->value);
-            return 0;
-        }
-    bool known = false;
-    for (size_t k = 0; k < nvalued; k++)
-        known |= strcmp(f->name, valued[k]) == 0;
-    if (!known) {
-        fprintf(stderr, "nxr demo: %s: unknown flag (see nxr --help)\n", f->name);
-        return 2;
-    }
-    if (f->value == NULL) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "nxr demo: %s: needs a value\n", f->name);
-            return 2;
-        }
-        f->value = argv[++*i];
-    }
-    return 0;
-}
-
-int nxr_tool_demo_metrics_flag(const char *flag, const char *value, long *port, long *hold)
-{
-    uint64_t x;
-    int rc;
-    if (strcmp(flag, "--metrics-port") == 0) {
-        if ((rc = nxr_tool_demo_size(flag, value, 0, 65535, &x)) == 0)
-            *port = (long)x;
-        return rc;
-    }
-    if (strcmp(flag, "--metrics-hold") == 0) {
-        if ((rc = nxr_tool_demo_size(flag, value, 1, 1000000, &x)) == 0)
-            *hold = (long)x;
-        return rc;
-    }
-    return 1;
-}
-
 int nxr_tool_demo_metrics_start(struct nxr_tool_metrics *m, long port, long hold)
 {
     if (hold > 0 && port < 0)
         return nxr_tool_demo_bad("--metrics-hold", "%sneeds --metrics-port", "");
     return port < 0 ? 0 : nxr_tool_metrics_start(m, (unsigned)port, hold);
-}
-
-int nxr_tool_demo_plot(const char *flag, const char *v, const char **out)
-{
-    if (v[0] == '\0')
-        return nxr_tool_demo_bad(flag, "%sis empty (a file name: FILE.svg)", "");
-    char dir[4096];
-    const char *slash = strrchr(v, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : (int)(slash - v + 1),
-             slash == NULL ? "." : v);
-    if (access(dir, W_OK) != 0)
-        return nxr_tool_demo_bad(flag, "cannot write in the directory of '%s'", v);
-    *out = v;
-    return 0;
-}
-
-/* A decimal integer in [lo, hi], the whole string. */
-int nxr_tool_demo_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (v[0] < '0' || v[0] > '9')
-        return nxr_tool_demo_bad(flag, "'%s' is not a non-negative integer", v);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return nxr_tool_demo_bad(flag, "'%s' is not a non-negative integer", v);
-    if (x < lo || x > hi) {
-        fprintf(stderr, "nxr demo: %s: %s is outside %" PRIu64 "..%" PRIu64 "\n", flag, v, lo, hi);
-        return 2;
-    }
-    *out = x;
-    return 0;
-}
-
-int nxr_tool_demo_range(const char *flag, const char *v, uint64_t min, uint64_t max, size_t *lo,
-                        size_t *hi)
-{
-    const char *dash = strchr(v, '-');
-    char a[32], b[32];
-    if (dash == NULL || (size_t)(dash - v) >= sizeof(a) || strlen(dash + 1) >= sizeof(b) ||
-        dash == v || dash[1] == '\0')
-        return nxr_tool_demo_bad(flag, "'%s' is not MIN-MAX (e.g. 1-16)", v);
-    memcpy(a, v, (size_t)(dash - v));
-    a[dash - v] = '\0';
-    strcpy(b, dash + 1);
-    uint64_t x, y;
-    if (nxr_tool_demo_size(flag, a, min, max, &x) != 0 ||
-        nxr_tool_demo_size(flag, b, min, max, &y) != 0)
-        return 2;
-    if (x > y)
-        return nxr_tool_demo_bad(flag, "'%s': MIN is above MAX", v);
-    *lo = (size_t)x;
-    *hi = (size_t)y;
-    return 0;
 }
 
 static void progress(void *arg, size_t done, size_t total)
@@ -252,6 +138,29 @@ static void mlp_report(const void *result, bool json)
         svc_report_text(stdout, result);
 }
 
+/* --weights: packed or plain, and that it was given (the default depends
+ * on the executor). */
+struct weights_flag {
+    struct svc_demo_config *config;
+    bool given;
+};
+
+static int weights_flag(const char *flag, const char *value, void *to)
+{
+    struct weights_flag *w = to;
+    if (svc_weights_parse(value, &w->config->weights) != 0)
+        return nxr_tool_demo_bad(flag, "'%s' is not packed or plain", value);
+    w->given = true;
+    return 0;
+}
+
+static int executor_flag(const char *flag, const char *value, void *to)
+{
+    if (svc_executor_parse(value, to) != 0)
+        return nxr_tool_demo_bad(flag, "'%s' is not nxr, openmp or pool", value);
+    return 0;
+}
+
 int nxr_tool_demo(int argc, char **argv)
 {
     openblas_single_threaded(argv - 2);
@@ -283,83 +192,35 @@ int nxr_tool_demo(int argc, char **argv)
         return nxr_tool_demo_bad("--model", "'%s' is not llama or mlp", model);
     struct svc_demo_config c;
     svc_demo_config_init(&c);
-    bool json = false, weights_given = false;
+    bool json = false;
     long metrics_port = -1, metrics_hold = 0;
-    static const char *const plain[] = {"--json", "--no-compare", "--span"};
-    static const char *const valued[] = {
-        "--requests", "--clients", "--batch",        "--hidden",      "--layers",  "--domains",
-        "--executor", "--seed",    "--time-budget",  "--max-batch",   "--weights", "--compete",
-        "--machine",  "--plot",    "--metrics-port", "--metrics-hold"};
-    for (int i = 0; i < argc; i++) {
-        struct nxr_tool_flag fl;
-        int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
-                                     sizeof valued / sizeof valued[0], &fl);
-        if (frc != 0)
-            return frc;
-        const char *flag = fl.name, *value = fl.value;
-        if (value == NULL) {
-            if (strcmp(flag, "--json") == 0)
-                json = true;
-            else if (strcmp(flag, "--span") == 0)
-                c.span = true;
-            else
-                c.compare = false;
-            continue;
-        }
-        uint64_t x;
-        int rc = 0;
-        if (strcmp(flag, "--requests") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 10000000, &x)) == 0)
-                c.requests = (size_t)x;
-        } else if (strcmp(flag, "--clients") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)
-                c.clients = (unsigned)x;
-        } else if (strcmp(flag, "--batch") == 0) {
-            rc = nxr_tool_demo_range(flag, value, 1, 1024, &c.batch_min, &c.batch_max);
-        } else if (strcmp(flag, "--hidden") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 8, 8192, &x)) == 0)
-                c.hidden = (size_t)x;
-        } else if (strcmp(flag, "--layers") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)
-                c.layers = (size_t)x;
-        } else if (strcmp(flag, "--seed") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, UINT64_MAX, &x)) == 0)
-                c.seed = x;
-        } else if (strcmp(flag, "--max-batch") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 4096, &x)) == 0)
-                c.max_batch = (size_t)x;
-        } else if (strcmp(flag, "--time-budget") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, 86400, &x)) == 0)
-                c.time_budget_s = (double)x;
-        } else if (strcmp(flag, "--machine") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, 600, &x)) == 0)
-                c.machine_s = (double)x;
-        } else if (strcmp(flag, "--compete") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, SVC_COMPETE_MAX, &x)) == 0)
-                c.compete = (unsigned)x;
-        } else if (strcmp(flag, "--plot") == 0) {
-            rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
-        } else if ((rc = nxr_tool_demo_metrics_flag(flag, value, &metrics_port, &metrics_hold)) !=
-                   1) {
-            /* --metrics-port or --metrics-hold: read (0) or refused (2) */
-        } else if ((rc = 0) == 0 && strcmp(flag, "--domains") == 0) {
-            if (value[0] == '\0')
-                return nxr_tool_demo_bad(flag, "%sis empty", "");
-            c.domains = value;
-        } else if (strcmp(flag, "--weights") == 0) {
-            if (svc_weights_parse(value, &c.weights) != 0)
-                return nxr_tool_demo_bad(flag, "'%s' is not packed or plain", value);
-            weights_given = true;
-        } else if (strcmp(flag, "--executor") == 0) {
-            if (svc_executor_parse(value, &c.executor) != 0)
-                return nxr_tool_demo_bad(flag, "'%s' is not nxr, openmp or pool", value);
-        }
-        if (rc != 0)
-            return rc;
-    }
+    struct weights_flag weights = {.config = &c};
+    const struct nxr_tool_flag_spec flags[] = {
+        NXR_TOOL_FLAG("--json", NXR_TOOL_FLAG_SET, &json),
+        NXR_TOOL_FLAG("--no-compare", NXR_TOOL_FLAG_CLEAR, &c.compare),
+        NXR_TOOL_FLAG("--span", NXR_TOOL_FLAG_SET, &c.span),
+        NXR_TOOL_FLAG_NUM("--requests", NXR_TOOL_FLAG_SIZE, &c.requests, 1, 10000000),
+        NXR_TOOL_FLAG_NUM("--clients", NXR_TOOL_FLAG_UINT, &c.clients, 1, 256),
+        NXR_TOOL_FLAG_MIN_MAX("--batch", &c.batch_min, &c.batch_max, 1, 1024),
+        NXR_TOOL_FLAG_NUM("--hidden", NXR_TOOL_FLAG_SIZE, &c.hidden, 8, 8192),
+        NXR_TOOL_FLAG_NUM("--layers", NXR_TOOL_FLAG_SIZE, &c.layers, 1, 256),
+        NXR_TOOL_FLAG("--domains", NXR_TOOL_FLAG_TEXT, &c.domains),
+        NXR_TOOL_FLAG_PARSE("--executor", &c.executor, executor_flag),
+        NXR_TOOL_FLAG_NUM("--seed", NXR_TOOL_FLAG_U64, &c.seed, 0, UINT64_MAX),
+        NXR_TOOL_FLAG_NUM("--time-budget", NXR_TOOL_FLAG_SECONDS, &c.time_budget_s, 0, 86400),
+        NXR_TOOL_FLAG_NUM("--max-batch", NXR_TOOL_FLAG_SIZE, &c.max_batch, 1, 4096),
+        NXR_TOOL_FLAG_PARSE("--weights", &weights, weights_flag),
+        NXR_TOOL_FLAG_NUM("--compete", NXR_TOOL_FLAG_UINT, &c.compete, 0, SVC_COMPETE_MAX),
+        NXR_TOOL_FLAG_NUM("--machine", NXR_TOOL_FLAG_SECONDS, &c.machine_s, 0, 600),
+        NXR_TOOL_FLAG_PARSE("--plot", &c.plot_path, nxr_tool_demo_plot),
+        NXR_TOOL_METRICS_FLAGS(&metrics_port, &metrics_hold),
+    };
+    int rc = nxr_tool_flags_parse(argc, argv, flags, sizeof flags / sizeof flags[0]);
+    if (rc != 0)
+        return rc;
     /* Packed weights live in nxr's own domains; attached executors serve
      * plain ones unless told otherwise (which the config check refuses). */
-    if (!weights_given && c.executor != SVC_EXECUTOR_NXR)
+    if (!weights.given && c.executor != SVC_EXECUTOR_NXR)
         c.weights = SVC_WEIGHTS_PLAIN;
     if (isatty(STDERR_FILENO)) {
         c.progress = progress;

@@ -28,28 +28,46 @@ const char nxr_tool_demo_llama_usage[] =
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
-    "             --metrics-port N, --metrics-hold K  as the MLP demo's (below)\n"
+    "             --metrics-port N, --metrics-hold K  as the MLP demo's (above)\n"
     "             --plot FILE.svg  also write each path's inter-token latency and time to first\n"
     "                              token (CDFs) and nxr's tokens/s per step over time to FILE\n"
     "             --time-budget S  seconds of serving before rounds are cut short (default 40;\n"
     "                              0: none, every path serves every sequence)\n"
+    "             --span           also serve each sequence over EVERY domain at once: the\n"
+    "                              weights sharded by node (each domain computes its rows of\n"
+    "                              every product), the KV cache on the first domain; its\n"
+    "                              inter-token latency against one domain's (nxr's) and its\n"
+    "                              tokens must be theirs. f32 weights only (with --weights\n"
+    "                              bf16/int8: exit 2). On one domain it serves, with a note:\n"
+    "                              the span is then that domain. With --no-compare: nxr and\n"
+    "                              span only. (--model mlp keeps its own --span, above.)\n"
     "             --no-compare     serve batched only (no peers)\n"
     "             --json           one JSON object instead of the table\n";
 
-/* The explicit dimensions: flag, field of the shape. */
-struct dim_flag {
-    const char *flag;
-    size_t offset;
+/* The explicit dimensions' fields of the shape, in the order of their
+ * flags in the table (--dim, --hidden, --layers, --heads, --kv-heads,
+ * --vocab). */
+static const size_t dims[] = {
+    offsetof(struct svc_llama_shape, dim),      offsetof(struct svc_llama_shape, hidden),
+    offsetof(struct svc_llama_shape, layers),   offsetof(struct svc_llama_shape, heads),
+    offsetof(struct svc_llama_shape, kv_heads), offsetof(struct svc_llama_shape, vocab),
 };
 
-static const struct dim_flag dims[] = {
-    {"--dim", offsetof(struct svc_llama_shape, dim)},
-    {"--hidden", offsetof(struct svc_llama_shape, hidden)},
-    {"--layers", offsetof(struct svc_llama_shape, layers)},
-    {"--heads", offsetof(struct svc_llama_shape, heads)},
-    {"--kv-heads", offsetof(struct svc_llama_shape, kv_heads)},
-    {"--vocab", offsetof(struct svc_llama_shape, vocab)},
-};
+static int size_flag(const char *flag, const char *value, void *to)
+{
+    if (strcmp(value, "short") == 0 || svc_llama_shape_named(value, to) != 0)
+        return nxr_tool_demo_bad(flag, "'%s' is not 15m, 110m or 1b", value);
+    return 0;
+}
+
+static int weights_flag(const char *flag, const char *value, void *to)
+{
+    const int f = svc_llama_format_named(value);
+    if (f < 0)
+        return nxr_tool_demo_bad(flag, "'%s' is not f32, bf16 or int8", value);
+    *(enum svc_llama_format *)to = (enum svc_llama_format)f;
+    return 0;
+}
 
 static int llama_run(const void *config, void *result, bool *bad_input)
 {
@@ -76,82 +94,39 @@ int nxr_tool_demo_llama(int argc, char **argv)
     size_t explicit_dims[sizeof dims / sizeof dims[0]] = {0};
     bool json = false;
     long metrics_port = -1, metrics_hold = 0;
-    static const char *const plain[] = {"--json", "--no-compare"};
-    static const char *const valued[] = {
-        "--size",   "--weights",      "--clients",     "--sequences", "--prompt",   "--gen",
-        "--kv-mib", "--step-tokens",  "--domains",     "--seed",      "--machine",  "--time-budget",
-        "--dim",    "--hidden",       "--layers",      "--heads",     "--kv-heads", "--vocab",
-        "--plot",   "--metrics-port", "--metrics-hold"};
-    for (int i = 0; i < argc; i++) {
-        struct nxr_tool_flag fl;
-        int frc = nxr_tool_demo_flag(argc, argv, &i, plain, sizeof plain / sizeof plain[0], valued,
-                                     sizeof valued / sizeof valued[0], &fl);
-        if (frc != 0)
-            return frc;
-        const char *flag = fl.name, *value = fl.value;
-        if (value == NULL) {
-            if (strcmp(flag, "--json") == 0)
-                json = true;
-            else
-                c.compare = false;
-            continue;
-        }
-        uint64_t x = 0;
-        int rc = nxr_tool_demo_metrics_flag(flag, value, &metrics_port, &metrics_hold);
-        if (rc != 1) {
-            /* --metrics-port or --metrics-hold: read (0) or refused (2) */
-        } else if ((rc = 0) == 0 && strcmp(flag, "--plot") == 0) {
-            rc = nxr_tool_demo_plot(flag, value, &c.plot_path);
-        } else if (strcmp(flag, "--size") == 0) {
-            if (strcmp(value, "short") == 0 || svc_llama_shape_named(value, &c.shape) != 0)
-                return nxr_tool_demo_bad(flag, "'%s' is not 15m, 110m or 1b", value);
-        } else if (strcmp(flag, "--weights") == 0) {
-            const int f = svc_llama_format_named(value);
-            if (f < 0)
-                return nxr_tool_demo_bad(flag, "'%s' is not f32, bf16 or int8", value);
-            c.format = (enum svc_llama_format)f;
-        } else if (strcmp(flag, "--clients") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 256, &x)) == 0)
-                c.clients = (size_t)x;
-        } else if (strcmp(flag, "--sequences") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 1000000, &x)) == 0)
-                c.sequences = (size_t)x;
-        } else if (strcmp(flag, "--prompt") == 0) {
-            rc = nxr_tool_demo_range(flag, value, 1, 8192, &c.prompt_min, &c.prompt_max);
-        } else if (strcmp(flag, "--gen") == 0) {
-            rc = nxr_tool_demo_range(flag, value, 1, 8192, &c.gen_min, &c.gen_max);
-        } else if (strcmp(flag, "--kv-mib") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 1 << 20, &x)) == 0)
-                c.kv_mib = (size_t)x;
-        } else if (strcmp(flag, "--step-tokens") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 1, 4096, &x)) == 0)
-                c.step_tokens = (size_t)x;
-        } else if (strcmp(flag, "--seed") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, UINT64_MAX, &x)) == 0)
-                c.seed = x;
-        } else if (strcmp(flag, "--machine") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, 600, &x)) == 0)
-                c.machine_s = (double)x;
-        } else if (strcmp(flag, "--time-budget") == 0) {
-            if ((rc = nxr_tool_demo_size(flag, value, 0, 86400, &x)) == 0)
-                c.time_budget_s = (double)x;
-        } else if (strcmp(flag, "--domains") == 0) {
-            if (value[0] == '\0')
-                return nxr_tool_demo_bad(flag, "%sis empty", "");
-            c.domains = value;
-        } else {
-            for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
-                if (strcmp(flag, dims[k].flag) == 0 &&
-                    (rc = nxr_tool_demo_size(flag, value, 1, 1 << 20, &x)) == 0)
-                    explicit_dims[k] = (size_t)x;
-        }
-        if (rc != 0)
-            return rc;
-    }
+    const struct nxr_tool_flag_spec flags[] = {
+        NXR_TOOL_FLAG("--json", NXR_TOOL_FLAG_SET, &json),
+        NXR_TOOL_FLAG("--no-compare", NXR_TOOL_FLAG_CLEAR, &c.compare),
+        NXR_TOOL_FLAG("--span", NXR_TOOL_FLAG_SET, &c.span),
+        NXR_TOOL_FLAG_PARSE("--size", &c.shape, size_flag),
+        NXR_TOOL_FLAG_PARSE("--weights", &c.format, weights_flag),
+        NXR_TOOL_FLAG_NUM("--clients", NXR_TOOL_FLAG_SIZE, &c.clients, 1, 256),
+        NXR_TOOL_FLAG_NUM("--sequences", NXR_TOOL_FLAG_SIZE, &c.sequences, 1, 1000000),
+        NXR_TOOL_FLAG_MIN_MAX("--prompt", &c.prompt_min, &c.prompt_max, 1, 8192),
+        NXR_TOOL_FLAG_MIN_MAX("--gen", &c.gen_min, &c.gen_max, 1, 8192),
+        NXR_TOOL_FLAG_NUM("--kv-mib", NXR_TOOL_FLAG_SIZE, &c.kv_mib, 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--step-tokens", NXR_TOOL_FLAG_SIZE, &c.step_tokens, 1, 4096),
+        NXR_TOOL_FLAG("--domains", NXR_TOOL_FLAG_TEXT, &c.domains),
+        NXR_TOOL_FLAG_NUM("--seed", NXR_TOOL_FLAG_U64, &c.seed, 0, UINT64_MAX),
+        NXR_TOOL_FLAG_NUM("--machine", NXR_TOOL_FLAG_SECONDS, &c.machine_s, 0, 600),
+        NXR_TOOL_FLAG_NUM("--time-budget", NXR_TOOL_FLAG_SECONDS, &c.time_budget_s, 0, 86400),
+        NXR_TOOL_FLAG_PARSE("--plot", &c.plot_path, nxr_tool_demo_plot),
+        NXR_TOOL_METRICS_FLAGS(&metrics_port, &metrics_hold),
+        /* The explicit dimensions, in the order of dims[]. */
+        NXR_TOOL_FLAG_NUM("--dim", NXR_TOOL_FLAG_SIZE, &explicit_dims[0], 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--hidden", NXR_TOOL_FLAG_SIZE, &explicit_dims[1], 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--layers", NXR_TOOL_FLAG_SIZE, &explicit_dims[2], 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--heads", NXR_TOOL_FLAG_SIZE, &explicit_dims[3], 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--kv-heads", NXR_TOOL_FLAG_SIZE, &explicit_dims[4], 1, 1 << 20),
+        NXR_TOOL_FLAG_NUM("--vocab", NXR_TOOL_FLAG_SIZE, &explicit_dims[5], 1, 1 << 20),
+    };
+    int rc = nxr_tool_flags_parse(argc, argv, flags, sizeof flags / sizeof flags[0]);
+    if (rc != 0)
+        return rc;
     /* Explicit dimensions override the size's, whatever the order given. */
     for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
         if (explicit_dims[k] != 0) {
-            *(size_t *)((char *)&c.shape + dims[k].offset) = explicit_dims[k];
+            *(size_t *)((char *)&c.shape + dims[k]) = explicit_dims[k];
             c.shape.name = "custom";
         }
     if (c.clients > c.step_tokens)
@@ -159,6 +134,11 @@ int nxr_tool_demo_llama(int argc, char **argv)
                                  "%s is above --step-tokens (every active sequence "
                                  "decodes each step)",
                                  "the count");
+    if (c.span && c.format != SVC_LLAMA_F32)
+        return nxr_tool_demo_bad("--span",
+                                 "shards f32 weights only (%s has no sharded form); drop "
+                                 "--weights or --span",
+                                 svc_llama_format_name(c.format));
     const char *problem = svc_llama_shape_problem(&c.shape);
     if (problem != NULL)
         return nxr_tool_demo_bad("--dim/--heads", "%s", problem);

@@ -15,6 +15,7 @@ PACKAGES=(
     libopenblas-dev       # the GEMM provider
     libcriterion-dev      # tests
     python3               # the JSON checks of `nxr info --json`
+    universal-ctags       # tools/definitions_check.sh: every NXR_API function has a definition ctags finds
     python3-numpy         # tests/dist: ctypes.CDLL of libnxr.so beside numpy's BLAS
     python3-venv python3-pip  # tests/dist: the pip wheel installed into a fresh virtual environment
     cmake pkg-config      # tests/dist: consumers of the installed nxr (find_package, pkg-config)

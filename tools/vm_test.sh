@@ -24,7 +24,9 @@
 # node, weights sharded): the span must have one member per node, every
 # shard on its own node, and the tokens of the one-domain reference. And
 # `nxr demo` (the language model) on a tiny decoder: every domain serves,
-# its weights and KV cache on its own node (weights_on_node, kv_on_node 1.0).
+# its weights and KV cache on its own node (weights_on_node, kv_on_node 1.0),
+# and with --span every sequence over every node, each node's shards on it
+# (shards_on_node 1.0), the tokens those of the one-domain engines.
 # Under TCG on a 2-CPU host a boot takes 10-40 s, the whole suite a few
 # minutes per VM.
 set -euo pipefail
@@ -66,7 +68,7 @@ done
 # tests/runtime, where domains are built per node: that is where one-CPU
 # domains and more than two nodes break assumptions. Explicit targets or
 # --tagged run the same list in every VM.
-not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|fault_seam_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|ctx_weights_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
+not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|sys_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|weights_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
 declare -A only_in=() # node count -> a query narrowing the list there
 if ((${#targets[@]} == 0)); then
     if ((tagged)); then
@@ -157,11 +159,13 @@ if [ -x $work/bin/nxr ]; then
         echo "vm: nxr demo: FAILED: \$(cat /tmp/demo.err)"
     fi
     # The language model (nxr demo's default) on a tiny decoder: every
-    # domain serves, its weights and KV cache on its node (checked on the host).
+    # domain serves, its weights and KV cache on its node; with --span every
+    # sequence also over every node, each node's shards on it, the tokens
+    # the one-domain engines' (checked on the host).
     t0=\$(date +%s)
     if timeout 900 $work/bin/nxr demo --dim 64 --hidden 176 --layers 2 --heads 4 --kv-heads 2 \
         --vocab 512 --prompt 3-20 --gen 2-9 --clients 4 --sequences 12 --kv-mib 4 \
-        --step-tokens 8 --machine 0 --time-budget 0 --no-compare --json \
+        --step-tokens 8 --machine 0 --time-budget 0 --no-compare --span --json \
         >/tmp/llama.json 2>/tmp/llama.err; then
         echo "vm-llama-json \$(cat /tmp/llama.json)"
         echo "vm: nxr demo (llama) ran (\$((\$(date +%s) - t0)) s)"
@@ -287,12 +291,22 @@ for x in d["domains"]:
         bad.append("domain %d served nothing" % x["id"])
 if d["sequences"] != 12:
     bad.append("%d of 12 sequences served" % d["sequences"])
+# --span: one engine over every node, the weights sharded by node.
+s = d.get("span")
+if s is None or d.get("span_members") != nodes or s["sequences"] != 12:
+    bad.append("span: %s over %s member(s)" % (s, d.get("span_members")))
+for x in d["domains"]:
+    if x.get("shards_on_node") != 1.0:
+        bad.append("domain %d: shards_on_node %s" % (x["id"], x.get("shards_on_node")))
+if d["tokens_match"] is not True:
+    bad.append("the span's tokens differ from the one-domain engines'")
 for b in bad:
     print("vm: nxr demo (llama) check: FAILED:", b)
 if not bad:
     print("vm: nxr demo (llama) check: ok: %s" % ", ".join(
-        "domain %d node %d tokens %d weights_on_node %.2f kv_on_node %.2f"
-        % (x["id"], x["node"], x["tokens"], x["weights_on_node"], x["kv_on_node"])
+        "domain %d node %d tokens %d weights_on_node %.2f kv_on_node %.2f shards_on_node %.2f"
+        % (x["id"], x["node"], x["tokens"], x["weights_on_node"], x["kv_on_node"],
+           x["shards_on_node"])
         for x in d["domains"]))
 sys.exit(1 if bad else 0)
 PY

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "alloc/nxr_alloc.h"
-#include "base/internal/emit.h"
+#include "base/emit.h"
 
 struct nxr__pool;
 struct nxr__arena;

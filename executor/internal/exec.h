@@ -31,6 +31,9 @@
 struct nxr__exec {
     struct nxr_executor executor; /* the contract work goes through */
     struct nxr__team *team;       /* the built-in team, or NULL */
+    /* The attach reference on a caller's executor is held (taken by
+     * nxr__exec_hold_executor, given back by nxr__exec_drop_executor). */
+    bool executor_held;
     /* The domain's facts (id, node, CPU set, budget, admission), owned by
      * the domain that embeds this exec and read here, never copied: set
      * before admission init, immutable while the exec is in use. Its cpus
@@ -175,9 +178,32 @@ bool nxr__exec_caller_inside(const struct nxr__exec *exec);
  * own affinity, e.g. bound itself to a domain). */
 void nxr__exec_caller_forget(void);
 
+/* ---- a domain's executor (executor/domain_executor.c) ---- */
+
+/* NULL when ex keeps the contract, else the rule it breaks, as a phrase
+ * ("has no submit operation") for the caller's detail. ex is the caller's
+ * (an attached executor): it must be owned by the caller. */
+const char *nxr__executor_broken_rule(const struct nxr_executor *ex);
+
+/* Take / give back one reference (no-ops for an executor without them):
+ * once while a domain is attached, once per operation in flight. Every
+ * retain and release of an executor goes through these. Any thread; never
+ * blocks beyond what the executor's own retain/release do. */
+void nxr__executor_retain(const struct nxr_executor *ex);
+void nxr__executor_release(const struct nxr_executor *ex);
+
 /* Fills exec->executor with the built-in team's implementation of the
  * contract (owned by nxr, fans out, not re-entrant). */
 void nxr__exec_use_team(struct nxr__exec *exec, struct nxr__team *team);
+
+/* Makes ex (a caller's executor, kept to the contract) exec's. No
+ * reference yet: the domain takes it once it is attached for good. */
+void nxr__exec_use_attached(struct nxr__exec *exec, const struct nxr_executor *ex);
+
+/* Takes the reference held while the domain is attached, and gives it
+ * back (after the domain drained; a no-op when none is held). */
+void nxr__exec_hold_executor(struct nxr__exec *exec);
+void nxr__exec_drop_executor(struct nxr__exec *exec);
 
 /*
  * Prepares exec's admission state: a permit request for exec->spec->cpus on
@@ -348,6 +374,14 @@ int nxr__exec_submit(struct nxr__exec *exec, size_t count, nxr_task_fn fn, void 
  * executor error (fn did not run).
  */
 int nxr__exec_call(struct nxr__exec *exec, int (*fn)(void *arg), void *arg);
+
+/*
+ * A region of `participants` on exec's executor (fn(arg, index) once per
+ * participant) under the domain's permit, or the guard of a caller-managed
+ * domain, held for the region: every region nxr installs goes through here.
+ * The caller is outside any body. 0, or an admission or executor error.
+ */
+int nxr__exec_region(struct nxr__exec *exec, nxr_region_fn fn, void *arg, unsigned participants);
 
 /* nxr__exec_call for a caller that already holds a permit covering the
  * domain (the process-wide exclusive permit, or the domain's own): no

@@ -1,7 +1,7 @@
 /*
  * nxr kernels, described once: one row per kernel of the provider ops
- * tables (kernels/nxr_kernels.h), from which the preprocessor writes every
- * piece of code that only carries the kernel's arguments along.
+ * tables (kernels/nxr_provider.h), from which the preprocessor writes only
+ * what carries the kernel's arguments along and names no entry point.
  *
  * The rule: a kernel's public call through a context
  * (runtime/nxr_ctx_kernels.h) takes exactly its provider op's parameters,
@@ -10,30 +10,29 @@
  *     K(name, family, table, PARAMS)
  * with PARAMS(P) expanding to P(type, param) for each parameter, this
  * header and its users generate:
- *   - nxr__bundle_<name>(bundle, call, params...): the slot's op, dispatched
- *     (declared here, defined in kernels/bundle.c);
+ *   - the declaration of nxr__bundle_<name>(bundle, call, params...), the
+ *     slot's op dispatched, written out in kernels/bundle.c (a definition
+ *     that drifts from the row does not compile);
  *   - struct nxr__<name>_args: the parameters as one struct, which the
- *     public wrapper fills and the call engine passes along unchanged
- *     (runtime/kernel_wrappers.c, runtime/kernel_call.c);
- *   - the invoker the engine calls with that struct, and the public
- *     function nxr_<name>(ctx, params...) (runtime/kernel_wrappers.c).
- * What the table cannot say is written by hand, once per kernel, in
- * runtime/kernel_wrappers.c: check_<name>, which applies the contract's
- * argument rules (kernels/args.c) and names the inputs a routing context
- * weighs. The kernel itself is the provider's (kernels/native_provider.c for
- * nxr's own).
+ *     public function fills and the call engine passes along unchanged;
+ *   - invoke_<name>, the engine's way to the dispatch with that struct
+ *     unpacked (static, in runtime/kernel_wrappers.c);
+ *   - the op set a provider's table must not leave empty
+ *     (kernels/provider.c's table_matches).
+ * Every function a caller or a reader looks for is written by hand: the
+ * public nxr_<name> (runtime/kernel_wrappers.c: its argument rules from
+ * kernels/args.c, the inputs a routing context weighs, the request to the
+ * engine) and nxr__bundle_<name> (kernels/bundle.c). The kernel itself is
+ * the provider's (kernels/native_provider.c for nxr's own).
  *
- * Adding a kernel: its op in the family's ops table (kernels/nxr_kernels.h),
- * its public declaration (runtime/nxr_ctx_kernels.h), a row here, its
- * check_<name>, and its native op; a new argument rule in kernels/args.c if
- * no existing one fits.
+ * Adding a kernel: docs/architecture.md, "Adding a kernel", lists the
+ * places; tests/kernels/kernel_table_test.py fails when one is missed.
  *
- * NXR__KERNELS_OWN lists the kernels whose struct, invoker and declaration
- * come from here but whose public wrapper and dispatch are written out by
- * hand: nxr_sgemm_fused falls back to nxr_sgemm without an epilogue, and its
- * dispatch to sgemm + nxr's epilogue when the provider has no sgemm_fused.
- * nxr_sgemm_packed is no provider op (only the native GEMM reads packed
- * weights) and is not in the table.
+ * NXR__KERNELS_OWN lists the kernels whose public function falls back to
+ * another: nxr_sgemm_fused runs nxr_sgemm without an epilogue, and its
+ * dispatch runs sgemm + nxr's epilogue when the provider has no
+ * sgemm_fused. nxr_sgemm_packed is no provider op (only the native GEMM
+ * reads packed weights) and is not in the table.
  */
 #ifndef NXR_KERNELS_INTERNAL_KERNEL_TABLE_H
 #define NXR_KERNELS_INTERNAL_KERNEL_TABLE_H
@@ -86,23 +85,23 @@
     K(rmsnorm,     NORM,        norm,        NXR__RMSNORM_PARAMS)         \
     K(layernorm,   NORM,        norm,        NXR__LAYERNORM_PARAMS)
 
-/* The same, with the public wrapper and the dispatch written by hand. */
+/* The same, for a kernel whose public function and dispatch fall back to
+ * another (above). */
 #define NXR__KERNELS_OWN(K)                                               \
     K(sgemm_fused, GEMM,        gemm,        NXR__SGEMM_FUSED_PARAMS)
 /* clang-format on */
 
 /* The parameter-list pieces: `, type param` (after a first parameter),
- * `, param` (passed on), `type param;` (a struct field), and `, from->param`
- * (passed on from the struct `from`). */
+ * `type param;` (a struct field), and `, from->param` (passed on from the
+ * struct `from`). */
 #define NXR__PARAM_DECL(type, param)  , type param
-#define NXR__PARAM_PASS(type, param)  , param
 #define NXR__PARAM_FIELD(type, param) type param;
 #define NXR__PARAM_FROM(type, param)  , from->param
 
-/* The dispatch of every kernel: its slot's op, NXR_EUNSUPPORTED when the
- * slot has none, with the FP environment checked around foreign providers
- * (the provider's own error wins over NXR_EFPENV; the environment is
- * restored either way). Never another provider. kernels/bundle.c. */
+/* The dispatch of every kernel (kernels/bundle.c): its slot's op,
+ * NXR_EUNSUPPORTED when the slot has none, with the FP environment checked
+ * around foreign providers (the provider's own error wins over NXR_EFPENV;
+ * the environment is restored either way). Never another provider. */
 #define NXR__BUNDLE_DECLARE(name, family, table, PARAMS)                                           \
     int nxr__bundle_##name(const nxr_provider_bundle_t *bundle,                                    \
                            const struct nxr_kernel_call *call PARAMS(NXR__PARAM_DECL));

@@ -66,7 +66,8 @@ struct nxr_provider_bundle {
 };
 
 /* Dispatch: nxr__bundle_<kernel>(b, call, the op's parameters), one per row
- * of kernels/internal/kernel_table.h, declared there. And the scratch a
+ * of kernels/internal/kernel_table.h, declared there and written out in
+ * kernels/bundle.c. And the scratch a
  * GEMM call needs (the slot's sgemm_scratch; 0 without one). */
 size_t nxr__bundle_sgemm_scratch(const nxr_provider_bundle_t *b, const struct nxr_sgemm_args *args);
 

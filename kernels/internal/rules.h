@@ -1,5 +1,5 @@
 /*
- * nxr providers, the placement rules: where one call of a classified
+ * nxr providers, the run rules: where one call of a classified
  * provider may run, as a pure function of the classification and the
  * situation (domain budget, whether the domain is the whole allowed set,
  * the runtime's provider policy, the provider's current process-global
@@ -16,7 +16,7 @@
  *  - PER_CALL_BOUND x EXTERNAL_WORKERS (a library with a true per-call
  *    setter): budget 1 inline; budget > 1 runs with the domain's permit
  *    only when the domain is the whole allowed set (its workers cannot
- *    leave it); otherwise strict placement rejects it (NXR_EPLACEMENT) and
+ *    leave it); otherwise the strict policy rejects it (NXR_EPLACEMENT) and
  *    process-exclusive mode runs it under the exclusive permit.
  *  - GLOBAL_OR_UNCONTROLLED x EXTERNAL_WORKERS (parallel OpenBLAS):
  *    strict: runs inline on the calling worker only when the global count
@@ -63,7 +63,7 @@ struct nxr__run_decision {
 };
 
 struct nxr__run_decision nxr__provider_decide(enum nxr_count_control count,
-                                              enum nxr_provider_runs_on placement,
+                                              enum nxr_provider_runs_on runs_on,
                                               const struct nxr__run_situation *s);
 
 /* The same for a provider, reading its global count now (GLOBAL providers). */

@@ -58,16 +58,40 @@ struct nxr_ctx {
 };
 
 /*
- * Every public call on a context brackets its work with these: the handle
- * check, the orphan check (NXR_EBROKEN once the runtime is gone), and in
- * checked builds the one-driving-thread rule. A call from inside a body (a
- * worker or a participant running some operation) is not a second driver:
- * it runs in place or is refused by the nesting rules. enter returns 0 or
- * NXR_EBROKEN and sets *entered to whether leave has something to undo. A
- * violation aborts with a message naming the context.
+ * One call on a context, opened and closed by the one pair every context
+ * entry point uses (loops, tasks, kernels, steps, span kernels, shards,
+ * binding, step memory):
+ *   open:  the handle check, the fork and orphan checks (NXR_EFORKED, then
+ *          NXR_EBROKEN once the runtime is gone) and in checked builds the
+ *          one-driving-thread rule (a violation aborts naming the context);
+ *   close: the failure's detail recorded (nxr__ctx_fail on the domain the
+ *          call ran on, with `why` when the caller wrote one) and the
+ *          driving ended.
+ * A call from inside a body (a worker or a participant running some
+ * operation) is not a second driver: it runs in place or is refused by the
+ * nesting rules. The public function still begins with nxr__call_begin()
+ * and checks ctx for NULL itself (the error channel's rule).
  */
-int nxr__ctx_enter(nxr_ctx_t *ctx, bool *entered);
-void nxr__ctx_leave(nxr_ctx_t *ctx, bool entered);
+struct nxr__ctx_call {
+    nxr_ctx_t *ctx;
+    const char *name; /* the public call, for the detail */
+    bool entered;     /* the driving to end at close (checked builds) */
+    /* Why the call failed when the status alone does not say: written by
+     * the call's own checks; "" leaves the status's meaning to close. */
+    char why[NXR__LAST_ERROR_BYTES];
+};
+
+/* Opens call `name` on ctx (not NULL). 0; or the status, its detail
+ * recorded and the call already closed (the caller returns the status). */
+int nxr__ctx_call_open(struct nxr__ctx_call *c, nxr_ctx_t *ctx, const char *name);
+
+/* Closes c: records rc's detail on domain d (c->why when set; nothing for
+ * 0), ends the driving. Returns rc. */
+int nxr__ctx_call_close(struct nxr__ctx_call *c, const struct nxr_domain *d, int rc);
+
+/* nxr__ctx_call_close with a formatted reason (written to c->why). */
+int nxr__ctx_call_closef(struct nxr__ctx_call *c, const struct nxr_domain *d, int rc,
+                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /*
  * Records the detail of a failed call: "<call>: <why>" when why is not

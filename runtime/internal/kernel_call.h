@@ -1,8 +1,7 @@
 /*
  * nxr kernel calls, internals: the one request every kernel call through a
  * context makes of the call engine (runtime/kernel_call.c), filled by its
- * public wrapper (runtime/kernel_wrappers.c, from the rows of
- * kernels/internal/kernel_table.h).
+ * public function (runtime/kernel_wrappers.c).
  */
 #ifndef NXR_RUNTIME_INTERNAL_KERNEL_CALL_H
 #define NXR_RUNTIME_INTERNAL_KERNEL_CALL_H

@@ -72,7 +72,7 @@ struct nxr_runtime {
     struct nxr__topology topo;
     struct nxr__settings settings;
     /* The CPU quota the budgets were fitted into, and where it came from
-     * (runtime/quota.c); cpus 0: none. Immutable after creation. */
+     * (runtime/budget.c); cpus 0: none. Immutable after creation. */
     struct nxr__cpu_quota quota;
     /* The quota the budgets follow now (runtime/budget.c): quota at
      * creation, re-read by nxr_runtime_refresh_budget under
@@ -92,7 +92,7 @@ struct nxr_runtime {
     pthread_cond_t quota_wake;
     atomic_ullong quota_refreshes;
     /* Other nxr processes as seen at creation, and this runtime's entry
-     * (runtime/peers.c); unused when settings.peers is NXR_PEERS_OFF. */
+     * (runtime/runtime.c); unused when settings.peers is NXR_PEERS_OFF. */
     struct nxr__peers peers;
     /* The counters page beside the entry (runtime/stats_page.c); map NULL
      * when none. lock: held by the one thread refreshing it. */
@@ -166,7 +166,7 @@ int nxr__settings_resolve(struct nxr__settings *s, const struct nxr_runtime_opts
 
 /* Settles the runtime's CPU quota from the settings (the cgroup's when
  * auto) into rt->quota and fits the plan's budgets into it
- * (runtime/quota.c). Never fails: an unreadable quota is none, and
+ * (runtime/budget.c). Never fails: an unreadable quota is none, and
  * rt->quota.source says why. */
 void nxr__runtime_fit_quota(nxr_runtime_t *rt, struct nxr__plan *plan);
 
@@ -178,14 +178,6 @@ void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt);
 
 /* A copy of the quota the budgets follow now (quota_lock taken here). */
 void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out);
-
-/* Registers the runtime in the peer registry and reads the other entries
- * (settings.peers not OFF), warning on stderr about overlapping ones under
- * NXR_PEERS_WARN (runtime/peers.c). Never fails. */
-void nxr__runtime_peers_open(nxr_runtime_t *rt);
-
-/* Removes the runtime's entry. */
-void nxr__runtime_peers_close(nxr_runtime_t *rt);
 
 /* Publishes the runtime's counters page beside its registry entry (when it
  * has one) and hooks every domain's operation end to answer readers

@@ -1,5 +1,5 @@
 /*
- * The diagnostics emitter (base/internal/emit.h): one walk, two formats.
+ * The diagnostics emitter (base/emit.h): one walk, two formats.
  * JSON escapes strings and nests objects and lists with commas in the right
  * places; text fills each template from its members in any order, a list's
  * {count} and {items}, a scalar's "{}", a null's text as it is; a member a
@@ -8,11 +8,12 @@
  * point. Expected strings are written out by hand.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/internal/emit.h"
+#include "base/emit.h"
 #include "base/internal/sys.h"
 
 /* One walk over made-up facts, nested three deep, with a list of objects, a
@@ -21,11 +22,14 @@ static void walk(struct nxr__emit *e)
 {
     nxr__emit_object(e, NULL, "[{name}] {inner}{items}tail {missing}\n");
     nxr__emit_str(e, "name", "a \"q\" \\ b\n\t\x01", NULL);
-    nxr__emit_object(e, "inner", "n={n} u={u} ok={ok} none={none}; ");
+    nxr__emit_object(e, "inner", "n={n} u={u} ok={ok} none={none} d={d} w={w} nan={nan}; ");
     nxr__emit_uint(e, "u", UINT64_MAX, NULL);
     nxr__emit_int(e, "n", -7, "({})");
     nxr__emit_bool(e, "ok", true, "yes");
     nxr__emit_null(e, "none", "left {} as is");
+    nxr__emit_double(e, "d", 1.0 / 3.0, NULL);
+    nxr__emit_double(e, "w", 2.5e7, "  2.5e+07 ({})");
+    nxr__emit_double(e, "nan", NAN, "<{}>");
     nxr__emit_str(e, "json_only", "x", NULL);
     nxr__emit_end(e);
     nxr__emit_list(e, "items", "{count} item(s):{items}; ");
@@ -58,7 +62,8 @@ static char *run(enum nxr__emit_format format, int *rc)
 
 static const char want_json[] =
     "{\"name\":\"a \\\"q\\\" \\\\ b\\u000a\\u0009\\u0001\","
-    "\"inner\":{\"u\":18446744073709551615,\"n\":-7,\"ok\":true,\"none\":null,\"json_only\":\"x\"},"
+    "\"inner\":{\"u\":18446744073709551615,\"n\":-7,\"ok\":true,\"none\":null,"
+    "\"d\":0.333333,\"w\":2.5e+07,\"nan\":null,\"json_only\":\"x\"},"
     "\"items\":[{\"id\":0,\"cpus\":[0,1]},{\"id\":1,\"cpus\":[2,3]}],"
     "\"empty\":[],\"absent\":null}\n";
 
@@ -80,7 +85,8 @@ Test(base_emit, text_fills_each_template_from_its_members)
      * json_only nowhere; the first element's list shows its template (a CPU
      * list), the second's, without one, its items' texts one after another. */
     cr_expect_str_eq(out, "[a \"q\" \\ b\n\t\x01] n=(-7) u=18446744073709551615 ok=yes "
-                          "none=left {} as is; 2 item(s): <0 on 0-1> <1 on 23>; "
+                          "none=left {} as is d=0.333333 w=  2.5e+07 (2.5e+07) nan=<->; 2 item(s): "
+                          "<0 on 0-1> <1 on 23>; "
                           "tail {missing}\n");
     free(out);
 }
@@ -165,4 +171,3 @@ Test(base_emit, a_refused_growth_inside_a_member_is_not_read)
     }
     cr_assert_fail("the walk allocated more than 50 times");
 }
-

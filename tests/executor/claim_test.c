@@ -14,9 +14,10 @@
 
 #include "runtime/internal/runtime.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
-#define LIVE 0x4c495645u
-#define DEAD 0x44454144u
+#define LIVE     0x4c495645u
+#define DEAD     0x44454144u
 #define BOUND_MS 20000 /* rendezvous bound: a broken test fails, never hangs */
 
 /* Until the team counted `want` late arrivals (workers that found their
@@ -56,10 +57,10 @@ static struct nxr__team *make_team(unsigned size)
 /* ---- the hook: hold one worker once, until released -------------------- */
 
 struct holder {
-    int worker;           /* the worker to hold */
-    atomic_int used;      /* 1 once it has held it */
-    atomic_int held;      /* 1 while the worker waits in the hook */
-    atomic_int release;   /* the test sets it to let the worker go */
+    int worker;         /* the worker to hold */
+    atomic_int used;    /* 1 once it has held it */
+    atomic_int held;    /* 1 while the worker waits in the hook */
+    atomic_int release; /* the test sets it to let the worker go */
     struct nxr__team_claim_hook hook;
 };
 
@@ -386,14 +387,11 @@ Test(executor_claim, reductions_are_bit_identical_under_every_claim_order, .time
 
     /* And through a context, with the machine's budget and with one. */
     for (int threads = 0; threads <= 1; threads++) {
-        struct nxr_runtime_opts o;
-        nxr_runtime_opts_init(&o);
-        o.ignore_env = true;
-        o.num_threads = threads;
-        nxr_runtime_t *rt;
-        nxr_ctx_t *ctx;
-        cr_assert_eq(nxr_runtime_create(&o, &rt), 0);
-        cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
+        struct nxr_test_runtime fx;
+        nxr_test_runtime_opts(&fx, NULL, NXR_TEST_CTX);
+        fx.opts.num_threads = threads;
+        NXR_TEST_RUNTIME_OPEN(&fx);
+        nxr_ctx_t *ctx = fx.ctx;
         memset(&a, 0, sizeof(a));
         a.caller = tid();
         float zero = 0.0f, result = -1.0f;
@@ -401,7 +399,6 @@ Test(executor_claim, reductions_are_bit_identical_under_every_claim_order, .time
                                          sum_combine, &a, &result),
                      0);
         assert_bits(result, want, threads == 1 ? "context, budget 1" : "context");
-        nxr_ctx_destroy(ctx);
-        nxr_runtime_destroy(rt);
+        nxr_test_runtime_close(&fx);
     }
 }

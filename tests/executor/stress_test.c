@@ -6,9 +6,9 @@
  * both schedules, OUTER runs, submissions that are waited for or detached at
  * random, and nested loops inside tasks. Loops on the two-CPU domain are
  * regions of several slots that the calling thread joins (it claims what no
- * awake worker has), the others are regions the caller waits for. Every index must be visited exactly
- * once, every waited job must report its own status, and destroying the
- * runtime must drain the detached ones. Bounded: a fixed number of rounds.
+ * awake worker has), the others are regions the caller waits for. Every index must be visited
+ * exactly once, every waited job must report its own status, and destroying the runtime must drain
+ * the detached ones. Bounded: a fixed number of rounds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,11 +19,11 @@
 #include "runtime/nxr.h"
 #include "tests/support/cpus.h"
 #include "tests/support/check.h"
+#include "tests/support/runtime.h"
 
 #define THREADS 6
 #define ROUNDS  300
 #define N       257
-
 
 static nxr_runtime_t *rt;
 static atomic_ulong detached_done;
@@ -103,12 +103,8 @@ static void *service(void *arg)
 
 int main(void)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
     if (nxr_test_cpu_count() < 2) {
-        printf("stress: skipped: needs 2 allowed CPUs, the process has %d\n",
-               nxr_test_cpu_count());
+        printf("stress: skipped: needs 2 allowed CPUs, the process has %d\n", nxr_test_cpu_count());
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
@@ -117,18 +113,20 @@ int main(void)
      * multi-slot regions with the calling thread taking part: on a 2-CPU
      * machine every unpinned service thread lies inside it. It overlaps the
      * other two, so arbitration, joins and deferred batches run too. */
-    o.domains = nxr_test_expand("0:%0;1:%1;2:%0,%1 shared");
-    int rc = nxr_runtime_create(&o, &rt);
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "0:%0;1:%1;2:%0,%1 shared", 0);
+    int rc = nxr_test_runtime_open(&fx);
     if (rc != 0) {
-        fprintf(stderr, "create: %s\n", nxr_strerror(rc));
+        fprintf(stderr, "create: %s: %s\n", nxr_strerror(rc), fx.err);
         return 1;
     }
+    rt = fx.rt;
     pthread_t threads[THREADS];
     for (size_t i = 0; i < THREADS; i++)
         pthread_create(&threads[i], NULL, service, (void *)i);
     for (size_t i = 0; i < THREADS; i++)
         pthread_join(threads[i], NULL);
-    nxr_runtime_destroy(rt);
+    nxr_test_runtime_close(&fx);
     unsigned long want = 0;
     for (size_t i = 0; i < THREADS; i++)
         want += detached_submitted[i];

@@ -31,12 +31,12 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/check.h"
+#include "tests/support/runtime.h"
 
 #define THREADS 8
 #define ROUNDS  250
 #define DEPTH   4 /* pipelined jobs in flight per thread */
 #define NDOM    4
-
 
 static nxr_runtime_t *rt;
 static const int ids[NDOM] = {0, 1, 7, 100};
@@ -55,9 +55,9 @@ struct batch_state {
     atomic_uint hits[32];
     size_t count;
     unsigned dom;
-    int fail_at;      /* index whose task fails, or -1 */
-    int other;        /* a domain to submit to from inside a task, or -1 */
-    nxr_ctx_t *octx;  /* its context (the same thread's) */
+    int fail_at;     /* index whose task fails, or -1 */
+    int other;       /* a domain to submit to from inside a task, or -1 */
+    nxr_ctx_t *octx; /* its context (the same thread's) */
 };
 
 static void enter_task(unsigned d)
@@ -194,16 +194,15 @@ int main(void)
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = 64;
-    o.domains = nxr_test_expand("0:%0;1:%1;7:%0,%1 shared");
-    int rc = nxr_runtime_create(&o, &rt);
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "0:%0;1:%1;7:%0,%1 shared", 0);
+    fx.opts.spin = 64;
+    int rc = nxr_test_runtime_open(&fx);
     if (rc != 0) {
-        fprintf(stderr, "create: %s\n", nxr_strerror(rc));
+        fprintf(stderr, "create: %s: %s\n", nxr_strerror(rc), fx.err);
         return 1;
     }
+    rt = fx.rt;
     /* The cooperative domain: a host pool of two threads on the second CPU. */
     cpu_set_t pool_cpus;
     CPU_ZERO(&pool_cpus);
@@ -259,7 +258,7 @@ int main(void)
         for (size_t d = 0; d < NDOM; d++)
             nxr_ctx_destroy(ctxs[t][d]);
     }
-    nxr_runtime_destroy(rt);
+    nxr_test_runtime_close(&fx);
     host_pool_stop(pool);
     CHECK(pool_executor_refs() == 0, "the pool is still retained");
 
@@ -276,8 +275,8 @@ int main(void)
     }
     unsigned long ran = atomic_load(&tasks_run), expected = atomic_load(&tasks_expected),
                   failing = atomic_load(&tasks_failing);
-    CHECK(ran >= expected && ran <= expected + failing,
-          "%lu tasks ran; %lu must, %lu more may", ran, expected, failing);
+    CHECK(ran >= expected && ran <= expected + failing, "%lu tasks ran; %lu must, %lu more may",
+          ran, expected, failing);
     CHECK(atomic_load(&nested_run) == atomic_load(&nested_accepted),
           "%lu nested tasks ran, %lu accepted", atomic_load(&nested_run),
           atomic_load(&nested_accepted));
@@ -288,8 +287,8 @@ int main(void)
            "cooperative), batches per domain %lu/%lu/%lu/%lu: %lu tasks, %lu nested, "
            "%lu overlaps, %lu permits granted, %lu waited, %llu joins, %llu deferred: %s\n",
            THREADS, ROUNDS, per_domain[0], per_domain[1], per_domain[2], per_domain[3], ran,
-           atomic_load(&nested_run), atomic_load(&overlaps_seen), grants, waits, joins,
-           deferrals, failed ? "FAILED" : "ok");
+           atomic_load(&nested_run), atomic_load(&overlaps_seen), grants, waits, joins, deferrals,
+           failed ? "FAILED" : "ok");
     printf("%u passed, %u failed\n", failed ? 0u : 1u, failed ? 1u : 0u);
     return failed ? 1 : 0;
 }

@@ -21,7 +21,7 @@
 
 #include "runtime/nxr.h"
 #include "tests/support/check.h"
-
+#include "tests/support/runtime.h"
 
 /* Threads of this process that are neither this one nor nxr workers. */
 static int foreign_threads(void)
@@ -67,44 +67,38 @@ int main(void)
     CHECK(foreign_threads() == 0, "%d threads before any nxr call", foreign_threads());
     CHECK(!mapped("libopenblas"), "OpenBLAS is mapped before any nxr call");
 
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&o, &rt);
-    CHECK(rc == 0, "runtime: %s", nxr_strerror(rc));
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, NULL, NXR_TEST_CTX);
+    int rc = nxr_test_runtime_open(&fx);
+    CHECK(rc == 0, "runtime: %s: %s", nxr_strerror(rc), fx.err);
     if (rc != 0)
         return 1;
-    nxr_ctx_t *ctx;
-    CHECK(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx) == 0, "ctx");
+    nxr_ctx_t *ctx = fx.ctx;
     enum { N = 256 };
     float *a = calloc(N * N, sizeof(float)), *b = calloc(N * N, sizeof(float)),
           *c = calloc(N * N, sizeof(float));
-    struct nxr_sgemm_args g = {.m = N, .n = N, .k = N, .alpha = 1, .a = a, .lda = N, .b = b,
-                          .ldb = N, .c = c, .ldc = N};
+    struct nxr_sgemm_args g = {
+        .m = N, .n = N, .k = N, .alpha = 1, .a = a, .lda = N, .b = b, .ldb = N, .c = c, .ldc = N};
     for (int i = 0; i < 8; i++)
         CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm: %s", nxr_last_error());
     g.m = 1; /* the small-shape path too */
     CHECK(nxr_sgemm(ctx, &g) == 0, "sgemm m=1: %s", nxr_last_error());
     CHECK(foreign_threads() == 0, "%d foreign threads while computing", foreign_threads());
     CHECK(!mapped("libopenblas"), "OpenBLAS was loaded by a process that never asked for it");
-    nxr_ctx_destroy(ctx);
-    nxr_runtime_destroy(rt);
+    nxr_test_runtime_close(&fx);
 
     /* Asked for: the probe loads and reports it. */
     struct nxr_openblas_info info;
     nxr_openblas_probe(&info);
     if (!info.present) {
-        printf("no OpenBLAS on this system (%s): the report half did not run\n",
-               info.diagnostic);
+        printf("no OpenBLAS on this system (%s): the report half did not run\n", info.diagnostic);
     } else {
         CHECK(mapped("libopenblas"), "the probe reported an OpenBLAS it did not load");
         CHECK(info.core[0] != '\0', "no core name");
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         if (info.threading == NXR_OPENBLAS_PTHREADS && info.threads > 1 && cpus > 1)
             CHECK(foreign_threads() >= 1,
-                  "OpenBLAS (%d threads) loaded, yet the count sees no thread of it",
-                  info.threads);
+                  "OpenBLAS (%d threads) loaded, yet the count sees no thread of it", info.threads);
     }
     free(a);
     free(b);

@@ -147,6 +147,65 @@ Test(kernels_provider, create_rejects_impossible_providers_with_eprovider)
     cr_assert_eq(f.released, 1);
 }
 
+static int fake_sgemm_fused(void *self, const struct nxr_kernel_call *call,
+                            const struct nxr_sgemm_args *a, const struct nxr_sgemm_epilogue *e)
+{
+    (void)call;
+    (void)a;
+    (void)e;
+    return fake_act(self);
+}
+
+static size_t fake_scratch(void *self, const struct nxr_sgemm_args *a)
+{
+    (void)self;
+    (void)a;
+    return 0;
+}
+
+static int fake_binary_rows(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op,
+                            size_t rows, size_t cols, const float *x, size_t ldx, const float *row,
+                            float *out, size_t ldo)
+{
+    (void)call;
+    (void)op;
+    (void)rows;
+    (void)cols;
+    (void)x;
+    (void)ldx;
+    (void)row;
+    (void)out;
+    (void)ldo;
+    return fake_act(self);
+}
+
+/* Any one op of the family's table is enough, the optional ones too: the
+ * set is every kernel of the family (kernels/internal/kernel_table.h). */
+Test(kernels_provider, create_accepts_a_table_of_one_optional_op)
+{
+    struct fake f = {0};
+    nxr_provider_t *p = NULL;
+    static const struct nxr_gemm_ops fused_only = {.sgemm_fused = fake_sgemm_fused};
+    struct nxr_provider_desc d = gemm_desc(&f);
+    d.gemm = &fused_only;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0, "sgemm_fused alone: %s", nxr_last_error());
+    nxr_provider_destroy(p);
+
+    static const struct nxr_elementwise_ops rows_only = {.binary_rows = fake_binary_rows};
+    d = gemm_desc(&f);
+    d.family = NXR_FAMILY_ELEMENTWISE;
+    d.gemm = NULL;
+    d.elementwise = &rows_only;
+    cr_assert_eq(nxr_provider_create(&d, &p), 0, "binary_rows alone: %s", nxr_last_error());
+    nxr_provider_destroy(p);
+
+    static const struct nxr_gemm_ops scratch_only = {.sgemm_scratch = fake_scratch};
+    d = gemm_desc(&f);
+    d.gemm = &scratch_only; /* a size, no kernel */
+    cr_assert_eq(nxr_provider_create(&d, &p), NXR_EPROVIDER);
+    cr_assert_eq(f.released, 2);
+}
+
 Test(kernels_provider, create_fails_cleanly_without_memory)
 {
     struct fake f = {0};

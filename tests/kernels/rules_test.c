@@ -1,5 +1,5 @@
 /*
- * The placement rules as a pure function, with a fake provider of each
+ * The run rules (kernels/rules.c) as a pure function, with a fake provider of each
  * class: what runs inline, on the domain, under the exclusive permit, and
  * what is rejected with which typed error.
  */

@@ -35,10 +35,11 @@
 #include "runtime/nxr_memory.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 TestSuite(runtime_fork, .timeout = 60);
 
-#define MEET_MS 10000
+#define MEET_MS       10000
 #define CHILD_ALARM_S 20
 
 /* ---- what the parent's threads hold at the fork ------------------------------- */
@@ -71,7 +72,8 @@ static void global_set(void *self, int count)
 
 static atomic_int gemm_calls;
 
-static int global_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
+static int global_sgemm(void *self, const struct nxr_kernel_call *call,
+                        const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call, (void)g;
     atomic_fetch_add(&gemm_calls, 1);
@@ -110,17 +112,16 @@ static int gemm(nxr_ctx_t *ctx)
 static int open_runtime(nxr_runtime_t **rt, nxr_ctx_t **ctx, nxr_provider_t *p,
                         enum nxr_provider_policy policy)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.provider_policy = policy;
     /* One domain over two CPUs, whatever the nodes (a 4-node VM has one
      * CPU per node): a held task's permit and a provider call side by side
      * need a budget of 2. With one allowed CPU, the default domain (the
      * test ran there before: one CPU runs the call inline). */
-    o.domains = nxr_test_cpu_count() >= 2 ? nxr_test_expand("0:%0,%1") : NULL;
-    o.providers[NXR_FAMILY_GEMM] = p;
-    int rc = nxr_runtime_create(&o, rt);
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, nxr_test_cpu_count() >= 2 ? "0:%0,%1" : NULL, 0);
+    fx.opts.provider_policy = policy;
+    fx.opts.providers[NXR_FAMILY_GEMM] = p;
+    int rc = nxr_test_runtime_open(&fx);
+    *rt = fx.rt;
     if (rc != 0)
         return rc;
     rc = nxr_ctx_create(*rt, nxr_domain_id(nxr_runtime_default_domain(*rt)), ctx);
@@ -280,7 +281,8 @@ Test(runtime_fork, the_child_gets_typed_errors_at_once_and_a_new_runtime_works)
     cr_assert_not_null(p);
     nxr_runtime_t *rt;
     nxr_ctx_t *ctx, *gctx;
-    int rc = open_runtime(&rt, &ctx, p, NXR_PROVIDER_STRICT); /* strict: the count-1 call holds the gate shared */
+    int rc = open_runtime(&rt, &ctx, p,
+                          NXR_PROVIDER_STRICT); /* strict: the count-1 call holds the gate shared */
     cr_assert_eq(rc, 0, "%s", nxr_strerror(rc));
     cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_ctx_domain(ctx)), &gctx), 0);
 
@@ -324,8 +326,8 @@ Test(runtime_fork, the_child_gets_typed_errors_at_once_and_a_new_runtime_works)
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert_not(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM,
-                  "the child hung (killed by its alarm after %d s); its report:\n%s",
-                  CHILD_ALARM_S, report);
+                  "the child hung (killed by its alarm after %d s); its report:\n%s", CHILD_ALARM_S,
+                  report);
     cr_assert(WIFEXITED(status), "the child died (signal %d); its report:\n%s",
               WIFSIGNALED(status) ? WTERMSIG(status) : 0, report);
     cr_assert_eq(WEXITSTATUS(status), 0, "%d check(s) failed in the child:\n%s",

@@ -22,6 +22,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 TestSuite(runtime_gate_order, .timeout = 60);
 
@@ -47,7 +48,8 @@ static const struct nxr_global_threads_ops global_ops = {.get = global_get, .set
 
 static atomic_int global_calls;
 
-static int global_sgemm(void *self, const struct nxr_kernel_call *call, const struct nxr_sgemm_args *g)
+static int global_sgemm(void *self, const struct nxr_kernel_call *call,
+                        const struct nxr_sgemm_args *g)
 {
     (void)self, (void)call, (void)g;
     atomic_fetch_add(&global_calls, 1);
@@ -60,7 +62,7 @@ static const struct nxr_gemm_ops global_gemm = {.sgemm = global_sgemm};
 
 struct shape {
     nxr_runtime_t *rt;
-    atomic_int in_op;         /* the per-call op is running (before its fan-out) */
+    atomic_int in_op;          /* the per-call op is running (before its fan-out) */
     atomic_int exclusive_done; /* the exclusive call returned */
 };
 
@@ -151,20 +153,18 @@ Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurre
     atomic_store(&library_count, 1);
     nxr_provider_t *global = global_create(), *percall = percall_create();
     hwloc_bitmap_t allowed = nxr_test_cpus(0, 2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.allowed_cpus = allowed;
     /* One domain over both CPUs, whatever the nodes (a 4-node VM has one
      * CPU per node): the fanning-out call needs a budget of 2. */
-    o.domains = nxr_test_expand("0:%0,%1");
-    o.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
-    o.providers[NXR_FAMILY_GEMM] = global;
-    o.providers[NXR_FAMILY_ELEMENTWISE] = percall;
-    nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&o, &rt);
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, "0:%0,%1", 0);
+    fx.opts.allowed_cpus = allowed;
+    fx.opts.provider_policy = NXR_PROVIDER_PROCESS_EXCLUSIVE;
+    fx.opts.providers[NXR_FAMILY_GEMM] = global;
+    fx.opts.providers[NXR_FAMILY_ELEMENTWISE] = percall;
+    int rc = nxr_test_runtime_open(&fx);
     hwloc_bitmap_free(allowed);
-    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), nxr_last_error());
+    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), fx.err);
+    nxr_runtime_t *rt = fx.rt;
     the_shape.rt = rt;
     int id = nxr_domain_id(nxr_runtime_domain_at(rt, 0));
     cr_assert_geq(nxr_domain_budget(nxr_runtime_domain_at(rt, 0)), 2u);
@@ -194,7 +194,7 @@ Test(runtime_gate_order, exclusive_global_call_and_fanning_out_call_run_concurre
 
     nxr_ctx_destroy(ca);
     nxr_ctx_destroy(cb);
-    nxr_runtime_destroy(rt);
+    nxr_test_runtime_close(&fx);
     nxr_provider_destroy(global);
     nxr_provider_destroy(percall);
 }

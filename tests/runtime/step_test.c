@@ -23,6 +23,7 @@
 #include "runtime/internal/step.h"
 #include "tests/runtime/ctx_support.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 #define BOUND_MS 20000
 
@@ -458,19 +459,15 @@ static void nothing(void *arg, size_t b, size_t e, unsigned worker)
 
 Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
 {
-    NXR_TEST_NEED_CPUS(2);
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
     /* One domain over two allowed CPUs, whatever the nodes (a 4-node VM has
      * one CPU per node, so the default domains would have budget 1). */
-    char domains[64];
-    snprintf(domains, sizeof domains, "0:%d,%d", nxr_test_cpu(0), nxr_test_cpu(1));
-    o.domains = domains;
-    o.num_threads = 2;
-    o.stall_report_ms = 20;
-    nxr_runtime_t *rt;
-    cr_assert_eq(nxr_runtime_create(&o, &rt), 0, "%s", nxr_last_error());
+    struct nxr_test_runtime fx;
+    NXR_TEST_NEED_CPUS(nxr_test_runtime_cpus_needed("0:%0,%1"));
+    nxr_test_runtime_opts(&fx, "0:%0,%1", 0);
+    fx.opts.num_threads = 2;
+    fx.opts.stall_report_ms = 20;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    nxr_runtime_t *rt = fx.rt;
     rt->stall.sink = count_sink; /* before any operation */
     nxr_ctx_t *ctx;
     cr_assert_eq(nxr_ctx_create(rt, nxr_domain_id(nxr_runtime_domain_at(rt, 0)), &ctx), 0);
@@ -491,7 +488,7 @@ Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
     cr_assert_eq(atomic_load(&stall_lines), 1, "reported %d times", atomic_load(&stall_lines));
     nxr_step_destroy(s);
     nxr_ctx_destroy(ctx);
-    nxr_runtime_destroy(rt);
+    nxr_test_runtime_close(&fx);
 }
 
 /* ---- every weight format ---------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 TestSuite(runtime_two_runtimes, .timeout = 60);
 
@@ -54,25 +55,22 @@ static pid_t tid_self(void)
 }
 
 struct rt_opts {
-    hwloc_bitmap_t allowed; /* opts.allowed_cpus */
-    const char *domains;    /* NULL: one domain per node */
+    hwloc_bitmap_t allowed;          /* opts.allowed_cpus */
+    const char *domains;             /* NULL: one domain per node */
     enum nxr_provider_policy policy; /* NXR_PROVIDER_POLICY_DEFAULT: strict */
-    nxr_provider_t *gemm;   /* NULL: native */
+    nxr_provider_t *gemm;            /* NULL: native */
 };
 
 static nxr_runtime_t *open_rt(const struct rt_opts *ro)
 {
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.allowed_cpus = ro->allowed;
-    o.domains = ro->domains;
-    o.provider_policy = ro->policy;
-    o.providers[NXR_FAMILY_GEMM] = ro->gemm;
-    o.spin = 256; /* two runtimes share the CPUs with the test's threads */
-    nxr_runtime_t *rt;
-    int rc = nxr_runtime_create(&o, &rt);
-    cr_assert_eq(rc, 0, "%s (%s)", nxr_strerror(rc), nxr_last_error());
+    struct nxr_test_runtime fx;
+    nxr_test_runtime_opts(&fx, ro->domains, 0);
+    fx.opts.allowed_cpus = ro->allowed;
+    fx.opts.provider_policy = ro->policy;
+    fx.opts.providers[NXR_FAMILY_GEMM] = ro->gemm;
+    fx.opts.spin = 256; /* two runtimes share the CPUs with the test's threads */
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    nxr_runtime_t *rt = fx.rt;
     return rt;
 }
 
@@ -243,16 +241,16 @@ static int kernels_checked(nxr_ctx_t *ctx, int seed)
     cr_assert_not_null(p);
     problem_init(p, seed);
     struct nxr_sgemm_args g = {.m = N,
-                          .n = N,
-                          .k = N,
-                          .alpha = 1,
-                          .a = p->a,
-                          .lda = N,
-                          .b = p->b,
-                          .ldb = N,
-                          .beta = 0,
-                          .c = p->c,
-                          .ldc = N};
+                               .n = N,
+                               .k = N,
+                               .alpha = 1,
+                               .a = p->a,
+                               .lda = N,
+                               .b = p->b,
+                               .ldb = N,
+                               .beta = 0,
+                               .c = p->c,
+                               .ldc = N};
     int rc = nxr_sgemm(ctx, &g);
     if (rc == 0)
         rc = nxr_sum(ctx, N * N, p->x, &p->sum);

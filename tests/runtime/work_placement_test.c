@@ -35,6 +35,7 @@
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
+#include "tests/support/runtime.h"
 
 /* ---- where work ran ------------------------------------------------------------ */
 
@@ -98,8 +99,8 @@ static void spy_chunk_body(void *p, size_t b, size_t e, unsigned w)
     c->fn(c->arg, b, e, w);
 }
 
-static int spy_parallel_for(const struct nxr_kernel_call *call, size_t n, size_t grain, nxr_for_fn fn,
-                            void *arg)
+static int spy_parallel_for(const struct nxr_kernel_call *call, size_t n, size_t grain,
+                            nxr_for_fn fn, void *arg)
 {
     const struct spy_call *s = call->runner;
     struct spy_chunk c = {.fn = fn, .arg = arg};
@@ -125,7 +126,7 @@ static struct nxr_kernel_call spy_wrap(const struct nxr_kernel_call *call, struc
 #define SPY_OP(table, op, ...)                                                                     \
     struct spy *sp = self;                                                                         \
     struct spy_call s_;                                                                            \
-    struct nxr_kernel_call c_ = spy_wrap(call, &s_);                                                    \
+    struct nxr_kernel_call c_ = spy_wrap(call, &s_);                                               \
     return sp->native->table->op(sp->native->self, &c_, __VA_ARGS__)
 
 static size_t spy_sgemm_scratch(void *self, const struct nxr_sgemm_args *a)
@@ -145,8 +146,8 @@ static int spy_sgemm_batch(void *self, const struct nxr_kernel_call *call,
     SPY_OP(gemm, sgemm_batch, a);
 }
 
-static int spy_binary(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op, size_t n,
-                      const float *x, const float *y, float *out)
+static int spy_binary(void *self, const struct nxr_kernel_call *call, enum nxr_binary_op op,
+                      size_t n, const float *x, const float *y, float *out)
 {
     SPY_OP(elementwise, binary, op, n, x, y, out);
 }
@@ -169,12 +170,14 @@ static int spy_triad(void *self, const struct nxr_kernel_call *call, size_t n, c
     SPY_OP(elementwise, triad, n, b, c, s, a);
 }
 
-static int spy_sum(void *self, const struct nxr_kernel_call *call, size_t n, const float *x, float *out)
+static int spy_sum(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
+                   float *out)
 {
     SPY_OP(reduction, sum, n, x, out);
 }
 
-static int spy_max(void *self, const struct nxr_kernel_call *call, size_t n, const float *x, float *out)
+static int spy_max(void *self, const struct nxr_kernel_call *call, size_t n, const float *x,
+                   float *out)
 {
     SPY_OP(reduction, max, n, x, out);
 }
@@ -209,7 +212,8 @@ static const struct nxr_gemm_ops spy_gemm = {
     .sgemm_scratch = spy_sgemm_scratch, .sgemm = spy_sgemm, .sgemm_batch = spy_sgemm_batch};
 static const struct nxr_elementwise_ops spy_ew = {
     .binary = spy_binary, .scale = spy_scale, .unary = spy_unary, .triad = spy_triad};
-static const struct nxr_reduction_ops spy_red = {.sum = spy_sum, .max = spy_max, .argmax = spy_argmax};
+static const struct nxr_reduction_ops spy_red = {
+    .sum = spy_sum, .max = spy_max, .argmax = spy_argmax};
 static const struct nxr_norm_ops spy_norm = {
     .softmax = spy_softmax, .rmsnorm = spy_rmsnorm, .layernorm = spy_layernorm};
 
@@ -349,8 +353,17 @@ static int op_submit(nxr_ctx_t *ctx, size_t n)
 static int op_sgemm(nxr_ctx_t *ctx, size_t n)
 {
     size_t d = n >= BIG ? GEMM_N : 4;
-    struct nxr_sgemm_args g = {.m = d, .n = d, .k = d, .alpha = 1, .a = ga, .lda = d, .b = gb,
-                          .ldb = d, .beta = 0, .c = gc, .ldc = d};
+    struct nxr_sgemm_args g = {.m = d,
+                               .n = d,
+                               .k = d,
+                               .alpha = 1,
+                               .a = ga,
+                               .lda = d,
+                               .b = gb,
+                               .ldb = d,
+                               .beta = 0,
+                               .c = gc,
+                               .ldc = d};
     return nxr_sgemm(ctx, &g);
 }
 
@@ -358,8 +371,17 @@ static int op_sgemm_batch(nxr_ctx_t *ctx, size_t n)
 {
     size_t d = n >= BIG ? GEMM_N : 4;
     struct nxr_sgemm_batch_args g = {
-        .gemm = {.m = d, .n = d, .k = d, .alpha = 1, .a = ga, .lda = d, .b = gb, .ldb = d,
-                 .beta = 0, .c = gc, .ldc = d},
+        .gemm = {.m = d,
+                 .n = d,
+                 .k = d,
+                 .alpha = 1,
+                 .a = ga,
+                 .lda = d,
+                 .b = gb,
+                 .ldb = d,
+                 .beta = 0,
+                 .c = gc,
+                 .ldc = d},
         .batch = 4,
         .stride_a = d * d,
         .stride_b = d * d,
@@ -427,12 +449,24 @@ static int op_layernorm(nxr_ctx_t *ctx, size_t n)
 }
 
 static const struct op ops[] = {
-    {"parallel_for", op_for},     {"parallel_reduce", op_reduce}, {"run SEQUENTIAL", op_sequential},
-    {"run INNER", op_inner},      {"run OUTER", op_outer},        {"submit", op_submit},
-    {"sgemm", op_sgemm},          {"sgemm_batch", op_sgemm_batch}, {"binary", op_binary},
-    {"scale", op_scale},          {"unary", op_unary},            {"triad", op_triad},
-    {"sum", op_sum},              {"max", op_max},                {"argmax", op_argmax},
-    {"softmax", op_softmax},      {"rmsnorm", op_rmsnorm},        {"layernorm", op_layernorm},
+    {"parallel_for", op_for},
+    {"parallel_reduce", op_reduce},
+    {"run SEQUENTIAL", op_sequential},
+    {"run INNER", op_inner},
+    {"run OUTER", op_outer},
+    {"submit", op_submit},
+    {"sgemm", op_sgemm},
+    {"sgemm_batch", op_sgemm_batch},
+    {"binary", op_binary},
+    {"scale", op_scale},
+    {"unary", op_unary},
+    {"triad", op_triad},
+    {"sum", op_sum},
+    {"max", op_max},
+    {"argmax", op_argmax},
+    {"softmax", op_softmax},
+    {"rmsnorm", op_rmsnorm},
+    {"layernorm", op_layernorm},
 };
 
 /* ---- the runtime and the caller ------------------------------------------------------- */
@@ -443,16 +477,19 @@ static void open_runtime(const char *topology_tmpl, const char *domains_tmpl)
 {
     spies_create();
     buffers_create();
-    struct nxr_runtime_opts o;
-    nxr_runtime_opts_init(&o);
-    o.ignore_env = true;
-    o.spin = NXR_SPIN_NONE;
-    o.topology = topology_tmpl != NULL ? nxr_test_expand(topology_tmpl) : NULL;
-    o.domains = domains_tmpl != NULL ? nxr_test_expand(domains_tmpl) : NULL;
+    /* The topology template, when there is one, is the fixture's; the
+     * domains are then laid over it. */
+    struct nxr_test_runtime fx;
+    if (topology_tmpl != NULL) {
+        nxr_test_runtime_opts(&fx, topology_tmpl, NXR_TEST_PARK | NXR_TEST_TOPOLOGY);
+        fx.opts.domains = domains_tmpl != NULL ? nxr_test_expand(domains_tmpl) : NULL;
+    } else {
+        nxr_test_runtime_opts(&fx, domains_tmpl, NXR_TEST_PARK);
+    }
     for (int f = 0; f < NXR_FAMILY_COUNT; f++)
-        o.providers[f] = spy_providers[f];
-    int rc = nxr_runtime_create(&o, &rt);
-    cr_assert_eq(rc, 0, "%s: %s", nxr_strerror(rc), nxr_last_error());
+        fx.opts.providers[f] = spy_providers[f];
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    rt = fx.rt;
 }
 
 static void close_runtime(void)
@@ -470,8 +507,7 @@ static void pin_to(hwloc_const_bitmap_t cpus)
 
 /* The caller sits on `caller`'s CPUs, outside domain `target`: every
  * operation, small and large, runs all its work on target's CPUs. */
-static void every_op_stays_on(nxr_domain_t *caller, nxr_domain_t *target,
-                              const char *layout)
+static void every_op_stays_on(nxr_domain_t *caller, nxr_domain_t *target, const char *layout)
 {
     cr_assert_not(hwloc_bitmap_intersects(nxr_domain_cpuset(caller), nxr_domain_cpuset(target)));
     pin_to(nxr_domain_cpuset(caller));

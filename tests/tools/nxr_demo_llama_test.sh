@@ -8,6 +8,8 @@
 #  - every domain's weights and KV cache are on its node where memory is
 #    bound (the page check); two domains (declared on one CPU) both serve;
 #  - the read-bandwidth limit line when measured, null when not;
+#  - --span (every sequence over every domain, weights sharded by node):
+#    the same keys as the other paths, nxr's tokens, its shards on node;
 #  - bad input exits 2 with one line naming the flag, nothing on stdout.
 set -euo pipefail
 nxr=$1
@@ -95,6 +97,51 @@ assert d["tokens_match"] is True and d["sequences_compared"] == 9, d
 print("%s: tokens identical on nxr's paths" % sys.argv[2])
 PY
 done
+# --span: every sequence over every domain at once, the weights sharded by
+# node; the same keys as the other paths, the tokens nxr's. On two domains
+# declared on one CPU (runs under `taskset -c 1`), on two synthetic nodes
+# (one CPU each) and with --no-compare (nxr and span only).
+span_check() { # file members compared-paths
+    python3 - "$@" <<'PY'
+import json, sys
+d, members, others = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3] == "peers"
+s, u = d["span"], d["unbatched"] if others else d
+assert s is not None and d["span_members"] == members, (d["span_members"], s)
+keys = ("sequences", "tokens", "wall_s", "tokens_per_s", "ttft_p50_ms", "ttft_p99_ms",
+        "itl_p50_ms", "itl_p99_ms", "batch_mean", "steps")
+assert all(k in s for k in keys) and (not others or set(s) == set(u)), (s, u)
+assert s["sequences"] == 9 and s["tokens"] == d["tokens"], s
+assert d["tokens_match"] is True and d["sequences_compared"] == 9, d
+assert s["itl_p50_ms"] <= s["itl_p99_ms"], s
+for x in d["domains"]:
+    assert x["shards_on_node"] is None or 0.0 <= x["shards_on_node"] <= 1.0, x
+    if x["node"] >= 0 and x["weights_on_node"] == 1.0 and x["shards_on_node"] is not None:
+        assert x["shards_on_node"] == 1.0, x
+print("%s: span over %d domain(s), tokens nxr's, ITL p50 %.2fx one domain's" %
+      (sys.argv[1], members, s["itl_p50_ms"] / max(d["itl_p50_ms"], 1e-9)))
+PY
+}
+"$nxr" demo "${tiny[@]}" --machine 0 --span --domains "0:$first;1:$first shared" --json > span2.json
+span_check span2.json 2 peers
+python3 -c '
+import json; d = json.load(open("llama.json"))
+assert d["span"] is None and d["span_members"] == 0, d'
+"$nxr" demo "${tiny[@]}" --machine 0 --span --no-compare --json > span1.json
+span_check span1.json 1 alone
+"$nxr" demo "${tiny[@]}" --machine 0 --span --domains "0:$first;1:$first shared" > span.txt
+grep -q "^  span: each sequence over 2 domains at once, weights sharded by node; inter-token latency p50 .*x one domain's (nxr)$" span.txt
+grep -q "tokens: identical on nxr, unbatched, flat and span" span.txt
+"$nxr" demo "${tiny[@]}" --machine 0 --span --no-compare > span1.txt
+grep -q "^  (span: one domain only" span1.txt
+ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+if ((ncpu >= 2)); then
+    NXR_TOPOLOGY="synthetic:pack:2 numa:1(indexes=0,3) pu:1" \
+        "$nxr" demo "${tiny[@]}" --machine 0 --span --json > span_nodes.json
+    span_check span_nodes.json 2 peers
+else
+    echo "SKIP --span on two synthetic nodes: needs 2 allowed CPUs, this process has $ncpu"
+fi
+
 # Where memory is bound to a node, the weights and the cache are on it.
 python3 - llama.json <<'PY'
 import json, sys
@@ -164,4 +211,7 @@ bad --heads --dim 30 --heads 4
 bad --json --json=yes
 bad --requests --requests 10
 bad --bogus --bogus
+bad --span --span --weights int8
+bad --span --weights bf16 --span
+bad --span --span=1
 echo "bad input: all exit 2"

@@ -6,7 +6,7 @@
  *
  * Each call names a fact once: its JSON key, its value and how text shows it.
  *
- *   - A scalar (str, int, uint, bool, null) takes a text rendering: NULL
+ *   - A scalar (str, int, uint, bool, double, null) takes a text rendering: NULL
  *     shows the value as JSON would but unquoted (a null value as nothing);
  *     otherwise the text itself, in which "{}" stands for that rendering
  *     (", {} release(s) refused" or " (lowered by the CPU quota)").
@@ -26,13 +26,13 @@
  * than NXR__EMIT_DEPTH, a bug of the walk, is -EOVERFLOW there. Single-threaded:
  * one emitter per walk, on the caller's stack.
  */
-#ifndef NXR_BASE_INTERNAL_EMIT_H
-#define NXR_BASE_INTERNAL_EMIT_H
+#ifndef NXR_BASE_EMIT_H
+#define NXR_BASE_EMIT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/internal/strbuf.h"
+#include "base/strbuf.h"
 
 enum nxr__emit_format { NXR__EMIT_TEXT, NXR__EMIT_JSON };
 
@@ -71,6 +71,9 @@ void nxr__emit_str(struct nxr__emit *e, const char *key, const char *s, const ch
 void nxr__emit_int(struct nxr__emit *e, const char *key, int64_t v, const char *text);
 void nxr__emit_uint(struct nxr__emit *e, const char *key, uint64_t v, const char *text);
 void nxr__emit_bool(struct nxr__emit *e, const char *key, bool v, const char *text);
+/* A measurement: JSON (and "{}") show it with six significant digits; a
+ * value that is not finite is JSON null (and "{}" shows "-"). */
+void nxr__emit_double(struct nxr__emit *e, const char *key, double v, const char *text);
 void nxr__emit_null(struct nxr__emit *e, const char *key, const char *text);
 
-#endif /* NXR_BASE_INTERNAL_EMIT_H */
+#endif /* NXR_BASE_EMIT_H */

@@ -88,7 +88,7 @@ static void teardown(void)
     pthread_mutex_unlock(&lines_lock);
 }
 
-TestSuite(runtime_stall, .fini = teardown, .timeout = 60);
+TestSuite(executor_stall, .fini = teardown, .timeout = 60);
 
 /* A task that holds its worker (and its domain's permit) until a line
  * containing `arg` was reported. */
@@ -136,7 +136,7 @@ static unsigned long long describe_count(void)
     return n;
 }
 
-Test(runtime_stall, an_admission_wait_names_the_holder_and_the_waiters)
+Test(executor_stall, an_admission_wait_names_the_holder_and_the_waiters)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared", 1);
@@ -170,7 +170,7 @@ Test(runtime_stall, an_admission_wait_names_the_holder_and_the_waiters)
     nxr_ctx_destroy(ctx9);
 }
 
-Test(runtime_stall, a_job_wait_reports_once)
+Test(executor_stall, a_job_wait_reports_once)
 {
     open_runtime("0:%0", 1);
     nxr_ctx_t *ctx;
@@ -200,7 +200,7 @@ static void hold_body(void *arg, size_t b, size_t e, unsigned w)
         atomic_store(&body_gave_up, 1);
 }
 
-Test(runtime_stall, a_region_waiting_for_its_slots_reports_once)
+Test(executor_stall, a_region_waiting_for_its_slots_reports_once)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0", 1);
@@ -228,7 +228,7 @@ static int count_task(void *arg, size_t i)
     return 0;
 }
 
-Test(runtime_stall, a_group_waiting_for_its_union_permit_reports_once)
+Test(executor_stall, a_group_waiting_for_its_union_permit_reports_once)
 {
     open_runtime("0:%0", 1);
     nxr_ctx_t *ctx;
@@ -249,7 +249,7 @@ Test(runtime_stall, a_group_waiting_for_its_union_permit_reports_once)
     nxr_ctx_destroy(ctx);
 }
 
-Test(runtime_stall, a_span_waiting_for_its_union_permit_reports_once)
+Test(executor_stall, a_span_waiting_for_its_union_permit_reports_once)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1", 1);
@@ -301,7 +301,7 @@ static void exclusive_count_set(void *self, int count)
 static const struct nxr_global_threads_ops exclusive_count_ops = {.get = exclusive_count_get,
                                                              .set = exclusive_count_set};
 
-Test(runtime_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
+Test(executor_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
 {
     struct nxr_provider_desc d;
     nxr_provider_desc_init(&d);
@@ -341,7 +341,7 @@ Test(runtime_stall, a_kernel_waiting_for_the_exclusive_permit_reports_once)
     nxr_ctx_destroy(ctx);
 }
 
-Test(runtime_stall, the_threshold_option_and_variable_are_checked)
+Test(executor_stall, the_threshold_option_and_variable_are_checked)
 {
     struct nxr_runtime_opts o;
     nxr_runtime_opts_init(&o);

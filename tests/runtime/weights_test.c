@@ -125,7 +125,7 @@ static void sweep(nxr_runtime_t *rt, nxr_ctx_t *ctx)
                 }
 }
 
-Test(kernels_ctx_weights, packed_equals_unpacked_bit_for_bit_on_every_budget, .timeout = 120)
+Test(runtime_weights, packed_equals_unpacked_bit_for_bit_on_every_budget, .timeout = 120)
 {
     for (int threads = 1; threads >= 0; threads--) { /* 1, then no cap */
         struct ctx_rt r;
@@ -138,7 +138,7 @@ Test(kernels_ctx_weights, packed_equals_unpacked_bit_for_bit_on_every_budget, .t
     }
 }
 
-Test(kernels_ctx_weights, alpha_beta_and_epilogues, .timeout = 120)
+Test(runtime_weights, alpha_beta_and_epilogues, .timeout = 120)
 {
     struct ctx_rt r;
     struct ctx_rt_opts o;
@@ -169,7 +169,7 @@ Test(kernels_ctx_weights, alpha_beta_and_epilogues, .timeout = 120)
     ctx_rt_close(&r);
 }
 
-Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
+Test(runtime_weights, bad_input_is_a_typed_error_and_leaves_nothing)
 {
     struct ctx_rt r;
     struct ctx_rt_opts o;
@@ -245,7 +245,7 @@ Test(kernels_ctx_weights, bad_input_is_a_typed_error_and_leaves_nothing)
     ctx_rt_close(&r);
 }
 
-Test(kernels_ctx_weights, a_domain_without_a_copy_is_enodomain)
+Test(runtime_weights, a_domain_without_a_copy_is_enodomain)
 {
     if (nxr_test_cpu_count() < 2)
         cr_skip_test("needs two allowed CPUs for two domains");
@@ -279,7 +279,7 @@ Test(kernels_ctx_weights, a_domain_without_a_copy_is_enodomain)
     ctx_rt_close(&r);
 }
 
-Test(kernels_ctx_weights, a_runtime_without_the_native_gemm_refuses_to_pack)
+Test(runtime_weights, a_runtime_without_the_native_gemm_refuses_to_pack)
 {
     nxr_provider_t *ob;
     cr_assert_eq(nxr_provider_openblas_create(&ob), 0);

@@ -2,8 +2,8 @@
  * A growable string for diagnostics. Appends never fail loudly: the first
  * allocation failure sticks and nxr__strbuf_take reports it as -ENOMEM.
  */
-#ifndef NXR_INTERNAL_STRBUF_H
-#define NXR_INTERNAL_STRBUF_H
+#ifndef NXR_BASE_STRBUF_H
+#define NXR_BASE_STRBUF_H
 
 #include <stddef.h>
 
@@ -26,4 +26,4 @@ void nxr__strbuf_json_string(struct nxr__strbuf *sb, const char *s);
 /* Hands the string to *out (caller frees) and resets sb. 0 or sb->failed. */
 int nxr__strbuf_take(struct nxr__strbuf *sb, char **out);
 
-#endif /* NXR_INTERNAL_STRBUF_H */
+#endif /* NXR_BASE_STRBUF_H */

@@ -40,7 +40,7 @@ static void teardown(void)
     rt = NULL;
 }
 
-TestSuite(runtime_mem_domain, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(runtime_memory, .init = setup, .fini = teardown, .timeout = 60);
 
 /* The id of the domain owning p, or the status as a negative number. */
 static int owner(const void *p)
@@ -63,7 +63,7 @@ static void expect_owned(const void *p, size_t n, int id, const char *what)
     cr_assert_eq(owner(c + n - 1), id, "%s: last byte", what);
 }
 
-Test(runtime_mem_domain, pool_buffers_are_their_pools_domain_and_agree_with_buffer_domain)
+Test(runtime_memory, pool_buffers_are_their_pools_domain_and_agree_with_buffer_domain)
 {
     const size_t sizes[] = {64, 65536, 4u << 20};
     nxr_domain_t *ds[] = {d0, d1};
@@ -78,7 +78,7 @@ Test(runtime_mem_domain, pool_buffers_are_their_pools_domain_and_agree_with_buff
     }
 }
 
-Test(runtime_mem_domain, domain_malloc_memory_small_and_large)
+Test(runtime_memory, domain_malloc_memory_small_and_large)
 {
     const size_t sizes[] = {16, 3000, 3u << 20};
     for (size_t i = 0; i < 3; i++) {
@@ -92,7 +92,7 @@ Test(runtime_mem_domain, domain_malloc_memory_small_and_large)
     }
 }
 
-Test(runtime_mem_domain, scope_and_context_step_memory)
+Test(runtime_memory, scope_and_context_step_memory)
 {
     nxr_scope_t *s;
     cr_assert_eq(nxr_scope_create(d1, NULL, &s), 0);
@@ -113,7 +113,7 @@ Test(runtime_mem_domain, scope_and_context_step_memory)
 
 static int static_data[64];
 
-Test(runtime_mem_domain, memory_nxr_did_not_allocate_has_no_domain)
+Test(runtime_memory, memory_nxr_did_not_allocate_has_no_domain)
 {
     int on_stack[16];
     void *heap = malloc(1u << 20); /* the host's allocator, even when large */
@@ -125,7 +125,7 @@ Test(runtime_mem_domain, memory_nxr_did_not_allocate_has_no_domain)
     free(heap);
 }
 
-Test(runtime_mem_domain, another_runtimes_memory_is_not_this_ones)
+Test(runtime_memory, another_runtimes_memory_is_not_this_ones)
 {
     nxr_runtime_t *other = two_domains();
     nxr_domain_t *od;
@@ -140,7 +140,7 @@ Test(runtime_mem_domain, another_runtimes_memory_is_not_this_ones)
     nxr_runtime_destroy(other);
 }
 
-Test(runtime_mem_domain, bad_arguments_are_einval)
+Test(runtime_memory, bad_arguments_are_einval)
 {
     nxr_domain_t *d = (nxr_domain_t *)0x1;
     cr_assert_eq(nxr_mem_domain(NULL, static_data, &d), -EINVAL);
@@ -148,7 +148,7 @@ Test(runtime_mem_domain, bad_arguments_are_einval)
     cr_assert_eq(nxr_mem_domain(rt, static_data, NULL), -EINVAL);
 }
 
-Test(runtime_mem_domain, rehome_copies_onto_the_target_and_leaves_the_source)
+Test(runtime_memory, rehome_copies_onto_the_target_and_leaves_the_source)
 {
     float *src;
     const size_t n = 100000;

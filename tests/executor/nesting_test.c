@@ -292,7 +292,7 @@ static void run_table(bool caller_runs_body)
     cr_assert_eq(nxr__team_nested_regions(ctx_b->domain->team), 0u);
 }
 
-Test(runtime_nesting, the_table_from_a_body_the_caller_runs, .timeout = 60)
+Test(executor_nesting, the_table_from_a_body_the_caller_runs, .timeout = 60)
 {
     open_domains("3:%0;8:%0 shared");
     pin_inside_a();
@@ -300,7 +300,7 @@ Test(runtime_nesting, the_table_from_a_body_the_caller_runs, .timeout = 60)
     close_domains();
 }
 
-Test(runtime_nesting, the_table_from_a_body_a_worker_runs, .timeout = 60)
+Test(executor_nesting, the_table_from_a_body_a_worker_runs, .timeout = 60)
 {
     open_domains("3:%0;8:%0 shared");
     pin_inside_a();
@@ -310,7 +310,7 @@ Test(runtime_nesting, the_table_from_a_body_a_worker_runs, .timeout = 60)
 
 /* One region, two participants: the caller (inside A) and a worker. Each
  * runs the same row; the answers must be the same cell. */
-Test(runtime_nesting, both_participants_of_one_region_get_the_same_answer, .timeout = 60)
+Test(executor_nesting, both_participants_of_one_region_get_the_same_answer, .timeout = 60)
 {
     NXR_TEST_NEED_CPUS(2);
     open_domains("3:%0,%1;8:%0,%1 shared");

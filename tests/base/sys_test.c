@@ -1,7 +1,7 @@
 /*
- * The fault seam's own counters: nxr__fault_failures(point) counts the calls
- * the hook failed through that point, by every kind of arming, and is never
- * reset by arming (the soak reads it across arm/disarm from many threads).
+ * The system seam (base/sys.c), its fault hook's own counters:
+ * nxr__fault_failures(point) counts the calls the hook failed through that point, by every kind of
+ * arming, and is never reset by arming (the soak reads it across arm/disarm from many threads).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,7 +21,7 @@ static long mallocs(int n)
     return null;
 }
 
-Test(base_fault_seam, failures_count_each_failed_call_per_point)
+Test(base_sys, failures_count_each_failed_call_per_point)
 {
     long alloc0 = nxr__fault_failures(NXR_FAULT_ALLOC);
     long mmap0 = nxr__fault_failures(NXR_FAULT_MMAP);

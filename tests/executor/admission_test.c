@@ -36,7 +36,7 @@ static void teardown(void)
     rt = NULL;
 }
 
-TestSuite(runtime_admission, .fini = teardown, .timeout = 60);
+TestSuite(executor_admission, .fini = teardown, .timeout = 60);
 
 static struct nxr__exec *exec_of(int id)
 {
@@ -132,7 +132,7 @@ static nxr_job_t *hold_domain0(nxr_ctx_t *ctx0)
     return job;
 }
 
-Test(runtime_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
+Test(executor_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
@@ -155,7 +155,7 @@ Test(runtime_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
     nxr_ctx_destroy(ctx0);
 }
 
-Test(runtime_admission, a_waiting_overlapping_request_stops_new_joins)
+Test(executor_admission, a_waiting_overlapping_request_stops_new_joins)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
@@ -269,7 +269,7 @@ static void nine_body(void *arg, size_t b, size_t e, unsigned w)
     atomic_compare_exchange_strong(&done_at_nine, &zero, atomic_load(&stream_done) + 1);
 }
 
-Test(runtime_admission, starvation_probe_admits_domain9_while_the_stream_runs)
+Test(executor_admission, starvation_probe_admits_domain9_while_the_stream_runs)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
@@ -348,7 +348,7 @@ static void *second_submit_thread(void *p)
     return NULL;
 }
 
-Test(runtime_admission, a_task_may_wait_for_a_submission_while_an_overlapping_request_waits)
+Test(executor_admission, a_task_may_wait_for_a_submission_while_an_overlapping_request_waits)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
@@ -403,7 +403,7 @@ static int mark_ran(void *arg, size_t i)
     return 0;
 }
 
-Test(runtime_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its_status)
+Test(executor_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its_status)
 {
     NXR_TEST_NEED_CPUS(2);
     open_runtime("0:%0;1:%1;9:%0,%1 shared");

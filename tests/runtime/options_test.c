@@ -25,7 +25,7 @@ static int resolve(struct nxr__settings *s)
     return nxr__settings_resolve(s, &o, err, sizeof(err));
 }
 
-Test(runtime_settings, every_number_is_parsed_strictly)
+Test(runtime_options, every_number_is_parsed_strictly)
 {
     static const char *const vars[] = {"NXR_NUM_THREADS", "NXR_SPIN", "NXR_STALL_REPORT_MS",
                                        "NXR_CPU_QUOTA", "NXR_POOL_CAP"};
@@ -49,7 +49,7 @@ Test(runtime_settings, every_number_is_parsed_strictly)
     unsetenv("NXR_POOL_CAP");
 }
 
-Test(runtime_settings, display_env_takes_the_documented_booleans)
+Test(runtime_options, display_env_takes_the_documented_booleans)
 {
     static const char *const on[] = {"1", "true", "yes", "on"};
     static const char *const off[] = {"0", "false", "no", "off"};
@@ -78,7 +78,7 @@ static void redirect(void)
     cr_redirect_stderr();
 }
 
-Test(runtime_settings, an_unknown_variable_is_warned_of_once, .init = redirect)
+Test(runtime_options, an_unknown_variable_is_warned_of_once, .init = redirect)
 {
     setenv("NXR_NUMTHREADS", "2", 1);
     setenv("NXR_LIBRARY", "/x/libnxr.so.1", 1); /* the Python binding's: known */
@@ -99,7 +99,7 @@ Test(runtime_settings, an_unknown_variable_is_warned_of_once, .init = redirect)
 }
 
 /* opts.ignore_env: the environment is not read, not even for the warning. */
-Test(runtime_settings, ignore_env_reads_nothing, .init = redirect)
+Test(runtime_options, ignore_env_reads_nothing, .init = redirect)
 {
     setenv("NXR_NUMTHREADS", "2", 1);
     struct nxr_runtime_opts o;
