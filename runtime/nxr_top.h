@@ -11,6 +11,9 @@
  * nxr_runtime_stats: a reader takes two reads an interval apart and divides
  * the differences by the difference of sampled_ns for rates.
  *
+ * A page holds the domains the runtime was created with (the first 64);
+ * domains attached later (nxr_runtime_attach) are not in it.
+ *
  * A runtime refreshes its page when asked: nxr_top_read asks every runtime
  * and waits at most wait_ms in all for the answers, which the next
  * operation to end on one of its domains gives. A runtime that runs nothing
