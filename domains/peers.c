@@ -25,6 +25,7 @@
 #include "base/internal/number.h"
 #include "base/internal/sys.h"
 #include "domains/internal/cpuset.h"
+#include "domains/internal/stats_page.h"
 
 void (*nxr__peers_dir_checked)(const char *dir);
 
@@ -405,8 +406,12 @@ static void read_entries(struct nxr__peers *p, hwloc_const_bitmap_t mine)
         }
         if (v == STALE) {
             p->stale++;
-            /* Ours to tidy only when we own it (check_entry refused others). */
+            /* Ours to tidy only when we own it (check_entry refused others);
+             * its counters page goes with it (internal/stats_page.h). */
             (void)unlinkat(p->dirfd, e->d_name, 0);
+            char page[300];
+            snprintf(page, sizeof(page), "%s" NXR__PAGE_SUFFIX, e->d_name);
+            (void)unlinkat(p->dirfd, page, 0);
             continue;
         }
         hwloc_bitmap_and(shared, cpus, mine);
@@ -463,4 +468,47 @@ void nxr__peers_close(struct nxr__peers *p)
     p->entry_name[0] = '\0';
     close(p->dirfd);
     p->dirfd = -1;
+}
+
+/* ---- for the counters page (internal/stats_page.h) -------------------- */
+
+void nxr__peers_self(struct nxr__peer_self *out)
+{
+    out->start = nxr__peers_start_time(0);
+    out->pidns = pid_namespace();
+    out->copy = (uint64_t)(uintptr_t)&copy_mark;
+    out->mark = this_copy_mark();
+}
+
+enum nxr__peer_verdict nxr__peers_judge(pid_t pid, unsigned long long start,
+                                        unsigned long long pidns, uint64_t copy, uint64_t mark)
+{
+    unsigned long long my_pidns = pid_namespace();
+    if (pidns != 0 && my_pidns != 0 && pidns != my_pidns)
+        return NXR__PEER_OTHER_NAMESPACE;
+    const bool same_pid = pid == getpid();
+    unsigned long long now = nxr__peers_start_time(same_pid ? 0 : pid);
+    if (now == 0 || now != start)
+        return NXR__PEER_STALE;
+    if (same_pid && copy != (uintptr_t)&copy_mark && !copy_alive(copy, mark))
+        return NXR__PEER_STALE;
+    return NXR__PEER_LIVE;
+}
+
+int nxr__peers_open_dir(struct nxr__peers *p, const char *dir)
+{
+    char path[NXR__PEERS_DIR_MAX + 1];
+    memset(p, 0, sizeof(*p));
+    p->dirfd = -1;
+    if (dir == NULL)
+        default_dir(path, sizeof(path));
+    else if (strlen(dir) > NXR__PEERS_DIR_MAX) {
+        say(p, "registry path of %zu bytes: at most %d", strlen(dir), NXR__PEERS_DIR_MAX);
+        return -ENAMETOOLONG;
+    } else
+        snprintf(path, sizeof(path), "%s", dir);
+    int rc = open_dir(p, path);
+    if (rc != 0 && p->detail[0] == '\0')
+        say(p, "%s: %s", path, strerror(-rc));
+    return rc;
 }

@@ -380,6 +380,10 @@ int nxr__exec_enter(struct nxr__exec *exec)
 
 void nxr__exec_leave(struct nxr__exec *exec)
 {
+    /* A reader's request for the counters page, answered while this
+     * operation still counts as active: once it is released below, a
+     * destroy's drain may free the domain and the runtime. */
+    nxr__exec_answer_readers(exec);
     nxr__executor_release(&exec->executor);
     bool start = false;
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);

@@ -177,6 +177,7 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
         struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
         fn(arg, begin, end, 0);
         nxr__body_end(saved);
+        nxr__exec_answer_readers(exec);
         return 0;
     }
     struct loop l = {

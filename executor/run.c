@@ -95,6 +95,7 @@ int nxr__exec_call_admitted(struct nxr__exec *exec, int (*fn)(void *arg), void *
         struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
         int rc = fn(arg);
         nxr__body_end(saved);
+        nxr__exec_answer_readers(exec);
         return rc;
     }
     struct one_call c = {.exec = exec, .fn = fn, .arg = arg, .status = 0};

@@ -59,6 +59,7 @@
 #include "runtime/nxr_span.h"
 #include "runtime/nxr_stats.h"
 #include "runtime/nxr_step.h"
+#include "runtime/nxr_top.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -334,7 +334,8 @@ static int create(const struct nxr_runtime_opts *opts, nxr_runtime_t **out, char
                  nxr_strerror(rc));
         goto out_destroy;
     }
-    peers_open(rt); /* last: a failed create leaves no entry */
+    peers_open(rt);             /* last: a failed create leaves no entry */
+    nxr__runtime_page_open(rt); /* beside the entry, when there is one */
     *out = rt;
     return 0;
 
@@ -455,6 +456,7 @@ void nxr_runtime_destroy(nxr_runtime_t *rt)
         nxr__team_destroy(rt->domains[i]->team);
         rt->domains[i]->team = NULL;
     }
+    nxr__runtime_page_close(rt); /* no operation can end any more */
     /* After every team: no worker can release a buffer any more. */
     (void)nxr__runtime_pools_destroy(rt);
     for (size_t i = 0; i < rt->domain_count; i++)

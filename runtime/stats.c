@@ -36,7 +36,7 @@ void nxr_runtime_stats_init(struct nxr_runtime_stats *out, struct nxr_domain_sta
     out->domain_cap = cap;
 }
 
-static void domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s)
+void nxr__domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s)
 {
     uint64_t c[NXR__COUNT_N];
     nxr__exec_counters(&d->exec, c);
@@ -129,7 +129,7 @@ int nxr_runtime_stats(const nxr_runtime_t *rt, struct nxr_runtime_stats *out)
     mine.domain_count = rt->domain_count;
     for (size_t i = 0; i < rt->domain_count && i < out->domain_cap; i++) {
         struct nxr_domain_stats s;
-        domain_stats(rt->domains[i], &s);
+        nxr__domain_stats(rt->domains[i], &s);
         memcpy((char *)out->domains + i * out->domain_size, &s, dsize);
     }
     nxr__unlock(&((nxr_runtime_t *)rt)->domains_lock, NXR__RANK_RUNTIME_DOMAINS);

@@ -488,6 +488,7 @@ static int run_on(struct nxr__exec *exec, struct nxr__step_run *r)
         struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
         participate(r, 0, 0);
         nxr__body_end(saved);
+        nxr__exec_answer_readers(exec);
         rc = 0;
     } else {
         rc = nxr__exec_region(exec, nxr__step_region, r, r->participants);

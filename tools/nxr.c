@@ -8,6 +8,9 @@
  *     nxr info [--json | --prometheus]
  *                           describe the runtime nxr builds on this machine
  *                           (--prometheus: its counters' metrics page)
+ *     nxr top [--once [--json]] [--interval MS]
+ *                           every nxr runtime of this user on the machine,
+ *                           live (tools/top_cmd.c)
  *
  * Exit status: 0 on success, 1 when the runtime cannot be created or the
  * run fails (the message says why), 2 on a usage error.
@@ -18,15 +21,16 @@
 
 #include "runtime/nxr.h"
 #include "tools/demo_cmd.h"
+#include "tools/top_cmd.h"
 
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: nxr demo [flags] | nxr info [--json | --prometheus]\n%s%s"
+            "usage: nxr demo [flags] | nxr info [--json | --prometheus] | nxr top [flags]\n%s%s"
             "  info     describe topology and domains (NXR_TOPOLOGY, NXR_DOMAINS apply)\n"
             "           --json: one JSON object instead of text\n"
-            "           --prometheus: the live counters as a Prometheus metrics page\n",
-            nxr_tool_demo_usage, nxr_tool_demo_llama_usage);
+            "           --prometheus: the live counters as a Prometheus metrics page\n%s",
+            nxr_tool_demo_usage, nxr_tool_demo_llama_usage, nxr_tool_top_usage);
     return 2;
 }
 
@@ -68,5 +72,7 @@ int main(int argc, char **argv)
         return nxr_tool_demo(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
         return cmd_info(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "top") == 0)
+        return nxr_tool_top(argc - 2, argv + 2);
     return usage();
 }

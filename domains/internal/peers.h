@@ -42,6 +42,7 @@
 #include <hwloc.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define NXR__PEER_ENTRY_MAX 512 /* bytes: a cpulist of a few hundred ranges */
@@ -98,6 +99,25 @@ void nxr__peers_close(struct nxr__peers *p);
  * process (read through /proc/self), or 0 when unknown: what entries are
  * checked against. */
 unsigned long long nxr__peers_start_time(pid_t pid);
+
+/* This process's and this copy's identity, as an entry records it. */
+struct nxr__peer_self {
+    unsigned long long start, pidns;
+    uint64_t copy, mark;
+};
+void nxr__peers_self(struct nxr__peer_self *out);
+
+enum nxr__peer_verdict { NXR__PEER_LIVE, NXR__PEER_STALE, NXR__PEER_OTHER_NAMESPACE };
+
+/* Whether the writer of a format-2 record with these identity fields is
+ * alive, by the entries' rules above (this copy's own records are live). */
+enum nxr__peer_verdict nxr__peers_judge(pid_t pid, unsigned long long start,
+                                        unsigned long long pidns, uint64_t copy, uint64_t mark);
+
+/* Opens and checks the registry directory only (NULL: the default; created
+ * when missing), for a reader: 0 with p->dirfd set (nxr__peers_close
+ * closes it), or a negative errno with p->detail saying why. */
+int nxr__peers_open_dir(struct nxr__peers *p, const char *dir);
 
 /* Test hook: called with the directory's path once it has been checked and
  * before anything is written to it (a test swaps it there). NULL: none. */

@@ -84,7 +84,31 @@ struct nxr__exec {
     /* The domain's counters added by threads that are not its workers
      * (executor/internal/counters.h); each worker keeps its own. */
     struct nxr__counters counters;
+    /* A reader's request for fresh counters (the runtime's counters page,
+     * domains/internal/stats_page.h): when *asked differs from *answered
+     * as an operation of the domain ends, nxr__exec_leave calls
+     * answer(answer_arg), which refreshes the page (before the operation
+     * stops counting as active: the runtime cannot be destroyed under it).
+     * Two relaxed loads per operation, of a line written only when a reader
+     * asks; no clock.
+     * NULL: no page. Set before the first operation, immutable after. */
+    const _Atomic uint32_t *asked;
+    const _Atomic uint32_t *answered;
+    void (*answer)(void *arg);
+    void *answer_arg;
 };
+
+/* Answers a pending request for the counters page (see asked above): at
+ * the end of every operation, those that run on the caller alone without a
+ * permit too (a one-thread loop, call or step on a caller inside the
+ * domain: under a one-CPU budget, every operation). */
+static inline void nxr__exec_answer_readers(const struct nxr__exec *exec)
+{
+    /* Relaxed: a stale read only answers at the next operation's end. */
+    if (exec->answer != NULL && atomic_load_explicit(exec->asked, memory_order_relaxed) !=
+                                    atomic_load_explicit(exec->answered, memory_order_relaxed))
+        exec->answer(exec->answer_arg);
+}
 
 /*
  * The per-thread body marker. depth > 0 while the thread runs a chunk or a

@@ -11,6 +11,7 @@
 #include "domains/internal/cpu_quota.h"
 #include "domains/internal/peers.h"
 #include "domains/internal/plan.h"
+#include "domains/internal/stats_page.h"
 #include "domains/internal/topology.h"
 #include "executor/internal/exec.h"
 #include "executor/internal/team.h"
@@ -93,6 +94,17 @@ struct nxr_runtime {
     /* Other nxr processes as seen at creation, and this runtime's entry
      * (runtime/runtime.c); unused when settings.peers is NXR_PEERS_OFF. */
     struct nxr__peers peers;
+    /* The counters page beside the entry (runtime/stats_page.c); map NULL
+     * when none. lock: held by the one thread refreshing it. */
+    struct {
+        struct nxr__page *map;
+        pthread_mutex_t lock;
+        int dirfd; /* the registry directory's, duplicated */
+        char entry_name[40];
+        pid_t owner;
+        struct nxr_domain **domains; /* the domains of creation, published */
+        size_t domain_count;
+    } page;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
     /* Every domain's waits report through it (executor/internal/stall.h);
      * immutable after creation but for its counter. */
@@ -166,6 +178,19 @@ void nxr__runtime_quota_follow_stop(nxr_runtime_t *rt);
 
 /* A copy of the quota the budgets follow now (quota_lock taken here). */
 void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out);
+
+/* Publishes the runtime's counters page beside its registry entry (when it
+ * has one) and hooks every domain's operation end to answer readers
+ * (runtime/stats_page.c). Never fails: no page means nxr top does not see
+ * this runtime. */
+void nxr__runtime_page_open(nxr_runtime_t *rt);
+
+/* Removes the page (its writer only) and unmaps it; after every team is
+ * gone (no operation can end any more). */
+void nxr__runtime_page_close(nxr_runtime_t *rt);
+
+/* One domain's counters (runtime/stats.c). */
+void nxr__domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s);
 
 /* The Prometheus page (runtime/metrics.c) into *out (caller frees): 0,
  * -ENOMEM. rt is checked by the caller (not NULL, not forked). */

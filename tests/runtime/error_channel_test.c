@@ -370,6 +370,23 @@ GOOD(nxr_runtime_metrics)
     size_t len;
     return nxr_runtime_metrics(fx.rt, buf, sizeof(buf), &len);
 }
+BAD(nxr_top_read)
+{
+    struct nxr_top t;
+    nxr_top_init(&t, NULL, 0, NULL, 0);
+    t.size = 1; /* below the first version's */
+    return nxr_top_read(NULL, 0, &t);
+}
+GOOD(nxr_top_read)
+{
+    /* A registry of the test's own (created, empty): nothing is asked. */
+    char dir[512];
+    const char *tmp = getenv("TEST_TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/error_channel_top", tmp != NULL ? tmp : "/tmp");
+    struct nxr_top t;
+    nxr_top_init(&t, NULL, 0, NULL, 0);
+    return nxr_top_read(dir, 0, &t);
+}
 GOOD(nxr_runtime_stats)
 {
     struct nxr_domain_stats d[4];
@@ -1070,6 +1087,9 @@ NULLS(inits)
     struct nxr_runtime_stats rs;
     nxr_runtime_stats_init(&rs, NULL, 0);
     nxr_runtime_stats_init(NULL, NULL, 0); /* a no-op */
+    struct nxr_top top;
+    nxr_top_init(&top, NULL, 0, NULL, 0);
+    nxr_top_init(NULL, NULL, 0, NULL, 0); /* a no-op */
     struct nxr_span_opts spo;
     nxr_span_opts_init(&spo);
     struct nxr_weights_desc wd;
@@ -1227,6 +1247,9 @@ static const struct row rows[] = {
     FALLIBLE(nxr_runtime_stats),
     FALLIBLE(nxr_runtime_metrics),
     FALLIBLE(nxr_runtime_refresh_budget),
+    /* runtime/nxr_top.h */
+    FALLIBLE(nxr_top_read),
+    CANNOT_FAIL(nxr_top_init, inits, "fills the caller's struct"),
     CANNOT_FAIL(nxr_runtime_stats_init, inits, "fills the caller's struct"),
     /* runtime/nxr_ctx.h */
     FALLIBLE(nxr_ctx_create),
