@@ -207,12 +207,13 @@ static void add_row(struct svc_llama_batch *b, size_t *rows, struct svc_llama_se
     (*rows)++;
 }
 
-/* Feeds active sequence i's next prompt chunk, as much as the budget
- * leaves; a chunk that ends the prompt asks for logits. */
-static void add_chunk(struct svc_llama_batch *b, size_t i, size_t *rows, size_t *logits)
+/* Feeds active sequence i's next prompt chunk, up to limit rows in the
+ * step; a chunk that ends the prompt asks for logits. */
+static void add_chunk(struct svc_llama_batch *b, size_t i, size_t limit, size_t *rows,
+                      size_t *logits)
 {
     struct svc_llama_seq *s = b->active[i];
-    const size_t room = b->o.step_tokens - *rows, left = s->prompt_len - s->fed;
+    const size_t room = limit - *rows, left = s->prompt_len - s->fed;
     const size_t c = left < room ? left : room;
     for (size_t j = 0; j < c; j++)
         add_row(b, rows, s, s->prompt[s->fed + j], s->fed + j);
@@ -396,13 +397,17 @@ int svc_llama_batch_step(struct svc_llama_batch *b, struct svc_llama_step *out)
         }
     }
     st.decode_rows = rows;
-    /* Then the prompts being fed, in admission order, then newcomers. */
-    for (size_t i = 0; i < b->n_active && rows < b->o.step_tokens; i++)
+    /* Then the prompts being fed, in admission order, then newcomers: as
+     * many rows as the step leaves, or prefill_tokens beside decoders. */
+    size_t limit = b->o.step_tokens;
+    if (rows > 0 && b->o.prefill_tokens > 0 && rows + b->o.prefill_tokens < limit)
+        limit = rows + b->o.prefill_tokens;
+    for (size_t i = 0; i < b->n_active && rows < limit; i++)
         if (b->active[i]->fed < b->active[i]->prompt_len)
-            add_chunk(b, i, &rows, &logits);
-    while (rows < b->o.step_tokens && admit(b)) {
+            add_chunk(b, i, limit, &rows, &logits);
+    while (rows < limit && admit(b)) {
         st.admitted++;
-        add_chunk(b, b->n_active - 1, &rows, &logits);
+        add_chunk(b, b->n_active - 1, limit, &rows, &logits);
     }
     st.rows = rows;
     st.prefill_rows = rows - st.decode_rows;

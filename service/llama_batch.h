@@ -41,8 +41,16 @@ struct svc_llama_seq;
 typedef void (*svc_llama_token_fn)(void *arg, struct svc_llama_seq *s, int token);
 
 struct svc_llama_batch_opts {
-    size_t step_tokens;  /* rows per step at most (decode + prefill); >= 1 */
-    size_t max_active;   /* sequences being served at once; 1..step_tokens */
+    size_t step_tokens; /* rows per step at most (decode + prefill); >= 1 */
+    size_t max_active;  /* sequences being served at once; 1..step_tokens */
+    /* Prompt rows a step takes while any sequence decodes (0: as many as
+     * step_tokens leaves). A prompt row costs a token's worth of compute
+     * where a decoder's costs the same, but a big chunk makes its step
+     * several times longer than a decode-only one: every decoder waits that
+     * long for its next token. A small cap keeps the steps alike (the
+     * inter-token latency's tail near its median) and feeds prompts over
+     * more steps; with no decoder waiting, prompts take every row. */
+    size_t prefill_tokens;
     size_t kv_bytes;     /* the cache budget, in the domain's memory */
     size_t block_tokens; /* positions per cache block; >= 1 */
     svc_llama_token_fn on_token;
@@ -57,7 +65,8 @@ struct svc_llama_batch_opts {
     const struct svc_llama_shards *shards;
 };
 
-/* step_tokens 64, max_active 16, kv_bytes 64 MiB, block_tokens 16. */
+/* step_tokens 64, max_active 16, prefill_tokens 0, kv_bytes 64 MiB,
+ * block_tokens 16. */
 void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o);
 
 /* A request: the caller owns it and fills prompt, prompt_len, gen and out

@@ -28,6 +28,7 @@ void svc_llama_demo_config_init(struct svc_llama_demo_config *c)
     c->gen_min = 16, c->gen_max = 128;
     c->kv_mib = 256;
     c->step_tokens = 64;
+    c->prefill_tokens = SVC_LLAMA_PREFILL_TOKENS;
     c->block_tokens = 16;
     c->seed = 1;
     c->compare = true;
@@ -131,6 +132,7 @@ static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, s
     };
     svc_llama_batch_opts_init(&sc.batch);
     sc.batch.step_tokens = c->step_tokens;
+    sc.batch.prefill_tokens = c->prefill_tokens;
     sc.batch.max_active = batched ? (c->clients < c->step_tokens ? c->clients : c->step_tokens) : 1;
     sc.batch.kv_bytes = c->kv_mib << 20;
     sc.batch.block_tokens = c->block_tokens;

@@ -41,6 +41,14 @@
 #include "service/machine.h"
 #include "service/stats.h"
 
+/* --prefill-tokens' default: prompt rows a step takes beside decoders. A
+ * prompt row costs a decoder's compute, and on a machine where a step is
+ * bound by compute, not by reading the weights, a 64-row chunk makes its
+ * step several times a decode-only step: eight keeps the steps alike at
+ * the shapes served here while still feeding a 256-token prompt in 32
+ * steps. */
+#define SVC_LLAMA_PREFILL_TOKENS 8
+
 struct svc_llama_demo_config {
     struct svc_llama_shape shape;                    /* --size or the explicit dimensions */
     enum svc_llama_format format;                    /* --weights */
@@ -48,14 +56,15 @@ struct svc_llama_demo_config {
     size_t sequences;                                /* --sequences: per path */
     size_t prompt_min, prompt_max, gen_min, gen_max; /* --prompt, --gen */
     size_t kv_mib;                                   /* --kv-mib: each domain's cache budget */
-    size_t step_tokens;   /* --step-tokens: rows per step (decode + prefill) */
-    size_t block_tokens;  /* positions per cache block */
-    uint64_t seed;        /* --seed: weights and the stream */
-    const char *domains;  /* --domains (NXR_DOMAINS grammar); NULL: one per node */
-    bool compare;         /* false with --no-compare: the batched path only */
-    bool span;            /* --span: also the span path (f32 weights only) */
-    unsigned omp_threads; /* the OpenMP peer's threads; 0: every allowed CPU */
-    size_t rounds;        /* rounds the sequences are cut into */
+    size_t step_tokens;    /* --step-tokens: rows per step (decode + prefill) */
+    size_t prefill_tokens; /* --prefill-tokens: prompt rows a step beside decoders (0: no cap) */
+    size_t block_tokens;   /* positions per cache block */
+    uint64_t seed;         /* --seed: weights and the stream */
+    const char *domains;   /* --domains (NXR_DOMAINS grammar); NULL: one per node */
+    bool compare;          /* false with --no-compare: the batched path only */
+    bool span;             /* --span: also the span path (f32 weights only) */
+    unsigned omp_threads;  /* the OpenMP peer's threads; 0: every allowed CPU */
+    size_t rounds;         /* rounds the sequences are cut into */
     /* Seconds of serving after which the run stops at the next round
      * boundary (every path has then served the same sequences); 0: none. */
     double time_budget_s;

@@ -183,15 +183,18 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
                  "the same sequences)\n",
                  r->rounds_run, r->rounds_planned);
     row(nxr_row, sizeof nxr_row, "nxr", "");
+    char prefill[32] = "any";
+    if (c->prefill_tokens > 0 && c->prefill_tokens < c->step_tokens)
+        snprintf(prefill, sizeof prefill, "at most %zu", c->prefill_tokens);
     tmpl(t, sizeof t,
          "nxr demo: llama {size} {shape}, {weights} weights, {weight_bytes_per_step} MiB of them "
          "per step\n"
          "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
-         "a step, %zu MiB of cache per domain\n"
+         "a step (%s prompt rows beside decoders), %zu MiB of cache per domain\n"
          "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s{tokens_match}%s"
          "  (ratios from alternated rounds of one run)\n",
          c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens,
-         c->kv_mib, nxr_row, flat_note, limit, rounds);
+         prefill, c->kv_mib, nxr_row, flat_note, limit, rounds);
     nxr__emit_object(e, NULL, t);
     nxr__emit_str(e, "model", "llama", NULL);
     nxr__emit_str(e, "size", r->size, NULL);

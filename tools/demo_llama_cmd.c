@@ -25,6 +25,10 @@ const char nxr_tool_demo_llama_usage[] =
     "             --gen MIN-MAX    tokens asked for (default 16-128)\n"
     "             --kv-mib N       KV cache budget per domain (default 256)\n"
     "             --step-tokens N  rows per step, decode + prefill chunks (default 64)\n"
+    "             --prefill-tokens N  prompt rows a step takes while sequences decode (default\n"
+    "                              8; 0: as many as --step-tokens leaves): small keeps every\n"
+    "                              step about as long, so the inter-token latency's p99 stays\n"
+    "                              near its p50; prompts take every row when nobody decodes\n"
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
     "             --seed N         weights and prompts (default 1)\n"
     "             --machine S      seconds measuring the read bandwidth (default 1; 0: none)\n"
@@ -106,6 +110,7 @@ int nxr_tool_demo_llama(int argc, char **argv)
         NXR_TOOL_FLAG_MIN_MAX("--gen", &c.gen_min, &c.gen_max, 1, 8192),
         NXR_TOOL_FLAG_NUM("--kv-mib", NXR_TOOL_FLAG_SIZE, &c.kv_mib, 1, 1 << 20),
         NXR_TOOL_FLAG_NUM("--step-tokens", NXR_TOOL_FLAG_SIZE, &c.step_tokens, 1, 4096),
+        NXR_TOOL_FLAG_NUM("--prefill-tokens", NXR_TOOL_FLAG_SIZE, &c.prefill_tokens, 0, 4096),
         NXR_TOOL_FLAG("--domains", NXR_TOOL_FLAG_TEXT, &c.domains),
         NXR_TOOL_FLAG_NUM("--seed", NXR_TOOL_FLAG_U64, &c.seed, 0, UINT64_MAX),
         NXR_TOOL_FLAG_NUM("--machine", NXR_TOOL_FLAG_SECONDS, &c.machine_s, 0, 600),

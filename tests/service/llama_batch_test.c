@@ -280,6 +280,59 @@ Test(service_llama_batch, batched_equals_alone_across_join_and_leave)
     }
 }
 
+/* With prefill_tokens 2, a step takes at most two prompt rows while a
+ * sequence decodes, and a whole chunk when none does; the tokens are still
+ * alone's. A (prompt 1) decodes from its second step; B (prompt 13) and C
+ * (prompt 11) join then and are fed two rows a step beside it. */
+Test(service_llama_batch, the_prefill_cap_holds_beside_decoders_only)
+{
+    enum { N = 3 };
+    const size_t ids[N] = {0, 5, 2}; /* prompt 1, 13, 11; gen 2, 6, 8 */
+    int want[N][MAX_GEN];
+    for (size_t i = 0; i < N; i++)
+        alone(ids[i], 32, want[i]);
+    struct request r[N];
+    for (size_t i = 0; i < N; i++)
+        request_init(&r[i], ids[i]);
+    struct svc_llama_batch_opts o;
+    svc_llama_batch_opts_init(&o);
+    o.step_tokens = 16;
+    o.max_active = 4;
+    o.block_tokens = 4;
+    o.kv_bytes = (size_t)4 << 20;
+    o.prefill_tokens = 2;
+    struct svc_llama_batch *b = NULL;
+    cr_assert_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), 0);
+    cr_assert_eq(svc_llama_batch_submit(b, &r[0].seq), 0);
+    struct svc_llama_step st;
+    cr_assert_eq(svc_llama_batch_step(b, &st), 0);
+    cr_assert_eq(st.prefill_rows, 1, "A's one-token prompt");
+    cr_assert_eq(svc_llama_batch_submit(b, &r[1].seq), 0);
+    cr_assert_eq(svc_llama_batch_submit(b, &r[2].seq), 0);
+    size_t capped = 0, whole = 0;
+    for (size_t steps = 0; !svc_llama_batch_idle(b); steps++) {
+        cr_assert_lt(steps, 1000, "the engine never went idle");
+        cr_assert_eq(svc_llama_batch_step(b, &st), 0);
+        check_blocks(b, r, N);
+        if (st.decode_rows > 0) {
+            cr_assert_leq(st.prefill_rows, 2, "%zu prompt rows beside %zu decoders",
+                          st.prefill_rows, st.decode_rows);
+            capped += st.prefill_rows == 2;
+        } else {
+            whole += st.prefill_rows > 2;
+        }
+    }
+    cr_assert_gt(capped, 0, "no step was capped: the test ran no prompt beside a decoder");
+    /* After A leaves (its second token), B's and C's prompts still need
+     * rows with nobody decoding: a whole chunk then. */
+    cr_assert_gt(whole, 0, "no step fed more than the cap with nobody decoding");
+    for (size_t i = 0; i < N; i++)
+        for (size_t t = 0; t < r[i].seq.gen; t++)
+            cr_assert_eq(r[i].out[t], want[i][t], "request %zu token %zu is %d, alone %d", i, t,
+                         r[i].out[t], want[i][t]);
+    svc_llama_batch_destroy(b);
+}
+
 /* The pool holds one of these sequences at a time: the second waits (its
  * submit succeeds, it is not admitted) while the first runs to the end,
  * then reuses its blocks and decodes as alone. */
