@@ -148,6 +148,7 @@ static int serve_round(const struct svc_llama_demo_config *c, struct path *pa, s
     p->sequences += r.sequences;
     p->tokens += r.tokens;
     p->steps += r.steps;
+    p->rows += r.rows;
     p->wall_s += r.wall_s;
     p->batch_mean += (double)r.batch_sum; /* divided by the steps at the end */
     for (size_t d = 0; doms != NULL && d < r.domains; d++) {
@@ -294,6 +295,8 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
     res->size = c->shape.name;
     res->fraction_of_limit = -1;
     res->bound_tokens_per_s = -1;
+    res->fraction_of_compute = -1;
+    res->compute_bound_tokens_per_s = -1;
     *bad_input = false;
     struct svc_llama_shape shape = c->shape;
     /* The context is a serving parameter, not a weight: long enough for
@@ -434,6 +437,13 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         res->fraction_of_limit = bytes_per_s / (res->machine.read_gbs * 1e9);
         res->bound_tokens_per_s =
             res->machine.read_gbs * 1e9 / res->weight_bytes * res->nxr.batch_mean;
+    }
+    if (res->machine.gemm_peak_gflops > 0 && res->nxr.wall_s > 0 && res->nxr.rows > 0) {
+        const double flops_per_row = 2.0 * (double)model.streamed_floats;
+        res->fraction_of_compute = flops_per_row * (double)res->nxr.rows / res->nxr.wall_s /
+                                   (res->machine.gemm_peak_gflops * 1e9);
+        res->compute_bound_tokens_per_s = res->machine.gemm_peak_gflops * 1e9 / flops_per_row *
+                                          (double)res->nxr.tokens / (double)res->nxr.rows;
     }
     if (npaths > 1) {
         /* The rounds run served sequences [0, served) on every path; nxr's

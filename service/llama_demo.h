@@ -88,6 +88,7 @@ void svc_llama_demo_config_init(struct svc_llama_demo_config *c);
 struct svc_llama_path_result {
     bool ran;
     size_t sequences, tokens, steps;
+    size_t rows; /* nxr's engines: the steps' rows, summed (0 for OpenMP) */
     double wall_s, tokens_per_s, batch_mean;
     struct svc_latency ttft, itl;
 };
@@ -112,7 +113,14 @@ struct svc_llama_demo_result {
     struct svc_machine machine;
     double fraction_of_limit;  /* nxr's weight bytes/s over the read bandwidth (-1: unknown) */
     double bound_tokens_per_s; /* what the read bandwidth allows at nxr's batch (-1: unknown) */
-    bool tokens_match;         /* unbatched, flat and span: every token of every sequence */
+    /* The compute side: nxr's products' FLOPs (2 x the matrices' weights a
+     * row) per second over the GEMM peak measured in the run, and the
+     * tokens/s that peak allows at nxr's rows per output token (each -1:
+     * unknown). A step that carries prompt rows is bound by this, not by
+     * reading the weights, on a machine with few cores. */
+    double fraction_of_compute;
+    double compute_bound_tokens_per_s;
+    bool tokens_match; /* unbatched, flat and span: every token of every sequence */
     size_t sequences_compared;
     size_t rounds_planned, rounds_run; /* fewer run when the time budget cut the run */
     size_t omp_sequences_same;         /* sequences whose tokens OpenMP made exactly */

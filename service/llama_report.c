@@ -166,7 +166,8 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
 {
     const struct svc_llama_demo_config *c = &r->config;
     const struct svc_llama_shape *s = &c->shape;
-    char flat_note[256] = "", limit[256] = "", rounds[192] = "", nxr_row[256], t[2048];
+    char flat_note[256] = "", limit[256] = "", compute[256] = "", rounds[192] = "", nxr_row[256],
+         t[2048];
     if (r->flat.ran)
         snprintf(flat_note, sizeof flat_note,
                  "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
@@ -177,6 +178,12 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
                  "  limit: read {read_gbs} GB/s measured in this run; nxr's weight reads are "
                  "{fraction_of_limit} of it ({bound_tokens_per_s} tok/s allowed at batch %.2f)\n",
                  r->nxr.batch_mean);
+    if (r->fraction_of_compute >= 0)
+        snprintf(compute, sizeof compute,
+                 "  compute: GEMM peak {gemm_peak_gflops} GFLOP/s measured in this run; nxr's "
+                 "products ran at {fraction_of_compute} of it ({compute_bound_tokens_per_s} tok/s "
+                 "allowed at %.2f rows a token)\n",
+                 r->nxr.tokens > 0 ? (double)r->nxr.rows / (double)r->nxr.tokens : 0.0);
     if (r->rounds_run < r->rounds_planned)
         snprintf(rounds, sizeof rounds,
                  "  (the time budget stopped the run after %zu of %zu rounds: every path served "
@@ -191,10 +198,10 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
          "per step\n"
          "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
          "a step (%s prompt rows beside decoders), %zu MiB of cache per domain\n"
-         "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s{tokens_match}%s"
+         "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s%s{tokens_match}%s"
          "  (ratios from alternated rounds of one run)\n",
          c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens,
-         prefill, c->kv_mib, nxr_row, flat_note, limit, rounds);
+         prefill, c->kv_mib, nxr_row, flat_note, limit, compute, rounds);
     nxr__emit_object(e, NULL, t);
     nxr__emit_str(e, "model", "llama", NULL);
     nxr__emit_str(e, "size", r->size, NULL);
@@ -235,6 +242,14 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
         nxr__emit_null(e, "bound_tokens_per_s", "");
     else
         num(e, "bound_tokens_per_s", r->bound_tokens_per_s, "%.0f");
+    num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
+    if (r->fraction_of_compute < 0) {
+        nxr__emit_null(e, "fraction_of_compute", "");
+        nxr__emit_null(e, "compute_bound_tokens_per_s", "");
+    } else {
+        num(e, "fraction_of_compute", r->fraction_of_compute, "%.2f");
+        num(e, "compute_bound_tokens_per_s", r->compute_bound_tokens_per_s, "%.0f");
+    }
     tokens(e, r);
     nxr__emit_end(e);
 }

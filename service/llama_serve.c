@@ -273,6 +273,7 @@ static void *serving_thread(void *arg)
             pthread_mutex_lock(&srv->lock);
             D->stats.steps++;
             D->stats.batch_sum += before + st.admitted;
+            D->stats.rows += st.rows;
             struct svc_llama_serve_result *r = srv->res;
             if (st.decode_rows > 0 && r->step_count < srv->step_cap) {
                 const long long since =
@@ -413,6 +414,7 @@ int svc_llama_serve(nxr_runtime_t *rt, const struct svc_llama_weights *w,
             out->tokens += srv->dom[d].stats.tokens;
             out->steps += srv->dom[d].stats.steps;
             out->batch_sum += srv->dom[d].stats.batch_sum;
+            out->rows += srv->dom[d].stats.rows;
         }
     }
     for (size_t d = 0; d < srv->domains; d++)

@@ -57,11 +57,12 @@ struct svc_llama_serve_config {
 
 struct svc_llama_serve_domain {
     size_t sequences, tokens, steps, batch_sum; /* batch_sum: sequences per step, summed */
+    size_t rows;       /* the steps' rows (prompt and decode), summed: what the products computed */
     double kv_on_node; /* the KV pool's pages on the domain's node (-1: no node) */
 };
 
 struct svc_llama_serve_result {
-    size_t sequences, tokens, steps, batch_sum;
+    size_t sequences, tokens, steps, batch_sum, rows;
     double wall_s;
     /* Samples (owned; free()): ttft_ms[sequences], itl_ms[itl_count]. */
     double *ttft_ms, *itl_ms;
