@@ -433,22 +433,9 @@ static void read_entries(struct nxr__peers *p, hwloc_const_bitmap_t mine)
 void nxr__peers_open(struct nxr__peers *p, const char *dir, hwloc_const_bitmap_t cpus,
                      unsigned budget, bool publish)
 {
-    char path[NXR__PEERS_DIR_MAX + 1];
-    memset(p, 0, sizeof(*p));
-    p->dirfd = -1;
-    if (dir == NULL)
-        default_dir(path, sizeof(path));
-    else if (strlen(dir) > NXR__PEERS_DIR_MAX) {
-        p->status = -ENAMETOOLONG;
-        say(p, "registry path of %zu bytes: at most %d", strlen(dir), NXR__PEERS_DIR_MAX);
-        return;
-    } else
-        snprintf(path, sizeof(path), "%s", dir);
-    int rc = open_dir(p, path);
+    int rc = nxr__peers_open_dir(p, dir);
     if (rc != 0) {
         p->status = rc;
-        if (p->detail[0] == '\0')
-            say(p, "%s: %s", path, strerror(-rc));
         return;
     }
     read_entries(p, cpus);

@@ -6,26 +6,17 @@
  * template places its members, and what the table says beside them that
  * has no JSON member of its own is written into the template.
  */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/emit.h"
 #include "service/llama_demo.h"
+#include "service/report_emit.h"
 
 static double ratio(double a, double b)
 {
     return b > 0 ? a / b : 0.0;
-}
-
-/* A measurement, its text formatted by fmt (a printf format of one double). */
-static void num(struct nxr__emit *e, const char *key, double v, const char *fmt)
-{
-    char text[64];
-    snprintf(text, sizeof(text), fmt, v);
-    nxr__emit_double(e, key, v, text);
 }
 
 /* A fraction of pages or bytes: null (shown "-") when unknown (< 0). */
@@ -34,28 +25,18 @@ static void fraction(struct nxr__emit *e, const char *key, double v)
     if (v < 0)
         nxr__emit_null(e, key, "-");
     else
-        num(e, key, v, "%.2f");
-}
-
-static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return buf;
+        svc_emit_num(e, key, v, "%.2f");
 }
 
 /* A path's row: its label, then its members' columns; extra is what the
  * table adds at the end (a ratio to nxr). */
 static const char *row(char *buf, size_t size, const char *label, const char *extra)
 {
-    return tmpl(buf, size,
-                "  %-10s {tokens_per_s} tok/s  TTFT p50 {ttft_p50_ms} ms p99 {ttft_p99_ms} ms  ITL "
-                "p50 {itl_p50_ms} ms p99 {itl_p99_ms} ms  batch {batch_mean}%s\n",
-                label, extra);
+    return svc_tmpl(
+        buf, size,
+        "  %-10s {tokens_per_s} tok/s  TTFT p50 {ttft_p50_ms} ms p99 {ttft_p99_ms} ms  ITL "
+        "p50 {itl_p50_ms} ms p99 {itl_p99_ms} ms  batch {batch_mean}%s\n",
+        label, extra);
 }
 
 /* A path's figures, as members of the object open now (nxr's are the
@@ -64,13 +45,13 @@ static void path_members(struct nxr__emit *e, const struct svc_llama_path_result
 {
     nxr__emit_uint(e, "sequences", p->sequences, NULL);
     nxr__emit_uint(e, "tokens", p->tokens, NULL);
-    num(e, "wall_s", p->wall_s, "%.3f");
-    num(e, "tokens_per_s", p->tokens_per_s, "%9.1f");
-    num(e, "ttft_p50_ms", p->ttft.p50_ms, "%8.2f");
-    num(e, "ttft_p99_ms", p->ttft.p99_ms, "%8.2f");
-    num(e, "itl_p50_ms", p->itl.p50_ms, "%7.2f");
-    num(e, "itl_p99_ms", p->itl.p99_ms, "%7.2f");
-    num(e, "batch_mean", p->batch_mean, "%5.2f");
+    svc_emit_num(e, "wall_s", p->wall_s, "%.3f");
+    svc_emit_num(e, "tokens_per_s", p->tokens_per_s, "%9.1f");
+    svc_emit_num(e, "ttft_p50_ms", p->ttft.p50_ms, "%8.2f");
+    svc_emit_num(e, "ttft_p99_ms", p->ttft.p99_ms, "%8.2f");
+    svc_emit_num(e, "itl_p50_ms", p->itl.p50_ms, "%7.2f");
+    svc_emit_num(e, "itl_p99_ms", p->itl.p99_ms, "%7.2f");
+    svc_emit_num(e, "batch_mean", p->batch_mean, "%5.2f");
     nxr__emit_uint(e, "steps", p->steps, NULL);
 }
 
@@ -99,7 +80,7 @@ static void domain(struct nxr__emit *e, const struct svc_llama_domain_result *d)
     nxr__emit_int(e, "id", d->id, NULL);
     nxr__emit_int(e, "node", d->node, NULL);
     nxr__emit_uint(e, "tokens", d->tokens, NULL);
-    num(e, "batch_mean", d->batch_mean, "%.2f");
+    svc_emit_num(e, "batch_mean", d->batch_mean, "%.2f");
     fraction(e, "weights_on_node", d->weights_on_node);
     fraction(e, "kv_on_node", d->kv_on_node);
     fraction(e, "shards_on_node", d->shards_on_node);
@@ -162,8 +143,9 @@ static void tokens(struct nxr__emit *e, const struct svc_llama_demo_result *r)
     nxr__emit_uint(e, "omp_sequences_same", r->omp_sequences_same, NULL);
 }
 
-static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
+static void report(struct nxr__emit *e, const void *result)
 {
+    const struct svc_llama_demo_result *r = result;
     const struct svc_llama_demo_config *c = &r->config;
     const struct svc_llama_shape *s = &c->shape;
     char flat_note[256] = "", limit[256] = "", compute[256] = "", rounds[192] = "", nxr_row[256],
@@ -193,15 +175,16 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
     char prefill[32] = "any";
     if (c->prefill_tokens > 0 && c->prefill_tokens < c->step_tokens)
         snprintf(prefill, sizeof prefill, "at most %zu", c->prefill_tokens);
-    tmpl(t, sizeof t,
-         "nxr demo: llama {size} {shape}, {weights} weights, {weight_bytes_per_step} MiB of them "
-         "per step\n"
-         "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
-         "a step (%s prompt rows beside decoders), %zu MiB of cache per domain\n"
-         "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s%s{tokens_match}%s"
-         "  (ratios from alternated rounds of one run)\n",
-         c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens,
-         prefill, c->kv_mib, nxr_row, flat_note, limit, compute, rounds);
+    svc_tmpl(
+        t, sizeof t,
+        "nxr demo: llama {size} {shape}, {weights} weights, {weight_bytes_per_step} MiB of them "
+        "per step\n"
+        "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
+        "a step (%s prompt rows beside decoders), %zu MiB of cache per domain\n"
+        "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s%s{tokens_match}%s"
+        "  (ratios from alternated rounds of one run)\n",
+        c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens, prefill,
+        c->kv_mib, nxr_row, flat_note, limit, compute, rounds);
     nxr__emit_object(e, NULL, t);
     nxr__emit_str(e, "model", "llama", NULL);
     nxr__emit_str(e, "size", r->size, NULL);
@@ -233,49 +216,33 @@ static void report(struct nxr__emit *e, const struct svc_llama_demo_result *r)
     span_members(e, r);
     nxr__emit_uint(e, "rounds_planned", r->rounds_planned, NULL);
     nxr__emit_uint(e, "rounds_run", r->rounds_run, NULL);
-    num(e, "read_gbs", r->machine.read_gbs, "%.1f");
+    svc_emit_num(e, "read_gbs", r->machine.read_gbs, "%.1f");
     if (r->fraction_of_limit < 0)
         nxr__emit_null(e, "fraction_of_limit", "");
     else
-        num(e, "fraction_of_limit", r->fraction_of_limit, "%.2f");
+        svc_emit_num(e, "fraction_of_limit", r->fraction_of_limit, "%.2f");
     if (r->bound_tokens_per_s < 0)
         nxr__emit_null(e, "bound_tokens_per_s", "");
     else
-        num(e, "bound_tokens_per_s", r->bound_tokens_per_s, "%.0f");
-    num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
+        svc_emit_num(e, "bound_tokens_per_s", r->bound_tokens_per_s, "%.0f");
+    svc_emit_num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
     if (r->fraction_of_compute < 0) {
         nxr__emit_null(e, "fraction_of_compute", "");
         nxr__emit_null(e, "compute_bound_tokens_per_s", "");
     } else {
-        num(e, "fraction_of_compute", r->fraction_of_compute, "%.2f");
-        num(e, "compute_bound_tokens_per_s", r->compute_bound_tokens_per_s, "%.0f");
+        svc_emit_num(e, "fraction_of_compute", r->fraction_of_compute, "%.2f");
+        svc_emit_num(e, "compute_bound_tokens_per_s", r->compute_bound_tokens_per_s, "%.0f");
     }
     tokens(e, r);
     nxr__emit_end(e);
 }
 
-static void write_report(FILE *f, const struct svc_llama_demo_result *r,
-                         enum nxr__emit_format format)
-{
-    struct nxr__strbuf sb = {0};
-    struct nxr__emit e;
-    nxr__emit_init(&e, format, &sb);
-    report(&e, r);
-    char *out = NULL;
-    if (nxr__strbuf_take(&sb, &out) != 0) {
-        fprintf(stderr, "nxr demo: the report: out of memory\n");
-        return;
-    }
-    fputs(out, f);
-    free(out);
-}
-
 void svc_llama_report_text(FILE *f, const struct svc_llama_demo_result *r)
 {
-    write_report(f, r, NXR__EMIT_TEXT);
+    svc_emit_report(f, NXR__EMIT_TEXT, report, r);
 }
 
 void svc_llama_report_json(FILE *f, const struct svc_llama_demo_result *r)
 {
-    write_report(f, r, NXR__EMIT_JSON);
+    svc_emit_report(f, NXR__EMIT_JSON, report, r);
 }

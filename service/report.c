@@ -4,7 +4,7 @@
  * diagnostics' emitter (base/emit.h), so the two cannot disagree.
  *
  * How the text is laid out: each scalar's text is its value formatted for
- * its column (num(), count()), and each object's template places its
+ * its column (svc_emit_num, svc_emit_count), and each object's template places its
  * members with the words around them. What the table shows beside a value
  * that has no JSON member of its own (a path's name, a ratio on a goal's
  * line) is written into the template by the caller, so every member is
@@ -13,13 +13,12 @@
 #include "service/report.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/emit.h"
 #include "service/compare.h"
+#include "service/report_emit.h"
 
 static double ratio(double a, double b)
 {
@@ -29,34 +28,6 @@ static double ratio(double a, double b)
 static const char *met(bool ok)
 {
     return ok ? "met" : "missed";
-}
-
-/* A measurement, its text formatted by fmt (a printf format of one double). */
-static void num(struct nxr__emit *e, const char *key, double v, const char *fmt)
-{
-    char text[64];
-    snprintf(text, sizeof(text), fmt, v);
-    nxr__emit_double(e, key, v, text);
-}
-
-/* A count, its text formatted by fmt (a printf format of one size_t). */
-static void count(struct nxr__emit *e, const char *key, size_t v, const char *fmt)
-{
-    char text[64];
-    snprintf(text, sizeof(text), fmt, v);
-    nxr__emit_uint(e, key, v, text);
-}
-
-/* A template, formatted now (what it says beside the members it places). */
-static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static const char *tmpl(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return buf;
 }
 
 /* A CPU list "0-2,5": a JSON array [0,1,2,5], shown as text (the list as
@@ -82,21 +53,21 @@ static void cpus(struct nxr__emit *e, const char *key, const char *list, const c
  * the report's own); the table's row template names them. */
 static void path_members(struct nxr__emit *e, const struct svc_path_result *p)
 {
-    count(e, "requests", p->requests, "%zu");
-    num(e, "requests_per_s", p->requests_per_s, "%9.0f");
-    num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
-    num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
-    num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
-    num(e, "max_ms", p->latency.max_ms, "%.3f");
-    num(e, "wall_s", p->wall_s, "%.3f");
-    count(e, "rows", p->rows, "%zu");
-    count(e, "passes", p->passes, "%zu");
+    svc_emit_count(e, "requests", p->requests, "%zu");
+    svc_emit_num(e, "requests_per_s", p->requests_per_s, "%9.0f");
+    svc_emit_num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
+    svc_emit_num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
+    svc_emit_num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
+    svc_emit_num(e, "max_ms", p->latency.max_ms, "%.3f");
+    svc_emit_num(e, "wall_s", p->wall_s, "%.3f");
+    svc_emit_count(e, "rows", p->rows, "%zu");
+    svc_emit_count(e, "passes", p->passes, "%zu");
 }
 
 /* The row template of a path named name (the columns of "path" below). */
 static const char *row(char *buf, size_t size, const char *name)
 {
-    return tmpl(buf, size, "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n", name);
+    return svc_tmpl(buf, size, "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n", name);
 }
 
 /* ---- how close a path is to the machine --------------------------------- */
@@ -144,18 +115,18 @@ static void path_efficiency(struct nxr__emit *e, const char *key, const char *la
     const struct efficiency f = efficiency(r, p);
     char t[320];
     nxr__emit_object(e, key,
-                     tmpl(t, sizeof(t),
-                          "  %-9s {gflops} GFLOP/s = {fraction_of_peak} of peak; weights "
-                          "{weight_gbs} GB/s = {fraction_of_read} of read ({requests_per_pass} "
-                          "requests per pass: bandwidth bound {bandwidth_bound_requests_per_s} "
-                          "req/s); %.2f of the limit\n",
-                          label, ratio(p->requests_per_s, limit_requests_per_s(r))));
-    num(e, "gflops", f.gflops, "%7.1f");
-    num(e, "fraction_of_peak", f.fraction_of_peak, "%.2f");
-    num(e, "weight_gbs", f.weight_gbs, "%6.1f");
-    num(e, "fraction_of_read", f.fraction_of_read, "%.2f");
-    num(e, "requests_per_pass", f.requests_per_pass, "%.2f");
-    num(e, "bandwidth_bound_requests_per_s", f.bandwidth_bound, "%.0f");
+                     svc_tmpl(t, sizeof(t),
+                              "  %-9s {gflops} GFLOP/s = {fraction_of_peak} of peak; weights "
+                              "{weight_gbs} GB/s = {fraction_of_read} of read ({requests_per_pass} "
+                              "requests per pass: bandwidth bound {bandwidth_bound_requests_per_s} "
+                              "req/s); %.2f of the limit\n",
+                              label, ratio(p->requests_per_s, limit_requests_per_s(r))));
+    svc_emit_num(e, "gflops", f.gflops, "%7.1f");
+    svc_emit_num(e, "fraction_of_peak", f.fraction_of_peak, "%.2f");
+    svc_emit_num(e, "weight_gbs", f.weight_gbs, "%6.1f");
+    svc_emit_num(e, "fraction_of_read", f.fraction_of_read, "%.2f");
+    svc_emit_num(e, "requests_per_pass", f.requests_per_pass, "%.2f");
+    svc_emit_num(e, "bandwidth_bound_requests_per_s", f.bandwidth_bound, "%.0f");
     nxr__emit_end(e);
 }
 
@@ -170,19 +141,19 @@ static void machine(struct nxr__emit *e, const struct svc_demo_result *r)
     const double limit = limit_requests_per_s(r);
     char t[512];
     nxr__emit_object(e, "machine",
-                     tmpl(t, sizeof(t),
-                          "\nmachine (measured in this run, {domains} domain(s)): native SGEMM "
-                          "2048 {gemm_peak_gflops} GFLOP/s, streaming read {read_gbs} GB/s\n"
-                          "  limit at the GEMM peak: {limit_requests_per_s} req/s (%.1f MFLOP "
-                          "per request of this mix, {weight_mib} MiB of weights per pass)\n"
-                          "{paths}",
-                          flops_per_request(r) / 1e6));
-    num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
-    num(e, "read_gbs", r->machine.read_gbs, "%.1f");
-    num(e, "limit_requests_per_s", limit, "%.0f");
-    num(e, "flops_per_request", flops_per_request(r), "%.0f");
-    num(e, "weight_mib", r->weight_bytes / (1 << 20), "%.1f");
-    count(e, "domains", r->machine.domains, "%zu");
+                     svc_tmpl(t, sizeof(t),
+                              "\nmachine (measured in this run, {domains} domain(s)): native SGEMM "
+                              "2048 {gemm_peak_gflops} GFLOP/s, streaming read {read_gbs} GB/s\n"
+                              "  limit at the GEMM peak: {limit_requests_per_s} req/s (%.1f MFLOP "
+                              "per request of this mix, {weight_mib} MiB of weights per pass)\n"
+                              "{paths}",
+                              flops_per_request(r) / 1e6));
+    svc_emit_num(e, "gemm_peak_gflops", r->machine.gemm_peak_gflops, "%.1f");
+    svc_emit_num(e, "read_gbs", r->machine.read_gbs, "%.1f");
+    svc_emit_num(e, "limit_requests_per_s", limit, "%.0f");
+    svc_emit_num(e, "flops_per_request", flops_per_request(r), "%.0f");
+    svc_emit_num(e, "weight_mib", r->weight_bytes / (1 << 20), "%.1f");
+    svc_emit_count(e, "domains", r->machine.domains, "%zu");
     nxr__emit_object(e, "paths", "{nxr}{baseline}{flat}{omp}");
     path_efficiency(e, "nxr", "nxr", r, &r->nxr);
     path_efficiency(e, "baseline", "baseline", r, &r->baseline);
@@ -190,7 +161,7 @@ static void machine(struct nxr__emit *e, const struct svc_demo_result *r)
     path_efficiency(e, "omp", "OpenMP", r, &r->omp);
     nxr__emit_end(e);
     nxr__emit_end(e);
-    num(e, "fraction_of_limit", ratio(r->nxr.requests_per_s, limit), "%.4f");
+    svc_emit_num(e, "fraction_of_limit", ratio(r->nxr.requests_per_s, limit), "%.4f");
 }
 
 /* ---- the domains ---------------------------------------------------------------- */
@@ -202,15 +173,16 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
     if (d->budget_limit != NULL)
         snprintf(lowered, sizeof(lowered), " (budget lowered by %s)", d->budget_limit);
     char t[512];
-    nxr__emit_object(e, NULL,
-                     tmpl(t, sizeof(t),
-                          "  {id} {node} {cpus} {requests} {requests_per_s} {p50_ms} {p95_ms} "
-                          "{p99_ms}  {weights_on_node} {placement}, {workers} workers%s, ran on "
-                          "{ran_on}{ran_inside}\n"
-                          "  %-6s pool: {pool}; {split_requests} requests split; {passes} "
-                          "passes, {batched_requests} requests batched, {retried_batches} "
-                          "batches retried alone\n",
-                          lowered, ""));
+    nxr__emit_object(
+        e, NULL,
+        svc_tmpl(t, sizeof(t),
+                 "  {id} {node} {cpus} {requests} {requests_per_s} {p50_ms} {p95_ms} "
+                 "{p99_ms}  {weights_on_node} {placement}, {workers} workers%s, ran on "
+                 "{ran_on}{ran_inside}\n"
+                 "  %-6s pool: {pool}; {split_requests} requests split; {passes} "
+                 "passes, {batched_requests} requests batched, {retried_batches} "
+                 "batches retried alone\n",
+                 lowered, ""));
     char text[64];
     snprintf(text, sizeof(text), "%-6d", d->id);
     nxr__emit_int(e, "id", d->id, text);
@@ -218,15 +190,15 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
     nxr__emit_int(e, "node", d->node, text);
     snprintf(text, sizeof(text), "%-10s", d->cpus);
     cpus(e, "cpus", d->cpus, text);
-    count(e, "requests", d->requests, "%8zu");
-    count(e, "split_requests", d->split_requests, "%zu");
-    count(e, "passes", d->passes, "%zu");
-    count(e, "batched_requests", d->batched_requests, "%zu");
-    count(e, "retried_batches", d->retried_batches, "%zu");
-    num(e, "requests_per_s", d->requests_per_s, "%9.0f");
-    num(e, "p50_ms", d->latency.p50_ms, "%8.3f");
-    num(e, "p95_ms", d->latency.p95_ms, "%8.3f");
-    num(e, "p99_ms", d->latency.p99_ms, "%8.3f");
+    svc_emit_count(e, "requests", d->requests, "%8zu");
+    svc_emit_count(e, "split_requests", d->split_requests, "%zu");
+    svc_emit_count(e, "passes", d->passes, "%zu");
+    svc_emit_count(e, "batched_requests", d->batched_requests, "%zu");
+    svc_emit_count(e, "retried_batches", d->retried_batches, "%zu");
+    svc_emit_num(e, "requests_per_s", d->requests_per_s, "%9.0f");
+    svc_emit_num(e, "p50_ms", d->latency.p50_ms, "%8.3f");
+    svc_emit_num(e, "p95_ms", d->latency.p95_ms, "%8.3f");
+    svc_emit_num(e, "p99_ms", d->latency.p99_ms, "%8.3f");
     if (d->weights_on_node < 0) {
         nxr__emit_null(e, "weights_on_node", "(no node)      ");
     } else {
@@ -236,11 +208,11 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
         nxr__emit_double(e, "weights_on_node", d->weights_on_node, text);
     }
     if (c->span && d->shard_on_node >= 0)
-        num(e, "shard_on_node", d->shard_on_node, "%.4f");
+        svc_emit_num(e, "shard_on_node", d->shard_on_node, "%.4f");
     else if (c->span)
         nxr__emit_null(e, "shard_on_node", NULL);
-    count(e, "weight_pages", d->weight_pages, "%zu");
-    count(e, "weight_pages_on_node", d->weight_pages_on_node, "%zu");
+    svc_emit_count(e, "weight_pages", d->weight_pages, "%zu");
+    svc_emit_count(e, "weight_pages_on_node", d->weight_pages_on_node, "%zu");
     nxr__emit_str(e, "memory_binding", d->binding, NULL);
     nxr__emit_str(e, "placement", d->placement, NULL);
     nxr__emit_str(e, "admission", d->admission, NULL);
@@ -250,8 +222,8 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
     nxr__emit_str(e, "budget_limited_by", d->budget_limit, NULL);
     nxr__emit_bool(e, "ran_inside", d->ran_inside, d->ran_inside ? "" : " (OUTSIDE the domain)");
     nxr__emit_object(e, "pool", "{hits} hits, {misses} misses, {outstanding} outstanding");
-    count(e, "cached_bytes", d->pool.cached_bytes, "%zu");
-    count(e, "outstanding", d->pool.outstanding, "%zu");
+    svc_emit_count(e, "cached_bytes", d->pool.cached_bytes, "%zu");
+    svc_emit_count(e, "outstanding", d->pool.outstanding, "%zu");
     nxr__emit_uint(e, "hits", d->pool.hits, NULL);
     nxr__emit_uint(e, "misses", d->pool.misses, NULL);
     nxr__emit_uint(e, "drops", d->pool.drops, NULL);
@@ -310,18 +282,18 @@ static void span(struct nxr__emit *e, const struct svc_demo_result *r)
     const bool within = r->span_max_diff <= SVC_OMP_TOLERANCE;
     char name[96], t[512];
     snprintf(name, sizeof(name), "span: each request over %zu domain(s)", r->span_members);
-    tmpl(t, sizeof(t),
-         "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n"
-         "span: weights sharded by input rows, %s the per-domain mode (max |diff| "
-         "{max_abs_diff}, tolerance {tolerance}); p50 span / per-domain {p50_span_over_nxr} "
-         "(one node: {p50_goal} expected)\n",
-         name, within ? "within tolerance of" : "OUT of tolerance of");
+    svc_tmpl(t, sizeof(t),
+             "  %-40s {requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n"
+             "span: weights sharded by input rows, %s the per-domain mode (max |diff| "
+             "{max_abs_diff}, tolerance {tolerance}); p50 span / per-domain {p50_span_over_nxr} "
+             "(one node: {p50_goal} expected)\n",
+             name, within ? "within tolerance of" : "OUT of tolerance of");
     nxr__emit_object(e, "span", t);
     path_members(e, p);
-    count(e, "members", r->span_members, "%zu");
-    num(e, "max_abs_diff", r->span_max_diff, "%.2g");
-    num(e, "tolerance", SVC_OMP_TOLERANCE, "%g");
-    num(e, "p50_span_over_nxr", p50, "%.2f");
+    svc_emit_count(e, "members", r->span_members, "%zu");
+    svc_emit_num(e, "max_abs_diff", r->span_max_diff, "%.2g");
+    svc_emit_num(e, "tolerance", SVC_OMP_TOLERANCE, "%g");
+    svc_emit_num(e, "p50_span_over_nxr", p50, "%.2f");
     nxr__emit_str(e, "p50_goal", "<= 1.05 on one node", "<= 1.05");
     nxr__emit_end(e);
 }
@@ -345,8 +317,8 @@ static void outputs(struct nxr__emit *e, const struct svc_demo_result *r)
     const bool omp_within = r->omp_max_diff <= SVC_OMP_TOLERANCE;
     nxr__emit_str(e, "omp", omp_within ? "within-tolerance" : "differs",
                   omp_within ? "within tolerance" : "OUT of tolerance");
-    num(e, "omp_max_abs_diff", r->omp_max_diff, "%.2g");
-    num(e, "omp_tolerance", SVC_OMP_TOLERANCE, "%g");
+    svc_emit_num(e, "omp_max_abs_diff", r->omp_max_diff, "%.2g");
+    svc_emit_num(e, "omp_tolerance", SVC_OMP_TOLERANCE, "%g");
     nxr__emit_end(e);
 }
 
@@ -358,8 +330,8 @@ static void goal(struct nxr__emit *e, const char *key, const char *label, double
     char g[32], t[160], b[16];
     snprintf(b, sizeof(b), bound_fmt, bound);
     snprintf(g, sizeof(g), "%s %s", at_least ? ">=" : "<=", b);
-    nxr__emit_object(e, key,
-                     tmpl(t, sizeof(t), "  %-19s %6.2f   goal {goal}  {status}\n", label, value));
+    nxr__emit_object(
+        e, key, svc_tmpl(t, sizeof(t), "  %-19s %6.2f   goal {goal}  {status}\n", label, value));
     nxr__emit_str(e, "goal", g, NULL);
     nxr__emit_str(e, "status", met(at_least ? value >= bound : value <= bound), NULL);
     nxr__emit_end(e);
@@ -376,30 +348,30 @@ static void ratios_and_goals(struct nxr__emit *e, const struct svc_demo_result *
     const double base_rps = ratio(n->requests_per_s, r->baseline.requests_per_s);
     const double base_p99 = ratio(n->latency.p99_ms, r->baseline.latency.p99_ms);
     nxr__emit_object(e, "ratios", NULL);
-    num(e, "rps_nxr_over_omp", rps, "%.3f");
-    num(e, "p99_nxr_over_omp", p99, "%.3f");
-    num(e, "p99_over_p50", tail, "%.3f");
-    num(e, "rps_nxr_over_flat", flat_rps, "%.3f");
-    num(e, "p99_nxr_over_flat", ratio(n->latency.p99_ms, r->flat.latency.p99_ms), "%.3f");
+    svc_emit_num(e, "rps_nxr_over_omp", rps, "%.3f");
+    svc_emit_num(e, "p99_nxr_over_omp", p99, "%.3f");
+    svc_emit_num(e, "p99_over_p50", tail, "%.3f");
+    svc_emit_num(e, "rps_nxr_over_flat", flat_rps, "%.3f");
+    svc_emit_num(e, "p99_nxr_over_flat", ratio(n->latency.p99_ms, r->flat.latency.p99_ms), "%.3f");
     if (r->baseline.ran) {
-        num(e, "rps_nxr_over_baseline", base_rps, "%.3f");
-        num(e, "p99_nxr_over_baseline", base_p99, "%.3f");
+        svc_emit_num(e, "rps_nxr_over_baseline", base_rps, "%.3f");
+        svc_emit_num(e, "p99_nxr_over_baseline", base_p99, "%.3f");
     }
     nxr__emit_end(e);
 
     const char *wait = getenv("OMP_WAIT_POLICY");
     char t[768];
     /* The goals that apply: a name without a member would stay as written. */
-    tmpl(t, sizeof(t),
-         "OpenMP ran with OMP_WAIT_POLICY=%s%s\nratios (same run, paths interleaved):\n"
-         "{rps_nxr_over_omp}{p99_nxr_over_omp}{p99_over_p50}%s%s"
-         "  req/s nxr / flat    %6.2f   (one NUMA node: ~1 expected; see docs)\n",
-         wait != NULL ? wait : "unset",
-         wait != NULL ? ""
-                      : " (libgomp's default: idle threads spin before they sleep; a shared "
-                        "machine punishes that)",
-         r->baseline.ran ? "{rps_nxr_over_baseline}{p99_nxr_over_baseline}" : "",
-         r->machine.domains > 0 ? "{fraction_of_limit}" : "", flat_rps);
+    svc_tmpl(t, sizeof(t),
+             "OpenMP ran with OMP_WAIT_POLICY=%s%s\nratios (same run, paths interleaved):\n"
+             "{rps_nxr_over_omp}{p99_nxr_over_omp}{p99_over_p50}%s%s"
+             "  req/s nxr / flat    %6.2f   (one NUMA node: ~1 expected; see docs)\n",
+             wait != NULL ? wait : "unset",
+             wait != NULL ? ""
+                          : " (libgomp's default: idle threads spin before they sleep; a shared "
+                            "machine punishes that)",
+             r->baseline.ran ? "{rps_nxr_over_baseline}{p99_nxr_over_baseline}" : "",
+             r->machine.domains > 0 ? "{fraction_of_limit}" : "", flat_rps);
     nxr__emit_object(e, "goals", t);
     goal(e, "rps_nxr_over_omp", "req/s nxr / OpenMP", rps, true, SVC_GOAL_RPS_VS_OMP, "%.1f");
     goal(e, "p99_nxr_over_omp", "p99   nxr / OpenMP", p99, false, SVC_GOAL_P99_VS_OMP, "%.1f");
@@ -430,16 +402,16 @@ static void config(struct nxr__emit *e, const struct svc_demo_result *r)
                      "{executor}\n"
                      "          up to {max_batch} rows per forward pass (--max-batch), {weights} "
                      "weights\n");
-    count(e, "requests", c->requests, "%zu");
+    svc_emit_count(e, "requests", c->requests, "%zu");
     nxr__emit_uint(e, "clients", c->clients, NULL);
-    count(e, "batch_min", c->batch_min, "%zu");
-    count(e, "batch_max", c->batch_max, "%zu");
+    svc_emit_count(e, "batch_min", c->batch_min, "%zu");
+    svc_emit_count(e, "batch_max", c->batch_max, "%zu");
     nxr__emit_str(e, "batch_distribution", "log-uniform", NULL);
-    count(e, "hidden", c->hidden, "%zu");
-    count(e, "ffn", 4 * c->hidden, "%zu");
-    count(e, "layers", c->layers, "%zu");
-    count(e, "vocab", c->vocab, "%zu");
-    num(e, "weights_mib", r->weights_mib, "%.1f");
+    svc_emit_count(e, "hidden", c->hidden, "%zu");
+    svc_emit_count(e, "ffn", 4 * c->hidden, "%zu");
+    svc_emit_count(e, "layers", c->layers, "%zu");
+    svc_emit_count(e, "vocab", c->vocab, "%zu");
+    svc_emit_num(e, "weights_mib", r->weights_mib, "%.1f");
     nxr__emit_str(e, "domains", c->domains, NULL);
     const char *wait = getenv("OMP_WAIT_POLICY");
     nxr__emit_str(e, "omp_wait_policy", wait != NULL && strlen(wait) < 32 ? wait : "default", NULL);
@@ -447,18 +419,19 @@ static void config(struct nxr__emit *e, const struct svc_demo_result *r)
     nxr__emit_str(e, "executor", svc_executor_name(c->executor), NULL);
     nxr__emit_uint(e, "seed", c->seed, NULL);
     nxr__emit_bool(e, "compare", c->compare, NULL);
-    count(e, "rounds", c->rounds, "%zu");
-    count(e, "split_rows", c->split_rows, "%zu");
-    count(e, "max_batch", c->max_batch, "%zu");
+    svc_emit_count(e, "rounds", c->rounds, "%zu");
+    svc_emit_count(e, "split_rows", c->split_rows, "%zu");
+    svc_emit_count(e, "max_batch", c->max_batch, "%zu");
     nxr__emit_str(e, "weights", svc_weights_name(c->weights), NULL);
-    num(e, "time_budget_s", c->time_budget_s, "%g");
+    svc_emit_num(e, "time_budget_s", c->time_budget_s, "%g");
     nxr__emit_end(e);
 }
 
 /* ---- the report ------------------------------------------------------------------- */
 
-static void report(struct nxr__emit *e, const struct svc_demo_result *r)
+static void report(struct nxr__emit *e, const void *result)
 {
+    const struct svc_demo_result *r = result;
     const struct svc_demo_config *c = &r->config;
     char t[2048], head[160], nxr_row[192];
     snprintf(head, sizeof(head), "  %-6s %-5s %-10s %8s %9s %8s %8s %8s  %-15s %s\n", "domain",
@@ -466,12 +439,12 @@ static void report(struct nxr__emit *e, const struct svc_demo_result *r)
              "placement");
     snprintf(nxr_row, sizeof(nxr_row), "\n  %-40s %9s %8s %8s %8s\n  %-40s ", "path", "req/s",
              "p50 ms", "p95 ms", "p99 ms", "nxr: one context per domain");
-    tmpl(t, sizeof(t),
-         "{config}          cpu quota: {cpu_quota}\n{compete}\n%s{domains}{stopped_early}"
-         "%s{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n%s",
-         head, nxr_row,
-         c->compare ? "{baseline}{flat}{omp}{span}{machine}{outputs}{outputs_match}{goals}"
-                    : "{machine}\n(--no-compare: no peers ran)\n");
+    svc_tmpl(t, sizeof(t),
+             "{config}          cpu quota: {cpu_quota}\n{compete}\n%s{domains}{stopped_early}"
+             "%s{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n%s",
+             head, nxr_row,
+             c->compare ? "{baseline}{flat}{omp}{span}{machine}{outputs}{outputs_match}{goals}"
+                        : "{machine}\n(--no-compare: no peers ran)\n");
     nxr__emit_object(e, NULL, t);
     path_members(e, &r->nxr);
     if (r->cpu_quota == 0) {
@@ -502,8 +475,8 @@ static void report(struct nxr__emit *e, const struct svc_demo_result *r)
         nxr__emit_null(e, "outputs_match", "");
     }
     machine(e, r);
-    count(e, "rounds", r->rounds_run, "%zu");
-    count(e, "rounds_planned", r->rounds_planned, "%zu");
+    svc_emit_count(e, "rounds", r->rounds_run, "%zu");
+    svc_emit_count(e, "rounds_planned", r->rounds_planned, "%zu");
     char stopped[256] = "";
     if (r->stopped_early)
         snprintf(stopped, sizeof(stopped),
@@ -511,13 +484,13 @@ static void report(struct nxr__emit *e, const struct svc_demo_result *r)
                  "requests it answered; outputs compared over the %zu every path answered\n",
                  c->time_budget_s, r->requests_compared);
     nxr__emit_bool(e, "stopped_early", r->stopped_early, stopped);
-    count(e, "requests_compared", r->requests_compared, "%zu");
+    svc_emit_count(e, "requests_compared", r->requests_compared, "%zu");
     nxr__emit_str(e, "executor", svc_executor_name(c->executor), NULL);
     char ct[160] = "";
     if (c->compete > 0)
-        tmpl(ct, sizeof(ct),
-             "          beside {processes} busy process%s pinned to CPU%s {cpus} (--compete)\n",
-             c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s");
+        svc_tmpl(ct, sizeof(ct),
+                 "          beside {processes} busy process%s pinned to CPU%s {cpus} (--compete)\n",
+                 c->compete == 1 ? "" : "es", c->compete == 1 ? "" : "s");
     nxr__emit_object(e, "compete", ct);
     nxr__emit_uint(e, "processes", c->compete, NULL);
     cpus(e, "cpus", r->compete_cpus, r->compete_cpus);
@@ -526,27 +499,12 @@ static void report(struct nxr__emit *e, const struct svc_demo_result *r)
     nxr__emit_end(e);
 }
 
-static void write_report(FILE *f, const struct svc_demo_result *r, enum nxr__emit_format format)
-{
-    struct nxr__strbuf sb = {0};
-    struct nxr__emit e;
-    nxr__emit_init(&e, format, &sb);
-    report(&e, r);
-    char *out = NULL;
-    if (nxr__strbuf_take(&sb, &out) != 0) {
-        fprintf(stderr, "nxr demo: the report: out of memory\n");
-        return;
-    }
-    fputs(out, f);
-    free(out);
-}
-
 void svc_report_json(FILE *f, const struct svc_demo_result *r)
 {
-    write_report(f, r, NXR__EMIT_JSON);
+    svc_emit_report(f, NXR__EMIT_JSON, report, r);
 }
 
 void svc_report_text(FILE *f, const struct svc_demo_result *r)
 {
-    write_report(f, r, NXR__EMIT_TEXT);
+    svc_emit_report(f, NXR__EMIT_TEXT, report, r);
 }
