@@ -327,6 +327,18 @@ static bool parse_entry(char *line, struct entry *e)
     return true;
 }
 
+int nxr__peers_open_own(int dirfd, const char *name, int flags, struct stat *st)
+{
+    int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid()) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 enum verdict { LIVE, REFUSED, STALE, OTHER_NAMESPACE, THIS_COPY };
 
 /* Reads and checks one entry; LIVE fills peer and its cpus. */
@@ -335,13 +347,12 @@ static enum verdict check_entry(int dirfd, const char *name, pid_t name_pid,
                                 hwloc_bitmap_t cpus)
 {
     struct stat st;
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = nxr__peers_open_own(dirfd, name, O_RDONLY, &st);
     if (fd < 0)
         return REFUSED;
     char buf[NXR__PEER_ENTRY_MAX + 1];
     ssize_t got = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
-        st.st_size <= NXR__PEER_ENTRY_MAX)
+    if (st.st_size > 0 && st.st_size <= NXR__PEER_ENTRY_MAX)
         got = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (got <= 0 || got != st.st_size)

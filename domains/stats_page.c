@@ -246,12 +246,11 @@ static bool wait_answer(int fd, uint32_t was, uint64_t deadline_ns)
 /* Opens one page and checks the file (not its content yet): -1 when refused. */
 static int open_page(int dirfd, const char *name)
 {
-    int fd = openat(dirfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0)
-        return -1; /* a symlink (ELOOP), gone, or not ours to write */
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & 077) != 0 || st.st_size != (off_t)sizeof(struct nxr__page)) {
+    int fd = nxr__peers_open_own(dirfd, name, O_RDWR, &st);
+    if (fd < 0)
+        return -1; /* a symlink, gone, not a regular file, or not ours */
+    if ((st.st_mode & 077) != 0 || st.st_size != (off_t)sizeof(struct nxr__page)) {
         close(fd);
         return -1;
     }

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define NXR__PEER_ENTRY_MAX 512 /* bytes: a cpulist of a few hundred ranges */
@@ -118,6 +119,13 @@ enum nxr__peer_verdict nxr__peers_judge(pid_t pid, unsigned long long start,
  * when missing), for a reader: 0 with p->dirfd set (nxr__peers_close
  * closes it), or a negative errno with p->detail saying why. */
 int nxr__peers_open_dir(struct nxr__peers *p, const char *dir);
+
+/* Opens name in the registry directory dirfd (flags | O_CLOEXEC |
+ * O_NOFOLLOW | O_NONBLOCK: a symlink is refused, not followed) when it is a
+ * regular file of the effective uid, its stat in *st: the fd, or -1 (gone,
+ * a symlink, not a regular file, not ours). What else a file must be (its
+ * size, its mode) is the caller's to check. Entries and counters pages. */
+int nxr__peers_open_own(int dirfd, const char *name, int flags, struct stat *st);
 
 /* Test hook: called with the directory's path once it has been checked and
  * before anything is written to it (a test swaps it there). NULL: none. */
