@@ -75,8 +75,8 @@ const char *nxr__reduce_args_bad(size_t begin, size_t end, size_t elem_size, con
                               : NULL;
 }
 
-unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget,
-                        size_t *grain, size_t *chunks)
+unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget, size_t *grain,
+                        size_t *chunks)
 {
     if (opts->max_threads != 0 && opts->max_threads < budget)
         budget = opts->max_threads;
@@ -90,9 +90,8 @@ unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned bu
     size_t g = opts->grain;
     if (g == 0) {
         /* OpenMP's static schedule: an even split over the participants. */
-        size_t pieces = opts->schedule == NXR_SCHEDULE_DYNAMIC
-                            ? (size_t)n * DYNAMIC_CHUNKS_PER_PARTICIPANT
-                            : n;
+        size_t pieces =
+            opts->schedule == NXR_SCHEDULE_DYNAMIC ? (size_t)n * DYNAMIC_CHUNKS_PER_PARTICIPANT : n;
         if (pieces > len)
             pieces = len;
         g = pieces > 0 ? len / pieces + (len % pieces != 0) : 1;
@@ -174,10 +173,9 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
          * no permit, no hand-off. (Outside the domain it goes to a worker
          * below, as a one-participant region: work never leaves the
          * domain's CPUs.) */
-        struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
+        struct nxr__exec_tls saved = nxr__exec_alone_begin(exec);
         fn(arg, begin, end, 0);
-        nxr__body_end(saved);
-        nxr__exec_answer_readers(exec);
+        nxr__exec_alone_end(exec, saved);
         return 0;
     }
     struct loop l = {
@@ -203,12 +201,12 @@ int nxr__exec_parallel_for(struct nxr__exec *exec, size_t begin, size_t end,
  * the result is bit-identical whatever the budget, the schedule of claims
  * or who ran which block, and equal to a serial fold block by block.
  */
-#define REDUCE_MAX_BLOCKS  1024
+#define REDUCE_MAX_BLOCKS 1024
 /* Blocks for grain 0: a number, not a size, so a short heavy reduction is
  * still spread over up to this many participants; fixed, not the budget,
  * so the blocks (and the bits) do not depend on the machine. */
 #define REDUCE_DEFAULT_BLOCKS 64
-#define REDUCE_STACK_BYTES (64 * 256)
+#define REDUCE_STACK_BYTES    (64 * 256)
 
 struct reduction {
     void (*map)(void *arg, size_t b, size_t e, void *partial);
@@ -295,6 +293,6 @@ int nxr__exec_parallel_reduce(struct nxr__exec *exec, size_t begin, size_t end, 
                               void (*combine)(void *arg, void *result, const void *partial),
                               void *arg, void *result)
 {
-    return nxr__reduce_blocks(exec_loop, exec, begin, end, grain, elem_size, identity, map,
-                              combine, arg, result);
+    return nxr__reduce_blocks(exec_loop, exec, begin, end, grain, elem_size, identity, map, combine,
+                              arg, result);
 }

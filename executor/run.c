@@ -92,10 +92,9 @@ int nxr__exec_call_admitted(struct nxr__exec *exec, int (*fn)(void *arg), void *
         break;
     }
     if (nxr__exec_caller_inside(exec)) {
-        struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
+        struct nxr__exec_tls saved = nxr__exec_alone_begin(exec);
         int rc = fn(arg);
-        nxr__body_end(saved);
-        nxr__exec_answer_readers(exec);
+        nxr__exec_alone_end(exec, saved);
         return rc;
     }
     struct one_call c = {.exec = exec, .fn = fn, .arg = arg, .status = 0};
@@ -181,7 +180,7 @@ int nxr__exec_run(struct nxr__exec *exec, enum nxr_mode mode, size_t count, nxr_
 
 struct nxr_job {
     struct nxr__deferred deferred; /* how admission holds it, if it must */
-    unsigned long fork_gen; /* base/internal/fork.h: inherited, every call is NXR_EFORKED */
+    unsigned long fork_gen;        /* base/internal/fork.h: inherited, every call is NXR_EFORKED */
     nxr_task_fn fn;
     void *arg;
     struct nxr__exec *exec;
@@ -316,8 +315,7 @@ int nxr_job_wait(nxr_job_t *job)
             nxr__futex_wait(&job->finished, 0);
         } else if (!nxr__futex_wait_until(&job->finished, 0, at) &&
                    atomic_load_explicit(&job->finished, memory_order_acquire) == 0) {
-            nxr__stall_report(job->exec->stall, job->exec, "nxr_job_wait",
-                              nxr__now_ns() - start);
+            nxr__stall_report(job->exec->stall, job->exec, "nxr_job_wait", nxr__now_ns() - start);
             at = 0;
         }
     }

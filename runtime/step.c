@@ -485,10 +485,9 @@ static int run_on(struct nxr__exec *exec, struct nxr__step_run *r)
         participate(r, 0, nxr__tls.participant);
         rc = 0;
     } else if (r->participants == 1 && nxr__exec_caller_inside(exec)) {
-        struct nxr__exec_tls saved = nxr__body_begin(exec, 0);
+        struct nxr__exec_tls saved = nxr__exec_alone_begin(exec);
         participate(r, 0, 0);
-        nxr__body_end(saved);
-        nxr__exec_answer_readers(exec);
+        nxr__exec_alone_end(exec, saved);
         rc = 0;
     } else {
         rc = nxr__exec_region(exec, nxr__step_region, r, r->participants);

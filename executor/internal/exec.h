@@ -131,14 +131,30 @@ static inline struct nxr__exec_tls nxr__body_begin(const struct nxr__exec *exec,
                                                    unsigned participant)
 {
     struct nxr__exec_tls saved = nxr__tls;
-    nxr__tls = (struct nxr__exec_tls){
-        .depth = saved.depth + 1, .participant = participant, .exec = exec};
+    nxr__tls =
+        (struct nxr__exec_tls){.depth = saved.depth + 1, .participant = participant, .exec = exec};
     return saved;
 }
 
 static inline void nxr__body_end(struct nxr__exec_tls saved)
 {
     nxr__tls = saved;
+}
+
+/* An operation the caller runs alone, inside the domain and without a
+ * permit (work for one thread): a body of exec's (participant 0), then the
+ * end every operation has, which nxr__exec_leave gives the others: a
+ * pending counters-page request answered. Every such path (a loop, a run,
+ * a step) opens and closes through these, so none can forget the answer. */
+static inline struct nxr__exec_tls nxr__exec_alone_begin(const struct nxr__exec *exec)
+{
+    return nxr__body_begin(exec, 0);
+}
+
+static inline void nxr__exec_alone_end(const struct nxr__exec *exec, struct nxr__exec_tls saved)
+{
+    nxr__body_end(saved);
+    nxr__exec_answer_readers(exec);
 }
 
 /*
@@ -320,8 +336,8 @@ const char *nxr__reduce_args_bad(size_t begin, size_t end, size_t elem_size, con
  * iterations, and the participants, returned: min(chunks, budget,
  * max_threads, the cost hint's cap), at least 1.
  */
-unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget,
-                        size_t *grain, size_t *chunks);
+unsigned nxr__for_shape(const struct nxr_for_opts *opts, size_t len, unsigned budget, size_t *grain,
+                        size_t *chunks);
 
 /*
  * A loop over [begin, end) (see nxr_parallel_for_opts in runtime/nxr_ctx.h
