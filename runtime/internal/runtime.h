@@ -102,7 +102,9 @@ struct nxr_runtime {
         int dirfd; /* the registry directory's, duplicated */
         char entry_name[40];
         pid_t owner;
-        struct nxr_domain **domains; /* the domains of creation, published */
+        /* The domains published (room for NXR__PAGE_DOMAINS): those of
+         * creation, then attached ones. Under lock after creation. */
+        struct nxr_domain **domains;
         size_t domain_count;
     } page;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
@@ -184,6 +186,12 @@ void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out)
  * (runtime/stats_page.c). Never fails: no page means nxr top does not see
  * this runtime. */
 void nxr__runtime_page_open(nxr_runtime_t *rt);
+
+/* Publishes a domain attached after creation in the page (when there is
+ * one and it has room; the total counts it either way) and hooks its
+ * operation ends to answer readers. domains_lock held, before the domain
+ * can be looked up. Never fails. */
+void nxr__runtime_page_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
 
 /* Removes the page (its writer only) and unmaps it; after every team is
  * gone (no operation can end any more). */
