@@ -42,9 +42,7 @@ static void domain_counters(const struct nxr_domain *d, struct nxr__page_domain 
     nxr__domain_stats(d, &s);
     p->workers = s.workers;
     p->budget = s.budget;
-    /* A budget the quota follower lowered names the quota. */
-    p->limited_by =
-        s.budget < d->spec.budget ? NXR_BUDGET_LIMIT_QUOTA : (uint32_t)d->spec.limited_by;
+    p->limited_by = (uint32_t)nxr__domain_limit_now(d);
     p->regions = s.regions;
     p->tasks = s.tasks;
     p->busy_ns = s.busy_ns;

@@ -197,6 +197,11 @@ void nxr__runtime_page_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
  * gone (no operation can end any more). */
 void nxr__runtime_page_close(nxr_runtime_t *rt);
 
+/* What lowers d's budget now (runtime/domain.c): the quota once a changed
+ * quota lowered it below its budget of creation (the budgets follow only
+ * the quota), else what lowered it at creation. */
+enum nxr__budget_limit nxr__domain_limit_now(const struct nxr_domain *d);
+
 /* One domain's counters (runtime/stats.c). */
 void nxr__domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s);
 
