@@ -243,7 +243,7 @@ static void phases(struct nxr__emit *e, const struct svc_phases *ph)
     if (shown)
         snprintf(head, sizeof(head),
                  "\nnxr path by budget phase (the budgets changed while it served; a request "
-                 "counts in the phase it was sent in):\n  %-5s %7s %6s  %-30s %8s %9s %8s %8s "
+                 "counts in the phase it was sent in):\n  %-5s %7s %6s  %-32s %8s %9s %8s %8s "
                  "%8s\n{items}",
                  "phase", "from s", "budget", "why", "requests", "req/s", "p50 ms", "p95 ms",
                  "p99 ms");
@@ -253,15 +253,17 @@ static void phases(struct nxr__emit *e, const struct svc_phases *ph)
         char why[64], lim[40] = "", t[256];
         if (p->limited_by != NULL)
             snprintf(lim, sizeof(lim), ", lowered by %s", p->limited_by);
+        /* A later phase began when the budgets followed the quota. */
         if (k == 0)
             snprintf(why, sizeof(why), "at start%s", lim);
         else if (p->cpu_quota > 0)
-            snprintf(why, sizeof(why), "cpu quota now %u%s", p->cpu_quota, lim);
+            snprintf(why, sizeof(why), "followed the quota: %u CPU%s", p->cpu_quota,
+                     p->cpu_quota == 1 ? "" : "s");
         else
-            snprintf(why, sizeof(why), "cpu quota lifted%s", lim);
+            snprintf(why, sizeof(why), "followed the quota: none");
         nxr__emit_object(e, NULL,
                          shown ? svc_tmpl(t, sizeof(t),
-                                          "  %-5zu {from_s} {budget}  %-30s {requests} "
+                                          "  %-5zu {from_s} {budget}  %-32s {requests} "
                                           "{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n",
                                           k + 1, why)
                                : NULL);
