@@ -305,15 +305,41 @@ static inline uint64_t counter_clock(void)
 }
 
 /* Charges the time since w's last mark to its counter c (busy or spin) and
- * marks now. One clock read ends one stretch and starts the next, so a
- * back-to-back region costs a worker two reads: the end of its spin (the
- * start of its slot) and the end of its slot (the start of its wait). A
- * park marks when it returns: parked time is neither. */
+ * marks now. One clock read ends one stretch and starts the next. A park
+ * marks when it returns: parked time is neither. */
 static inline void count_time(struct worker *w, enum nxr__counter c)
 {
     uint64_t now = counter_clock();
     nxr__count_own(&w->counters, c, now - w->mark);
     w->mark = now;
+}
+
+/*
+ * Ends a stretch that began with a spin which found region gen and went on
+ * with its slots: one clock read, after the slots, instead of one at the
+ * end of the spin too, which sat on the region's critical path (between
+ * seeing the region and claiming a slot; bench/forkjoin's counter-cost
+ * row). The stretch is split at the region's publish time, which the
+ * dispatcher stamps anyway (nxr__rhythm_start): spin before it, busy after.
+ * A publish outside the stretch (before the spin began: the region was
+ * already there; or not known) makes it all busy. The stamp is read after
+ * the slots, off the critical path; the ring could only have moved on by
+ * then if NXR__RHYTHM_HISTORY more regions ran meanwhile, and a stamp of
+ * those is later than the slots' end, so it falls outside too.
+ */
+static inline void count_spin_then_busy(struct worker *w, const struct nxr__rhythm *rhythm,
+                                        uint32_t gen)
+{
+#if NXR_COUNTERS
+    uint64_t now = counter_clock();
+    uint64_t published = nxr__rhythm_started(rhythm, gen);
+    uint64_t busy_from = published > w->mark && published <= now ? published : w->mark;
+    nxr__count_own(&w->counters, NXR__COUNT_SPIN_NS, busy_from - w->mark);
+    nxr__count_own(&w->counters, NXR__COUNT_BUSY_NS, now - busy_from);
+    w->mark = now;
+#else
+    (void)w, (void)rhythm, (void)gen;
+#endif
 }
 
 /* Parks w until there is work or, with deadline != 0, until the deadline
@@ -388,9 +414,12 @@ static bool spin_until(struct nxr__team *team, uint32_t seen, uint64_t until, ui
 
 /* How a worker's wait ended (worker_main's usefulness streak). */
 enum arrival {
-    ARRIVED_SPINNING, /* it was spinning when the work came */
-    ARRIVED_PARKED,   /* from a park (woken, or its timed park ended) */
-    ARRIVED_POLLING,  /* from a disengaged worker's poll */
+    /* It was spinning when the work came. Its spin is not charged yet (no
+     * clock read between finding the work and claiming a slot): w->mark is
+     * still where the spin began, and worker_main closes the stretch. */
+    ARRIVED_SPINNING,
+    ARRIVED_PARKED,  /* from a park (woken, or its timed park ended) */
+    ARRIVED_POLLING, /* from a disengaged worker's poll */
 };
 
 /* A disengaged worker polls this often while regions keep coming (and
@@ -414,10 +443,10 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
     if (!participant || spin == 0) {
         /* Nothing to spin for. */
     } else if (spin != NXR__TEAM_SPIN_ADAPTIVE) {
-        bool found = spin_for(team, seen, spin, &job);
-        count_time(w, NXR__COUNT_SPIN_NS);
-        if (found)
+        /* Found: the spin stays open (see ARRIVED_SPINNING). */
+        if (spin_for(team, seen, spin, &job))
             return job;
+        count_time(w, NXR__COUNT_SPIN_NS);
     } else {
         /* Re-plan when the plan had to guess the region's end (the caller
          * was still running its share), and once after a predicted region
@@ -441,10 +470,10 @@ static uint64_t await_work(struct nxr__team *team, struct worker *w, uint32_t se
             uint64_t overdue = plan.expected > UINT64_MAX - NXR__RHYTHM_SLEEP_MIN_NS
                                    ? UINT64_MAX
                                    : plan.expected + NXR__RHYTHM_SLEEP_MIN_NS;
-            bool found = spin_until(team, seen, plan.spin_until, overdue, &job);
-            count_time(w, NXR__COUNT_SPIN_NS);
-            if (found)
+            /* Found: the spin stays open (see ARRIVED_SPINNING). */
+            if (spin_until(team, seen, plan.spin_until, overdue, &job))
                 return job;
+            count_time(w, NXR__COUNT_SPIN_NS);
             if (plan.end_known && (!plan.predicted || ++missed > 1))
                 break;
         }
@@ -663,6 +692,7 @@ static void *worker_main(void *p)
         uint64_t job = await_work(team, w, seen, participant, useless < USELESS, &how);
         if (how != ARRIVED_SPINNING && useless >= USELESS)
             useless = USELESS - 1;
+        bool spin_open = how == ARRIVED_SPINNING;
         if ((uint32_t)(job >> 32) != seen) {
             seen = (uint32_t)(job >> 32);
             /* Relaxed: a hint for the dispatcher's re-engage rule. */
@@ -681,7 +711,11 @@ static void *worker_main(void *p)
                     hook->fn(hook->arg, w->index, seen);
                 wake_pair(team, 2 * w->index + 2, count);
                 if (run_slots(team, seen, offset, count + offset, w->index + offset) != 0) {
-                    count_time(w, NXR__COUNT_BUSY_NS);
+                    if (how == ARRIVED_SPINNING)
+                        count_spin_then_busy(w, &team->rhythm, seen);
+                    else
+                        count_time(w, NXR__COUNT_BUSY_NS);
+                    spin_open = false;
                     useless = 0;
                 } else {
                     /* Relaxed: a counter. */
@@ -693,6 +727,11 @@ static void *worker_main(void *p)
                 }
             }
         }
+        /* A spin that found work but ran no slot (items, a region taken by
+         * others or not its own) was spinning all along: charged as such
+         * before any item runs, and before a park could restart the mark. */
+        if (spin_open)
+            count_time(w, NXR__COUNT_SPIN_NS);
         /* Items one at a time, looking at the job word between them (in
          * run_one_item): a region published meanwhile starts after the item
          * in hand, whatever the FIFO still holds. */
@@ -770,7 +809,8 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
     struct nxr__team *team =
         nxr__fault_hit(NXR_FAULT_ALLOC)
             ? NULL
-            : aligned_alloc(NXR__CACHE_LINE, (sizeof(*team) + NXR__CACHE_LINE - 1) / NXR__CACHE_LINE * NXR__CACHE_LINE);
+            : aligned_alloc(NXR__CACHE_LINE, (sizeof(*team) + NXR__CACHE_LINE - 1) /
+                                                 NXR__CACHE_LINE * NXR__CACHE_LINE);
     if (team == NULL)
         return -ENOMEM;
     memset(team, 0, sizeof(*team));
@@ -785,15 +825,17 @@ int nxr__team_create(struct nxr__team **out, hwloc_const_bitmap_t cpus,
         return rc;
     }
     /* aligned_alloc: struct worker has a cache-line-aligned member. */
-    team->workers = nxr__fault_hit(NXR_FAULT_ALLOC)
-                        ? NULL
-                        : aligned_alloc(NXR__CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
+    team->workers =
+        nxr__fault_hit(NXR_FAULT_ALLOC)
+            ? NULL
+            : aligned_alloc(NXR__CACHE_LINE, (size_t)opts->size * sizeof(*team->workers));
     if (team->workers != NULL)
         memset(team->workers, 0, (size_t)opts->size * sizeof(*team->workers));
     /* aligned_alloc: struct slot is one cache line. */
-    team->slots = team->workers == NULL || nxr__fault_hit(NXR_FAULT_ALLOC)
-                      ? NULL
-                      : aligned_alloc(NXR__CACHE_LINE, ((size_t)opts->size + 1) * sizeof(*team->slots));
+    team->slots =
+        team->workers == NULL || nxr__fault_hit(NXR_FAULT_ALLOC)
+            ? NULL
+            : aligned_alloc(NXR__CACHE_LINE, ((size_t)opts->size + 1) * sizeof(*team->slots));
     if (team->slots != NULL) {
         for (unsigned i = 0; i <= opts->size; i++)
             atomic_init(&team->slots[i].gen, 0);
@@ -968,8 +1010,8 @@ void nxr__team_run(struct nxr__team *team, nxr__team_fn fn, void *arg, unsigned 
                           memory_order_seq_cst);
     /* Wake the participants only, and of those only the first two: the
      * woken ones wake the rest (wake_pair). The others stay parked. */
-    if (caller_joins && atomic_load_explicit(&team->spin, memory_order_relaxed) ==
-                            NXR__TEAM_SPIN_ADAPTIVE)
+    if (caller_joins &&
+        atomic_load_explicit(&team->spin, memory_order_relaxed) == NXR__TEAM_SPIN_ADAPTIVE)
         wake_for_joining_caller(team, nworkers, gen, now);
     else
         wake_pair(team, 0, nworkers);

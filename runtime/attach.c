@@ -153,6 +153,8 @@ static int attach(nxr_runtime_t *rt, const struct nxr_external_decl *decl, char 
     /* Held until nxr__domain_free releases it, after the domain drained. */
     nxr__exec_hold_executor(&d->exec);
     quiet_overlapping_teams(rt, d->spec.cpus);
+    /* nxr top sees it from now on (it cannot fail: no page, no entry). */
+    nxr__runtime_page_add_domain(rt, d);
     nxr__unlock(&rt->domains_lock, NXR__RANK_RUNTIME_DOMAINS);
     return 0;
 

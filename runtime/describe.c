@@ -91,7 +91,7 @@ static const char *rounding_name(enum nxr_rounding r)
 /* Why a budget is below the domain's CPU count, as text shows it. */
 static const char *budget_why(const struct nxr_domain *d)
 {
-    switch (d->spec.limited_by) {
+    switch (nxr__domain_limit_now(d)) {
     case NXR_BUDGET_LIMIT_QUOTA:
         return " (lowered by the CPU quota)";
     case NXR_BUDGET_LIMIT_NUM_THREADS:
@@ -163,7 +163,7 @@ static void emit_domain(const nxr_runtime_t *rt, const struct nxr_domain *d, str
     nxr__emit_uint(e, "budget", nxr_domain_budget(d), NULL);
     nxr__emit_str(e, "executor_owner",
                   d->exec.executor.owner == NXR_EXECUTOR_OWNED_BY_NXR ? "nxr" : "caller", NULL);
-    nxr__emit_str(e, "budget_limited_by", nxr__budget_limit_name(d->spec.limited_by),
+    nxr__emit_str(e, "budget_limited_by", nxr__budget_limit_name(nxr__domain_limit_now(d)),
                   budget_why(d));
     nxr__emit_uint(e, "contexts", open_contexts(rt, d), NULL);
     nxr__pool_describe(d->pool, e);

@@ -252,9 +252,14 @@ unsigned nxr_domain_budget(const nxr_domain_t *d)
     return d->admission_ready ? nxr__exec_budget(&d->exec) : d->spec.budget;
 }
 
+enum nxr__budget_limit nxr__domain_limit_now(const struct nxr_domain *d)
+{
+    return nxr_domain_budget(d) < d->spec.budget ? NXR_BUDGET_LIMIT_QUOTA : d->spec.limited_by;
+}
+
 const char *nxr_domain_budget_limit(const nxr_domain_t *d)
 {
     if (d == NULL)
         return NULL;
-    return nxr__budget_limit_name(d->spec.limited_by);
+    return nxr__budget_limit_name(nxr__domain_limit_now(d));
 }

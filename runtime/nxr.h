@@ -264,7 +264,8 @@ NXR_API unsigned nxr_domain_workers(const nxr_domain_t *d);
 /* Most threads one operation in the domain may use. */
 NXR_API unsigned nxr_domain_budget(const nxr_domain_t *d);
 /* What lowered the budget below the domain's CPU count: "quota" (the CPU
- * quota, see opts.cpu_quota), "num_threads", "declared" (the declaration's
+ * quota, see opts.cpu_quota; also once a changed quota lowered it,
+ * nxr_runtime_refresh_budget), "num_threads", "declared" (the declaration's
  * own budget), or NULL when nothing did (and for attached domains). A static
  * string; any thread while the runtime lives. */
 NXR_API const char *nxr_domain_budget_limit(const nxr_domain_t *d);

@@ -11,8 +11,9 @@
  * nxr_runtime_stats: a reader takes two reads an interval apart and divides
  * the differences by the difference of sampled_ns for rates.
  *
- * A page holds the domains the runtime was created with (the first 64);
- * domains attached later (nxr_runtime_attach) are not in it.
+ * A page holds the runtime's domains, the first 64: those it was created
+ * with, then those attached later (nxr_runtime_attach), each from the
+ * attach on (a caller-managed domain with no CPUs and no workers of nxr's).
  *
  * A runtime refreshes its page when asked: nxr_top_read asks every runtime
  * and waits at most wait_ms in all for the answers, which the next

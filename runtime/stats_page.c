@@ -11,6 +11,11 @@
  * operation ended since its last refresh, so none moved but a region in
  * flight's). The cost of a refresh (summing the counters, one lock per
  * domain's admission and pool) lands on one operation's end per request.
+ *
+ * A domain a host attaches after creation (nxr_runtime_attach) is added to
+ * the page then, its operations hooked like the others': the layout has
+ * room and counts for it (domain_count, domains_total), so the page keeps
+ * its version.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,9 +42,7 @@ static void domain_counters(const struct nxr_domain *d, struct nxr__page_domain 
     nxr__domain_stats(d, &s);
     p->workers = s.workers;
     p->budget = s.budget;
-    /* A budget the quota follower lowered names the quota. */
-    p->limited_by =
-        s.budget < d->spec.budget ? NXR_BUDGET_LIMIT_QUOTA : (uint32_t)d->spec.limited_by;
+    p->limited_by = (uint32_t)nxr__domain_limit_now(d);
     p->regions = s.regions;
     p->tasks = s.tasks;
     p->busy_ns = s.busy_ns;
@@ -81,6 +84,16 @@ static void answer(void *arg)
     pthread_mutex_unlock(&rt->page.lock);
 }
 
+/* The domain's operation ends answer the page's readers. */
+static void hook_answer(nxr_runtime_t *rt, struct nxr_domain *d)
+{
+    struct nxr__exec *exec = &d->exec;
+    exec->asked = &rt->page.map->asked;
+    exec->answered = &rt->page.map->answered;
+    exec->answer_arg = rt;
+    exec->answer = answer;
+}
+
 void nxr__runtime_page_open(nxr_runtime_t *rt)
 {
     const struct nxr__peers *p = &rt->peers;
@@ -88,7 +101,9 @@ void nxr__runtime_page_open(nxr_runtime_t *rt)
     if (rt->settings.peers == NXR_PEERS_OFF || p->dirfd < 0 || p->entry_name[0] == '\0')
         return;
     size_t n = rt->domain_count < NXR__PAGE_DOMAINS ? rt->domain_count : NXR__PAGE_DOMAINS;
-    struct nxr_domain **domains = malloc((n > 0 ? n : 1) * sizeof(*domains));
+    /* Room for every domain the page can hold: one attached later
+     * (nxr__runtime_page_add_domain) needs no allocation, so cannot fail. */
+    struct nxr_domain **domains = malloc(NXR__PAGE_DOMAINS * sizeof(*domains));
     int dirfd = dup(p->dirfd);
     struct nxr__page *page = NULL;
     if (domains == NULL || dirfd < 0 || nxr__page_create(dirfd, p->entry_name, &page) != 0) {
@@ -120,13 +135,35 @@ void nxr__runtime_page_open(nxr_runtime_t *rt)
         return;
     }
     /* Before the runtime is handed out: no operation has run yet. */
-    for (size_t i = 0; i < n; i++) {
-        struct nxr__exec *exec = &domains[i]->exec;
-        exec->asked = &page->asked;
-        exec->answered = &page->answered;
-        exec->answer_arg = rt;
-        exec->answer = answer;
+    for (size_t i = 0; i < n; i++)
+        hook_answer(rt, domains[i]);
+}
+
+void nxr__runtime_page_add_domain(nxr_runtime_t *rt, struct nxr_domain *d)
+{
+    if (rt->page.map == NULL)
+        return;
+    struct nxr__page *page = rt->page.map;
+    pthread_mutex_lock(&rt->page.lock);
+    /* Inside the write brackets: a reader copies the count and the
+     * domain's facts together, never a count ahead of its domain. */
+    nxr__page_write_begin(page);
+    page->domains_total++;
+    size_t i = rt->page.domain_count;
+    if (i < NXR__PAGE_DOMAINS) {
+        memset(&page->domains[i], 0, sizeof(page->domains[i]));
+        domain_facts(d, &page->domains[i]);
+        domain_counters(d, &page->domains[i]);
+        rt->page.domains[i] = d;
+        rt->page.domain_count = i + 1;
+        page->domain_count = (uint32_t)(i + 1);
     }
+    nxr__page_write_end(page);
+    pthread_mutex_unlock(&rt->page.lock);
+    /* Before the domain can be looked up (domains_lock is held): no
+     * operation on it has run yet. */
+    if (i < NXR__PAGE_DOMAINS)
+        hook_answer(rt, d);
 }
 
 void nxr__runtime_page_close(nxr_runtime_t *rt)

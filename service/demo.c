@@ -302,6 +302,11 @@ struct path {
     struct svc_server *server; /* when it is a server, for its pass counters */
     double *latency; /* per request of the stream */
     int *slot;
+    /* The nxr path's only (its budget phases, service/phases.h): when
+     * each request was sent, and each round's serving span. */
+    long long *sent_ns;
+    long long *spans;
+    size_t nspans;
     double wall_s;
     size_t served;   /* requests answered in all rounds (its own throughput) */
     size_t rows;     /* their rows */
@@ -346,6 +351,9 @@ static int serve(struct run *run, struct path *all, struct svc_demo_result *res)
     for (size_t p = 0; p < npaths; p++)
         if (paths[p]->server != NULL)
             svc_server_reset_stats(paths[p]->server);
+    /* The budgets the serving starts with: a change from here on begins a
+     * phase of the nxr path's requests (read after each of its rounds). */
+    svc_phases_start(&res->phases, run->rt, run->domains, svc_now_ns());
 
     const size_t rounds = c->rounds < c->requests ? c->rounds : c->requests;
     const size_t steps = rounds * npaths;
@@ -374,10 +382,18 @@ static int serve(struct run *run, struct path *all, struct svc_demo_result *res)
             struct path *P = paths[p];
             settle();
             struct svc_load_result lr = {.latency_ms = P->latency + served[p],
-                                         .slot = P->slot + served[p]};
-            long long deadline = slice_ns > 0 ? svc_now_ns() + slice_ns : 0;
+                                         .slot = P->slot + served[p],
+                                         .sent_ns = P->sent_ns ? P->sent_ns + served[p] : NULL};
+            const long long began = svc_now_ns();
+            long long deadline = slice_ns > 0 ? began + slice_ns : 0;
             rc = svc_load_run(&round, &run->shape, c->clients, P->submit, P->service, P->out,
                               deadline, &lr);
+            if (P->spans != NULL) {
+                P->spans[2 * P->nspans] = began;
+                P->spans[2 * P->nspans + 1] = svc_now_ns();
+                P->nspans++;
+                svc_phases_watch(&res->phases, run->rt);
+            }
             P->wall_s += lr.wall_s;
             served[p] += lr.served;
             P->rows += lr.served < count ? round.offset[lr.served] : round.total_rows;
@@ -569,7 +585,13 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
             continue;
         paths[p].latency = calloc(c->requests, sizeof(double));
         paths[p].slot = calloc(c->requests, sizeof(int));
-        if (paths[p].latency == NULL || paths[p].slot == NULL) {
+        bool phases_ok = true;
+        if (p == PATH_NXR) {
+            paths[p].sent_ns = calloc(c->requests, sizeof(long long));
+            paths[p].spans = calloc(2 * c->rounds, sizeof(long long));
+            phases_ok = paths[p].sent_ns != NULL && paths[p].spans != NULL;
+        }
+        if (paths[p].latency == NULL || paths[p].slot == NULL || !phases_ok) {
             rc = -ENOMEM;
             snprintf(res->error, sizeof(res->error), "out of memory for the latencies");
         }
@@ -580,6 +602,13 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
         res->flops_per_row = svc_model_flops_per_row(&run.shape);
         res->weight_bytes = (double)(svc_model_floats(&run.shape) * sizeof(float));
         res->nxr = summarise(&paths[PATH_NXR]);
+        const struct path *n = &paths[PATH_NXR];
+        rc = svc_phases_summarise(&res->phases, n->latency, n->sent_ns, n->served, n->spans,
+                                  n->nspans);
+        if (rc != 0)
+            snprintf(res->error, sizeof(res->error), "out of memory for the budget phases");
+    }
+    if (rc == 0) {
         if (run.baseline != NULL)
             res->baseline = summarise(&paths[PATH_BASELINE]);
         if (c->compare) {
@@ -601,6 +630,8 @@ int svc_demo_run(const struct svc_demo_config *c, struct svc_demo_result *res, b
     for (size_t p = 0; p < PATHS; p++) {
         free(paths[p].latency);
         free(paths[p].slot);
+        free(paths[p].sent_ns);
+        free(paths[p].spans);
     }
     teardown(&run);
     return rc;

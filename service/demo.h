@@ -39,6 +39,7 @@
 #include "runtime/nxr.h"
 #include "service/attach.h"
 #include "service/machine.h"
+#include "service/phases.h"
 #include "service/stats.h"
 
 /* How the demo holds its weight matrices (--weights). */
@@ -150,6 +151,9 @@ struct svc_demo_result {
     bool flat_identical, baseline_identical;
     double omp_max_diff;
     double span_max_diff;     /* span mode: against nxr's per-domain outputs */
+    /* The nxr path by budget phase (service/phases.h): one phase, or one
+     * more per change of the budgets while it served. */
+    struct svc_phases phases;
     bool outputs_match;
     char error[256];          /* why a run failed */
 };

@@ -68,6 +68,8 @@ static void *client(void *p)
         long long t1 = svc_now_ns();
         L->out->latency_ms[i] = (double)(t1 - t0) / 1e6;
         L->out->slot[i] = r.slot;
+        if (L->out->sent_ns != NULL)
+            L->out->sent_ns[i] = t0;
         last = t1;
         if (rc != 0) {
             int none = 0;

@@ -20,6 +20,7 @@ struct svc_load_result {
     double wall_s;     /* first submit to last answer */
     double *latency_ms; /* per request of the round (caller's array of round->count) */
     int *slot;          /* per request: the slot that served it (caller's array) */
+    long long *sent_ns; /* per request: when it was sent (CLOCK_MONOTONIC); NULL: not kept */
     int status;         /* 0, or the first failure (then the round stopped early) */
     size_t served;      /* requests answered: always the round's first `served` */
 };

@@ -231,6 +231,62 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
     nxr__emit_end(e);
 }
 
+/* ---- the budget phases ---------------------------------------------------------- */
+
+/* "phases": the nxr path by budget phase (service/phases.h). JSON always
+ * (one phase when nothing changed); the table only when the budget
+ * changed while it served, one row per phase. */
+static void phases(struct nxr__emit *e, const struct svc_phases *ph)
+{
+    const bool shown = ph->count > 1;
+    char head[512] = "";
+    if (shown)
+        snprintf(head, sizeof(head),
+                 "\nnxr path by budget phase (the budgets changed while it served; a request "
+                 "counts in the phase it was sent in):\n  %-5s %7s %6s  %-32s %8s %9s %8s %8s "
+                 "%8s\n{items}",
+                 "phase", "from s", "budget", "why", "requests", "req/s", "p50 ms", "p95 ms",
+                 "p99 ms");
+    nxr__emit_list(e, "phases", head);
+    for (size_t k = 0; k < ph->count; k++) {
+        const struct svc_phase *p = &ph->phase[k];
+        char why[64], lim[40] = "", t[256];
+        if (p->limited_by != NULL)
+            snprintf(lim, sizeof(lim), ", lowered by %s", p->limited_by);
+        /* A later phase began when the budgets followed the quota. */
+        if (k == 0)
+            snprintf(why, sizeof(why), "at start%s", lim);
+        else if (p->cpu_quota > 0)
+            snprintf(why, sizeof(why), "followed the quota: %u CPU%s", p->cpu_quota,
+                     p->cpu_quota == 1 ? "" : "s");
+        else
+            snprintf(why, sizeof(why), "followed the quota: none");
+        nxr__emit_object(e, NULL,
+                         shown ? svc_tmpl(t, sizeof(t),
+                                          "  %-5zu {from_s} {budget}  %-32s {requests} "
+                                          "{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n",
+                                          k + 1, why)
+                               : NULL);
+        svc_emit_num(e, "from_s", (double)(p->from_ns - ph->serving_from_ns) / 1e9, "%7.2f");
+        char text[16];
+        snprintf(text, sizeof(text), "%6u", p->budget);
+        nxr__emit_uint(e, "budget", p->budget, text);
+        nxr__emit_str(e, "why", k == 0 ? "start" : "cpu quota", NULL);
+        nxr__emit_uint(e, "cpu_quota", p->cpu_quota, NULL);
+        nxr__emit_str(e, "budget_limited_by", p->limited_by, NULL);
+        nxr__emit_uint(e, "budget_changes", p->changes, NULL);
+        svc_emit_count(e, "requests", p->requests, "%8zu");
+        svc_emit_num(e, "served_s", p->served_s, "%.3f");
+        svc_emit_num(e, "requests_per_s", p->requests_per_s, "%9.0f");
+        svc_emit_num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
+        svc_emit_num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
+        svc_emit_num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
+        svc_emit_num(e, "max_ms", p->latency.max_ms, "%.3f");
+        nxr__emit_end(e);
+    }
+    nxr__emit_end(e);
+}
+
 /* ---- the peers and the comparison ------------------------------------------------ */
 
 /* A peer path: null when it did not run, else its figures and what the
@@ -441,7 +497,7 @@ static void report(struct nxr__emit *e, const void *result)
              "p50 ms", "p95 ms", "p99 ms", "nxr: one context per domain");
     svc_tmpl(t, sizeof(t),
              "{config}          cpu quota: {cpu_quota}\n{compete}\n%s{domains}{stopped_early}"
-             "%s{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n%s",
+             "%s{requests_per_s} {p50_ms} {p95_ms} {p99_ms}\n{phases}%s",
              head, nxr_row,
              c->compare ? "{baseline}{flat}{omp}{span}{machine}{outputs}{outputs_match}{goals}"
                         : "{machine}\n(--no-compare: no peers ran)\n");
@@ -459,6 +515,7 @@ static void report(struct nxr__emit *e, const void *result)
     for (size_t i = 0; i < r->domain_count; i++)
         domain(e, c, &r->domains[i]);
     nxr__emit_end(e);
+    phases(e, &r->phases);
     peer(e, "baseline", &r->baseline, "baseline: nxr, max-batch 1, plain", baseline_extra, r);
     char name[192];
     snprintf(name, sizeof(name), "flat: one team on %s, weights node %d", r->flat_cpus,

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # tools/quota_follow_demo.sh [NXR [DEMO FLAGS...]]: issue 32's quota-change
-# table. A demo (`nxr demo`, NXR_CPU_QUOTA=auto, NXR_QUOTA_FOLLOW_MS=100)
+# table. A demo (`nxr demo --model mlp`, NXR_CPU_QUOTA=auto, NXR_QUOTA_FOLLOW_MS=100)
 # serves in a cgroup of its own whose CPU quota is 2 CPUs; while it serves
 # (`nxr top` sees it answer), the quota is lowered to 1 CPU. Prints what
 # `nxr top --once --json` says of its budget before and after, how long
 # after the write the budget followed (as nxr top saw it: read every
-# 100 ms), and the demo's own table, beside the same demo run under a
-# 1-CPU quota from the start (the level its p99 should return to) and under
-# 2 CPUs throughout.
+# 100 ms), and the quota-change table: that one run's own table by budget
+# phase (the demo splits its requests at the budget change: before, under
+# 2 CPUs; after, under 1), beside the nxr rows of the same demo run under a
+# 1-CPU quota from the start (the level the p99 after should return to)
+# and under 2 CPUs throughout. The three full tables follow.
 #
 # Needs a writable cgroup cpu controller (v1's cpu, or a delegated v2
 # subtree with cpu: root on most machines) and two allowed CPUs; says why
@@ -19,7 +21,10 @@ nxr=${1:-bazel-bin/tools/nxr}
 shift || true
 flags=("$@")
 [ ${#flags[@]} -gt 0 ] ||
-    flags=(--no-compare --machine 0 --sequences 32 --gen 32-64 --prompt 16-64 --time-budget 20)
+    flags=(--model mlp --no-compare --machine 0 --requests 40000 --time-budget 16)
+# Seconds the demo serves under 2 CPUs before the quota is lowered: enough
+# requests in the "before" phase for its p99 (the demo serves about 16 s).
+lower_after=${QUOTA_FOLLOW_LOWER_AFTER_S:-6}
 
 if [ "$(nproc)" -lt 2 ]; then
     echo "quota_follow_demo: skipped: fewer than two allowed CPUs (a 1-CPU quota lowers nothing)"
@@ -104,6 +109,9 @@ for _ in $(seq 1 600); do
     read -r b limit state < <(budget)
     [ "$state" = answered ] && break
 done
+echo "before: budget $b ($limit), $state; lowering the quota in ${lower_after} s"
+sleep "$lower_after" # not a test: a phase long enough to measure
+read -r b limit state < <(budget)
 echo "before: budget $b ($limit), $state"
 set_quota 1
 t0=$(date +%s%N)
@@ -115,6 +123,24 @@ t1=$(date +%s%N)
 echo "after:  budget $b ($limit), $state; followed within $(((t1 - t0) / 1000000)) ms of the write (nxr top's reads included)"
 wait "$demo_pid"
 demo_pid=""
+
+# The demo's phase section (from its "by budget phase" line to the blank
+# line after it) and its nxr row.
+phases_of() { sed -n '/by budget phase/,/^$/p' "$1"; }
+nxr_row() { grep -m1 '^  nxr: one context per domain' "$1" || echo "  (no nxr row: see its table)"; }
+
+echo
+echo "==== the quota-change table: one run, 2 CPUs lowered to 1 while it served"
+if [ -n "$(phases_of "$work/follow.txt")" ]; then
+    phases_of "$work/follow.txt"
+else
+    echo "  no budget phase: the budget did not change while the demo served (see its table)"
+fi
+echo "---- for reference, the nxr row of whole runs (path, req/s, p50, p95, p99 ms):"
+echo "  2 CPUs throughout:"
+nxr_row "$work/two.txt"
+echo "  1 CPU from the start:"
+nxr_row "$work/one.txt"
 
 for run in two one follow; do
     echo

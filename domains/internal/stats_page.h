@@ -73,7 +73,7 @@ struct nxr__page {
     uint64_t copy;
     uint64_t mark;
     char command[NXR__PAGE_COMMAND];
-    uint32_t domains_total; /* the runtime's domains at creation */
+    uint32_t domains_total; /* the runtime's domains, attached ones too */
     uint32_t cpu_quota;     /* CPUs of the quota the budgets follow; 0: none */
     /* The reader's request and the runtime's answer (futex words, shared). */
     _Atomic uint32_t asked;

@@ -28,7 +28,10 @@
  *
  * Everything here is advisory: a stale or torn read of the ring only makes
  * one wait spin longer or shorter, never loses a wake-up (the team's parking
- * protocol does not depend on it). Pure arithmetic on the values, so the
+ * protocol does not depend on it). The publish stamps also split a worker's
+ * spin from its busy time in the live counters (team.c's
+ * count_spin_then_busy), as statistics: a stale stamp only moves time
+ * between the two. Pure arithmetic on the values, so the
  * plan is tested with made-up timestamps.
  */
 #ifndef NXR_INTERNAL_RHYTHM_H

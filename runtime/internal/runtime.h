@@ -102,7 +102,9 @@ struct nxr_runtime {
         int dirfd; /* the registry directory's, duplicated */
         char entry_name[40];
         pid_t owner;
-        struct nxr_domain **domains; /* the domains of creation, published */
+        /* The domains published (room for NXR__PAGE_DOMAINS): those of
+         * creation, then attached ones. Under lock after creation. */
+        struct nxr_domain **domains;
         size_t domain_count;
     } page;
     struct nxr__arbiter *arbiter; /* permits over the allowed set */
@@ -185,9 +187,20 @@ void nxr__runtime_quota_now(const nxr_runtime_t *rt, struct nxr__cpu_quota *out)
  * this runtime. */
 void nxr__runtime_page_open(nxr_runtime_t *rt);
 
+/* Publishes a domain attached after creation in the page (when there is
+ * one and it has room; the total counts it either way) and hooks its
+ * operation ends to answer readers. domains_lock held, before the domain
+ * can be looked up. Never fails. */
+void nxr__runtime_page_add_domain(nxr_runtime_t *rt, struct nxr_domain *d);
+
 /* Removes the page (its writer only) and unmaps it; after every team is
  * gone (no operation can end any more). */
 void nxr__runtime_page_close(nxr_runtime_t *rt);
+
+/* What lowers d's budget now (runtime/domain.c): the quota once a changed
+ * quota lowered it below its budget of creation (the budgets follow only
+ * the quota), else what lowered it at creation. */
+enum nxr__budget_limit nxr__domain_limit_now(const struct nxr_domain *d);
 
 /* One domain's counters (runtime/stats.c). */
 void nxr__domain_stats(const struct nxr_domain *d, struct nxr_domain_stats *s);

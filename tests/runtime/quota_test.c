@@ -312,6 +312,9 @@ Test(runtime_quota, budgets_follow_a_lowered_then_raised_quota)
     cr_expect_eq(nxr_domain_budget(d), 1);
     cr_expect_eq(nxr_ctx_budget(ctx), 1);
     cr_expect_eq(participants_of(ctx), 1u, "the next loop runs on one participant");
+    const char *why = nxr_domain_budget_limit(d);
+    cr_expect(why != NULL && strcmp(why, "quota") == 0, "lowered by the quota now, said: %s",
+              why != NULL ? why : "NULL");
     struct nxr_runtime_stats s;
     nxr_runtime_stats_init(&s, NULL, 0);
     cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
@@ -335,6 +338,7 @@ Test(runtime_quota, budgets_follow_a_lowered_then_raised_quota)
     cr_assert_eq(nxr_runtime_refresh_budget(rt), 0);
     cr_expect_eq(nxr_domain_budget(d), 2);
     cr_expect_eq(participants_of(ctx), 3u);
+    cr_expect_null(nxr_domain_budget_limit(d), "nothing lowers it any more");
     cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
     cr_expect_eq(s.budget_changes, 2);
     cr_expect_eq(s.cpu_quota, 0, "no limit now");

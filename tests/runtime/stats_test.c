@@ -189,6 +189,79 @@ Test(runtime_stats, a_worker_counts_its_tasks_and_busy_time)
     nxr_ctx_destroy(ctx);
 }
 
+/* Waits for the clock (the counters' clock) to move past now: then a
+ * stretch that began before this call and ends after it spans a tick. */
+static void await_tick(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while (t.tv_sec == t0.tv_sec && t.tv_nsec == t0.tv_nsec);
+}
+
+static struct nxr__team *spin_team;
+
+/* A slot that spans a clock tick, then tells its worker to park at once
+ * when it waits next (so the test sees when its counting is done). */
+static int tick_then_park_task(void *arg, size_t i)
+{
+    tick_task(arg, i);
+    nxr__team_set_spin(spin_team, 0);
+    return 0;
+}
+
+/* A worker that was spinning when work came charges the time before it to
+ * spin and the work to busy (team.c reads the clock once after a region's
+ * slot and splits the stretch at the region's publish; before a queued
+ * item it closes the spin first). The spin and the work each span a clock
+ * tick, so each counter must grow; the worker's park right after its
+ * counting orders the read. No duration is chosen. */
+static void spin_then_work_is_counted_apart(bool as_item)
+{
+    NXR_TEST_NEED_CPUS(2);
+    NXR_TEST_RUNTIME(&fx, "0:%0", 0);
+    nxr_domain_t *d = nxr_runtime_domain_at(fx.rt, 0);
+    spin_team = ((const struct nxr_domain *)d)->team;
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(fx.rt, 0, &ctx), 0);
+    /* A fixed spin bound no test outlasts: after a region the worker spins
+     * until the next work, never parks. */
+    nxr__team_set_spin(spin_team, NXR__TEAM_SPIN_ADAPTIVE - 1);
+    struct nxr_domain_stats s0 = domain_at(0);
+    cr_assert_eq(nxr_run(ctx, NXR_MODE_SEQUENTIAL, 1, tick_task, NULL), 0);
+    /* Its busy time is counted just after the slot; from then it spins. */
+    while (domain_at(0).busy_ns == s0.busy_ns)
+        sched_yield();
+    await_tick();
+    struct nxr_domain_stats s1 = domain_at(0);
+    if (as_item) {
+        nxr_job_t *job;
+        cr_assert_eq(nxr_submit(ctx, 1, tick_then_park_task, NULL, &job), 0);
+        cr_assert_eq(nxr_job_wait(job), 0);
+    } else {
+        cr_assert_eq(nxr_run(ctx, NXR_MODE_SEQUENTIAL, 1, tick_then_park_task, NULL), 0);
+    }
+    while (!nxr__team_worker_parked(spin_team, 0))
+        sched_yield();
+    struct nxr_domain_stats s2 = domain_at(0);
+    cr_expect_gt(s2.spin_ns, s1.spin_ns, "the wait before the work is spin (%llu -> %llu)",
+                 (unsigned long long)s1.spin_ns, (unsigned long long)s2.spin_ns);
+    cr_expect_gt(s2.busy_ns, s1.busy_ns, "the work is busy (%llu -> %llu)",
+                 (unsigned long long)s1.busy_ns, (unsigned long long)s2.busy_ns);
+    nxr_ctx_destroy(ctx);
+}
+
+Test(runtime_stats, a_spin_that_finds_a_region_is_spin_and_its_slot_busy)
+{
+    spin_then_work_is_counted_apart(false);
+}
+
+Test(runtime_stats, a_spin_that_finds_an_item_is_spin_and_the_item_busy)
+{
+    spin_then_work_is_counted_apart(true);
+}
+
 /* ---- admission waits ---------------------------------------------------- */
 
 static atomic_int gate, gated_in;

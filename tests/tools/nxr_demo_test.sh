@@ -9,6 +9,8 @@
 #    bit-identical to nxr (batched, packed weights), OpenMP within tolerance;
 #  - the machine line: GEMM peak, read bandwidth, the limit and nxr's
 #    fraction of it; batching counted (passes), none with --max-batch 1;
+#  - one budget phase (no change while it served) holding every request, and
+#    no phase table in the text;
 #  - attach mode (--executor pool, openmp) serves the same requests, same bits;
 #  - on a synthetic 2-node machine (CPUs clipped to the allowed set) both
 #    domains serve requests (skipped, with the reason, on fewer than 2 CPUs);
@@ -76,6 +78,14 @@ for dom in d["domains"]:
     assert 1 <= dom["passes"] <= dom["requests"] and dom["retried_batches"] == 0, dom
     served += dom["requests"]
 assert served == 48, ("domains served", served)
+# No budget changed while it served: one phase, holding every nxr request
+# (the same samples as the path's own figures).
+ph = d["phases"]
+assert len(ph) == 1 and ph[0]["why"] == "start" and ph[0]["from_s"] == 0, ph
+assert ph[0]["requests"] == 48 and ph[0]["budget_changes"] == 0, ph
+if want_exec == "nxr":  # else the domains served are the host's executors
+    assert ph[0]["budget"] == sum(x["budget"] for x in d["domains"]), (ph, d["domains"])
+assert (ph[0]["p50_ms"], ph[0]["p99_ms"]) == (d["p50_ms"], d["p99_ms"]), (ph, d)
 assert d["passes"] == sum(x["passes"] for x in d["domains"]), d
 print("%s: %d domain(s), outputs match (omp max diff %g)" %
       (want_exec, len(d["domains"]), d["outputs"]["omp_max_abs_diff"]))
@@ -87,6 +97,11 @@ check demo.json
 "$nxr" demo "${tiny[@]}" > demo.txt
 grep -q "flat bit-identical to nxr" demo.txt
 grep -q "req/s nxr / OpenMP" demo.txt
+if grep -q "by budget phase" demo.txt; then # only when a budget changed
+    echo "a phase table without a budget change:"
+    cat demo.txt
+    exit 1
+fi
 
 for e in pool openmp; do
     "$nxr" demo "${tiny[@]}" --executor "$e" --json > "demo-$e.json"

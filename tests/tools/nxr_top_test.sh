@@ -2,7 +2,8 @@
 # `nxr top --once --json` over helper processes (top_helper.c) in a registry
 # of the test's own (XDG_RUNTIME_DIR): it sees a second process with its
 # domains, and that process's counters once it runs work (also under a
-# one-CPU budget, where no operation takes a permit); it flags CPU sets
+# one-CPU budget, where no operation takes a permit), and a domain attached
+# after creation with its counters; it flags CPU sets
 # two processes share; a process killed with SIGKILL leaves its page behind,
 # which the next read removes (with its entry) and no longer lists; a page
 # open to others, a symlink and another user's page are not believed;
@@ -104,6 +105,36 @@ PY
     [ "$try" -lt 50 ] || { echo "A never answered"; cat busy.json; exit 1; }
 done
 echo idle >&"$A_in"
+
+# ---- a domain B's host attaches after creation is listed, and its own
+# operations answer a read (nothing else runs in B meanwhile) ---------------
+echo attach >&"$B_in"
+read -r ack attached_id <&"$B_out"
+[ "$ack" = attached ] || { echo "B: '$ack'"; exit 1; }
+echo busy-attached >&"$B_in"
+read -r ack <&"$B_out"
+[ "$ack" = busy-attached ]
+for try in $(seq 1 50); do
+    top_json attached.json
+    if python3 - attached.json "$B_pid" "$attached_id" <<'PY'
+import json, sys
+top = json.load(open(sys.argv[1]))
+b = [r for r in top["runtimes"] if r["pid"] == int(sys.argv[2])]
+assert len(b) == 1, top
+ids = [d["id"] for d in b[0]["domains"]]
+assert ids.count(int(sys.argv[3])) == 1, "the attached domain %s not listed: %s" % (sys.argv[3], ids)
+d = [d for d in b[0]["domains"] if d["id"] == int(sys.argv[3])][0]
+# Caller-managed: no CPU set; a host's executor has no built-in workers.
+assert d["cpus"] == "" and d["workers"] == 0, d
+sys.exit(0 if b[0]["answered"] and d["tasks"] > 0 else 1)
+PY
+    then
+        echo "nxr top: B's attached domain $attached_id listed, its tasks counted (read $try)"
+        break
+    fi
+    [ "$try" -lt 50 ] || { echo "B never answered for its attached domain"; cat attached.json; exit 1; }
+done
+echo idle >&"$B_in"
 
 # ---- SIGKILL: the page stays; the next read removes it and its entry -----
 kill -KILL "$A_proc"
