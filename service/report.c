@@ -49,15 +49,21 @@ static void cpus(struct nxr__emit *e, const char *key, const char *list, const c
     nxr__emit_end(e);
 }
 
+/* p50_ms, p95_ms, p99_ms: the three quantiles every row of the table shows. */
+static void quantiles(struct nxr__emit *e, const struct svc_latency *l)
+{
+    svc_emit_num(e, "p50_ms", l->p50_ms, "%8.3f");
+    svc_emit_num(e, "p95_ms", l->p95_ms, "%8.3f");
+    svc_emit_num(e, "p99_ms", l->p99_ms, "%8.3f");
+}
+
 /* A path's figures, as members of the object open now (the nxr path's are
  * the report's own); the table's row template names them. */
 static void path_members(struct nxr__emit *e, const struct svc_path_result *p)
 {
     svc_emit_count(e, "requests", p->requests, "%zu");
     svc_emit_num(e, "requests_per_s", p->requests_per_s, "%9.0f");
-    svc_emit_num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
-    svc_emit_num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
-    svc_emit_num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
+    quantiles(e, &p->latency);
     svc_emit_num(e, "max_ms", p->latency.max_ms, "%.3f");
     svc_emit_num(e, "wall_s", p->wall_s, "%.3f");
     svc_emit_count(e, "rows", p->rows, "%zu");
@@ -196,9 +202,7 @@ static void domain(struct nxr__emit *e, const struct svc_demo_config *c,
     svc_emit_count(e, "batched_requests", d->batched_requests, "%zu");
     svc_emit_count(e, "retried_batches", d->retried_batches, "%zu");
     svc_emit_num(e, "requests_per_s", d->requests_per_s, "%9.0f");
-    svc_emit_num(e, "p50_ms", d->latency.p50_ms, "%8.3f");
-    svc_emit_num(e, "p95_ms", d->latency.p95_ms, "%8.3f");
-    svc_emit_num(e, "p99_ms", d->latency.p99_ms, "%8.3f");
+    quantiles(e, &d->latency);
     if (d->weights_on_node < 0) {
         nxr__emit_null(e, "weights_on_node", "(no node)      ");
     } else {
@@ -278,9 +282,7 @@ static void phases(struct nxr__emit *e, const struct svc_phases *ph)
         svc_emit_count(e, "requests", p->requests, "%8zu");
         svc_emit_num(e, "served_s", p->served_s, "%.3f");
         svc_emit_num(e, "requests_per_s", p->requests_per_s, "%9.0f");
-        svc_emit_num(e, "p50_ms", p->latency.p50_ms, "%8.3f");
-        svc_emit_num(e, "p95_ms", p->latency.p95_ms, "%8.3f");
-        svc_emit_num(e, "p99_ms", p->latency.p99_ms, "%8.3f");
+        quantiles(e, &p->latency);
         svc_emit_num(e, "max_ms", p->latency.max_ms, "%.3f");
         nxr__emit_end(e);
     }
