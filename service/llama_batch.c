@@ -257,6 +257,53 @@ static void axpy_lanes(float *restrict out, float p, const float *restrict v, si
         out[i] += p * v[i];
 }
 
+/* dot_lanes of four keys `stride` floats apart at once: four independent
+ * sets of the eight sums, each added as dot_lanes adds its own (the same
+ * bits), so one key's adds never wait on another's. */
+static void dot4_lanes(const float *q, const float *k, size_t stride, size_t n, float out[4])
+{
+    float acc[4][8] = {{0}};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 4; j++)
+            for (size_t l = 0; l < 8; l++)
+                acc[j][l] += q[i + l] * k[j * stride + i + l];
+    for (size_t l = 0; i < n; i++, l++)
+        for (size_t j = 0; j < 4; j++)
+            acc[j][l] += q[i] * k[j * stride + i];
+    for (size_t j = 0; j < 4; j++) {
+        const float *a = acc[j];
+        out[j] = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    }
+}
+
+/* axpy_lanes of four values `stride` floats apart, in their order: each
+ * element of out takes the four products one after another, as four calls
+ * would add them (the same bits), loaded and stored once instead of four
+ * times. */
+static void axpy4_lanes(float *restrict out, const float p[4], const float *restrict v,
+                        size_t stride, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t l = 0; l < 8; l++) {
+            float o = out[i + l];
+            o += p[0] * v[i + l];
+            o += p[1] * v[stride + i + l];
+            o += p[2] * v[2 * stride + i + l];
+            o += p[3] * v[3 * stride + i + l];
+            out[i + l] = o;
+        }
+    for (; i < n; i++) {
+        float o = out[i];
+        o += p[0] * v[i];
+        o += p[1] * v[stride + i];
+        o += p[2] * v[2 * stride + i];
+        o += p[3] * v[3 * stride + i];
+        out[i] = o;
+    }
+}
+
 static void attention_rows_heads(void *arg, size_t begin, size_t end, unsigned worker)
 {
     (void)worker;
@@ -264,7 +311,7 @@ static void attention_rows_heads(void *arg, size_t begin, size_t end, unsigned w
     struct svc_llama_batch *b = a->b;
     const struct svc_llama_shape *s = b->s;
     const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
-    const size_t group = s->heads / s->kv_heads;
+    const size_t group = s->heads / s->kv_heads, bt = b->kv.block_tokens;
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
         const size_t r = it / s->heads, h = it % s->heads, off = h / group * hs;
@@ -272,11 +319,25 @@ static void attention_rows_heads(void *arg, size_t begin, size_t end, unsigned w
         const size_t n = b->row_pos[r] + 1;
         const float *q = b->qkv + r * (dim + 2 * kv) + h * hs;
         float *att = b->att + it * s->seq, *out = b->xb + r * dim + h * hs;
+        /* A block at a time: its positions' keys (values) are kv floats
+         * apart, so one lookup per block, not a division per position. */
         float max = -INFINITY;
-        for (size_t t = 0; t < n; t++) {
-            const float *k = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t) + off;
-            att[t] = dot_lanes(q, k, hs) * scale;
-            max = att[t] > max ? att[t] : max;
+        for (size_t t0 = 0; t0 < n; t0 += bt) {
+            const float *k = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t0) + off;
+            const size_t t1 = t0 + bt < n ? t0 + bt : n;
+            size_t t = t0;
+            for (; t + 4 <= t1; t += 4, k += 4 * kv) {
+                float d[4];
+                dot4_lanes(q, k, kv, hs, d);
+                for (size_t j = 0; j < 4; j++) {
+                    att[t + j] = d[j] * scale;
+                    max = att[t + j] > max ? att[t + j] : max;
+                }
+            }
+            for (; t < t1; t++, k += kv) {
+                att[t] = dot_lanes(q, k, hs) * scale;
+                max = att[t] > max ? att[t] : max;
+            }
         }
         float sum = 0.0f;
         for (size_t t = 0; t < n; t++) {
@@ -284,9 +345,17 @@ static void attention_rows_heads(void *arg, size_t begin, size_t end, unsigned w
             sum += att[t];
         }
         memset(out, 0, hs * sizeof(float));
-        for (size_t t = 0; t < n; t++) {
-            const float *v = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t) + off;
-            axpy_lanes(out, att[t] / sum, v, hs);
+        for (size_t t0 = 0; t0 < n; t0 += bt) {
+            const float *v = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0) + off;
+            const size_t t1 = t0 + bt < n ? t0 + bt : n;
+            size_t t = t0;
+            for (; t + 4 <= t1; t += 4, v += 4 * kv) {
+                const float p[4] = {att[t] / sum, att[t + 1] / sum, att[t + 2] / sum,
+                                    att[t + 3] / sum};
+                axpy4_lanes(out, p, v, kv, hs);
+            }
+            for (; t < t1; t++, v += kv)
+                axpy_lanes(out, att[t] / sum, v, hs);
         }
     }
 }
