@@ -21,12 +21,12 @@
 #include "service/llama_batch.h"
 #include "service/llama_model.h"
 #include "service/llama_weights.h"
+#include "tests/service/llama_fixture.h"
 #include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
-static struct svc_llama model;
-static struct svc_llama_weights weights;
+static struct llama_fixture lf;
 
 static void setup(void)
 {
@@ -34,18 +34,14 @@ static void setup(void)
     NXR_TEST_RUNTIME(&fx, NULL, NXR_TEST_CTX);
     rt = fx.rt;
     ctx = fx.ctx;
-    struct svc_llama_shape s;
-    cr_assert_eq(svc_llama_shape_named("short", &s), 0);
-    cr_assert_eq(svc_llama_create(&s, 7, &model), 0);
+    const struct svc_llama_shape s = llama_fixture_short();
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    cr_assert_eq(svc_llama_weights_create(&weights, rt, &model, SVC_LLAMA_F32, &d, 1), 0, "%s",
-                 nxr_last_error());
+    llama_fixture_open(&lf, &s, 7, rt, &d, 1);
 }
 
 static void teardown(void)
 {
-    svc_llama_weights_destroy(&weights);
-    svc_llama_destroy(&model);
+    llama_fixture_close(&lf);
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
 }
@@ -77,7 +73,7 @@ static void ref_matvec(float *y, const float *w, const float *x, size_t rows, si
 
 static void reference(const int *prompt, size_t plen, size_t gen, int *out)
 {
-    const struct svc_llama_shape *s = &model.shape;
+    const struct svc_llama_shape *s = &lf.model.shape;
     const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
     const size_t hs = svc_llama_head_size(s), group = s->heads / s->kv_heads;
     float *x = calloc(dim, 4), *xb = calloc(dim, 4), *qkv = calloc(dim + 2 * kv, 4);
@@ -86,9 +82,9 @@ static void reference(const int *prompt, size_t plen, size_t gen, int *out)
     int token = prompt[0];
     size_t made = 0;
     for (size_t pos = 0; made < gen; pos++) {
-        memcpy(x, model.embed + (size_t)token * dim, dim * 4);
+        memcpy(x, lf.model.embed + (size_t)token * dim, dim * 4);
         for (size_t l = 0; l < s->layers; l++) {
-            const struct svc_llama_layer *L = &model.layer[l];
+            const struct svc_llama_layer *L = &lf.model.layer[l];
             float *k = kc + (l * s->seq + pos) * kv, *v = vc + (l * s->seq + pos) * kv;
             ref_rmsnorm(xb, x, L->rms_att, dim);
             ref_matvec(qkv, L->wqkv, xb, dim + 2 * kv, dim, false);
@@ -121,8 +117,8 @@ static void reference(const int *prompt, size_t plen, size_t gen, int *out)
                 hb[i] = hb[i] / (1.0f + expf(-hb[i])) * hb[hid + i];
             ref_matvec(x, L->w2, hb, dim, hid, true);
         }
-        ref_rmsnorm(x, x, model.rms_final, dim);
-        ref_matvec(lg, model.wcls, x, s->vocab, dim, false);
+        ref_rmsnorm(x, x, lf.model.rms_final, dim);
+        ref_matvec(lg, lf.model.wcls, x, s->vocab, dim, false);
         if (pos + 1 < plen) {
             token = prompt[pos + 1];
         } else {
@@ -153,7 +149,7 @@ static void request_init(struct request *r, size_t i)
     r->seq.prompt_len = 1 + (5 * i) % 13;
     r->seq.gen = 2 + (3 * i) % 11;
     for (size_t j = 0; j < r->seq.prompt_len; j++)
-        r->prompt[j] = (int)((97 * i + 31 * j + 1) % model.shape.vocab);
+        r->prompt[j] = (int)((97 * i + 31 * j + 1) % lf.model.shape.vocab);
     r->seq.prompt = r->prompt;
     r->seq.out = r->out;
 }
@@ -172,7 +168,7 @@ static struct svc_llama_batch *engine(size_t step_tokens, size_t max_active, siz
      * there; memory bound to node 0 running out is the likeliest cause. */
     o.kv_bytes = kv_bytes != 0 ? kv_bytes : (size_t)4 << 20;
     struct svc_llama_batch *b = NULL;
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), 0);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, ctx, &o, &b), 0);
     return b;
 }
 
@@ -302,7 +298,7 @@ Test(service_llama_batch, the_prefill_cap_holds_beside_decoders_only)
     o.kv_bytes = (size_t)4 << 20;
     o.prefill_tokens = 2;
     struct svc_llama_batch *b = NULL;
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), 0);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, ctx, &o, &b), 0);
     cr_assert_eq(svc_llama_batch_submit(b, &r[0].seq), 0);
     struct svc_llama_step st;
     cr_assert_eq(svc_llama_batch_step(b, &st), 0);
@@ -341,7 +337,8 @@ Test(service_llama_batch, full_cache_makes_admission_wait)
     struct request r[2];
     request_init(&r[0], 5); /* 13 + 6 - 1 = 18 positions: 5 blocks of 4 */
     request_init(&r[1], 2); /* 11 + 8 - 1 = 18 positions: 5 blocks */
-    const size_t block_bytes = model.shape.layers * 2 * 4 * svc_llama_kv_dim(&model.shape) * 4;
+    const size_t block_bytes =
+        lf.model.shape.layers * 2 * 4 * svc_llama_kv_dim(&lf.model.shape) * 4;
     struct svc_llama_batch *b = engine(32, 4, 9 * block_bytes);
     cr_assert_eq(svc_llama_batch_cache(b)->count, 9);
     cr_assert_eq(svc_llama_batch_submit(b, &r[0].seq), 0);
@@ -381,10 +378,10 @@ Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
     r.seq.gen = 0;
     cr_expect_eq(svc_llama_batch_submit(b, &r.seq), -EINVAL, "no token asked");
     request_init(&r, 1);
-    r.prompt[0] = (int)model.shape.vocab;
+    r.prompt[0] = (int)lf.model.shape.vocab;
     cr_expect_eq(svc_llama_batch_submit(b, &r.seq), -EINVAL, "a token outside the vocabulary");
     request_init(&r, 1);
-    r.seq.gen = model.shape.seq; /* prompt + gen - 1 > seq */
+    r.seq.gen = lf.model.shape.seq; /* prompt + gen - 1 > seq */
     cr_expect_eq(svc_llama_batch_submit(b, &r.seq), -EINVAL, "longer than the model's seq");
     cr_expect(svc_llama_batch_idle(b));
     const size_t free_before = svc_llama_batch_free_blocks(b);
@@ -393,7 +390,8 @@ Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
     svc_llama_batch_destroy(b);
 
     /* A sequence that could never fit the whole pool. */
-    const size_t block_bytes = model.shape.layers * 2 * 4 * svc_llama_kv_dim(&model.shape) * 4;
+    const size_t block_bytes =
+        lf.model.shape.layers * 2 * 4 * svc_llama_kv_dim(&lf.model.shape) * 4;
     b = engine(8, 2, 2 * block_bytes);
     request_init(&r, 5);
     cr_expect_eq(svc_llama_batch_submit(b, &r.seq), -EINVAL, "more blocks than the pool has");
@@ -403,11 +401,11 @@ Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
     struct svc_llama_batch_opts o;
     svc_llama_batch_opts_init(&o);
     o.max_active = o.step_tokens + 1;
-    cr_expect_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), -EINVAL);
+    cr_expect_eq(svc_llama_batch_create(&lf.weights, 0, ctx, &o, &b), -EINVAL);
     cr_expect_null(b);
     svc_llama_batch_opts_init(&o);
     o.kv_bytes = 1;
-    cr_expect_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), -EINVAL, "below one block");
+    cr_expect_eq(svc_llama_batch_create(&lf.weights, 0, ctx, &o, &b), -EINVAL, "below one block");
     cr_expect_null(b);
 }
 
@@ -425,7 +423,7 @@ Test(service_llama_batch, each_format_packs_every_matrix_in_it)
                    {SVC_LLAMA_INT8, NXR_WEIGHTS_Q8_BLOCK32}};
     for (size_t f = 0; f < 3; f++) {
         struct svc_llama_weights w;
-        cr_assert_eq(svc_llama_weights_create(&w, rt, &model, formats[f].svc, &d, 1), 0);
+        cr_assert_eq(svc_llama_weights_create(&w, rt, &lf.model, formats[f].svc, &d, 1), 0);
         size_t f32 = 0, q8 = 0;
         for (size_t i = 0; i < w.packed.count; i++) {
             cr_assert_eq(nxr_weights_format(w.packed.m[i]), formats[f].nxr, "format %zu matrix %zu",
@@ -441,7 +439,7 @@ Test(service_llama_batch, each_format_packs_every_matrix_in_it)
         svc_llama_weights_destroy(&w);
     }
     struct svc_llama_weights w;
-    cr_expect_eq(svc_llama_weights_create(&w, rt, &model, (enum svc_llama_format)7, &d, 1),
+    cr_expect_eq(svc_llama_weights_create(&w, rt, &lf.model, (enum svc_llama_format)7, &d, 1),
                  -EINVAL);
     cr_expect_eq(svc_llama_format_named("f32"), SVC_LLAMA_F32);
     cr_expect_eq(svc_llama_format_named("int8"), SVC_LLAMA_INT8);

@@ -17,14 +17,14 @@
 #include "service/llama_batch.h"
 #include "service/llama_model.h"
 #include "service/llama_weights.h"
+#include "tests/service/llama_fixture.h"
 #include "tests/support/runtime.h"
 
 enum { SEQUENCES = 12, PROMPT_MIN = 9, PROMPT_MAX = 90, GEN_MIN = 4, GEN_MAX = 40 };
 
 static nxr_runtime_t *rt;
 static nxr_ctx_t *ctx;
-static struct svc_llama model;
-static struct svc_llama_weights weights;
+static struct llama_fixture lf;
 
 static void setup(void)
 {
@@ -40,17 +40,13 @@ static void setup(void)
                                       .kv_heads = 2,
                                       .vocab = 512,
                                       .seq = PROMPT_MAX + GEN_MAX};
-    cr_assert_null(svc_llama_shape_problem(&s));
-    cr_assert_eq(svc_llama_create(&s, 11, &model), 0);
     nxr_domain_t *d = nxr_ctx_domain(ctx);
-    cr_assert_eq(svc_llama_weights_create(&weights, rt, &model, SVC_LLAMA_F32, &d, 1), 0, "%s",
-                 nxr_last_error());
+    llama_fixture_open(&lf, &s, 11, rt, &d, 1);
 }
 
 static void teardown(void)
 {
-    svc_llama_weights_destroy(&weights);
-    svc_llama_destroy(&model);
+    llama_fixture_close(&lf);
     nxr_ctx_destroy(ctx);
     nxr_runtime_destroy(rt);
 }
@@ -77,7 +73,7 @@ static void request_init(struct request *r, size_t i)
     r->seq.prompt_len = PROMPT_MIN + next(&x) % (PROMPT_MAX - PROMPT_MIN + 1);
     r->seq.gen = GEN_MIN + next(&x) % (GEN_MAX - GEN_MIN + 1);
     for (size_t j = 0; j < r->seq.prompt_len; j++)
-        r->prompt[j] = (int)(next(&x) % model.shape.vocab);
+        r->prompt[j] = (int)(next(&x) % lf.model.shape.vocab);
     r->seq.prompt = r->prompt;
     r->seq.out = r->out;
 }
@@ -93,7 +89,7 @@ static struct svc_llama_batch *engine(size_t max_active)
     o.block_tokens = 16;
     o.kv_bytes = (size_t)4 << 20;
     struct svc_llama_batch *b = NULL;
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, ctx, &o, &b), 0);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, ctx, &o, &b), 0);
     return b;
 }
 

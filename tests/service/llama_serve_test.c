@@ -14,29 +14,25 @@
 #include <string.h>
 
 #include "service/llama_serve.h"
+#include "tests/service/llama_fixture.h"
 #include "tests/support/runtime.h"
 
 static nxr_runtime_t *rt;
-static struct svc_llama model;
-static struct svc_llama_weights weights;
+static struct llama_fixture lf;
 
 static void setup(void)
 {
     static struct nxr_test_runtime fx;
     NXR_TEST_RUNTIME(&fx, "0:%0;1:%0 shared", 0);
     rt = fx.rt;
-    struct svc_llama_shape s;
-    cr_assert_eq(svc_llama_shape_named("short", &s), 0);
-    cr_assert_eq(svc_llama_create(&s, 3, &model), 0);
+    const struct svc_llama_shape s = llama_fixture_short();
     nxr_domain_t *d[2] = {nxr_runtime_domain_at(rt, 0), nxr_runtime_domain_at(rt, 1)};
-    cr_assert_eq(svc_llama_weights_create(&weights, rt, &model, SVC_LLAMA_F32, d, 2), 0, "%s",
-                 nxr_last_error());
+    llama_fixture_open(&lf, &s, 3, rt, d, 2);
 }
 
 static void teardown(void)
 {
-    svc_llama_weights_destroy(&weights);
-    svc_llama_destroy(&model);
+    llama_fixture_close(&lf);
     nxr_runtime_destroy(rt);
 }
 
@@ -66,18 +62,18 @@ Test(service_llama_serve, batched_on_two_domains_equals_alone)
     char err[256] = "";
     struct svc_llama_serve_result r;
     struct svc_llama_serve_config c = config(1, 1);
-    cr_assert_eq(svc_llama_serve(rt, &weights, &c, alone, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(svc_llama_serve(rt, &lf.weights, &c, alone, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(r.sequences, SEQUENCES);
     svc_llama_serve_result_free(&r);
 
     c = config(4, 4);
-    cr_assert_eq(svc_llama_serve(rt, &weights, &c, batched, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(svc_llama_serve(rt, &lf.weights, &c, batched, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(r.sequences, SEQUENCES);
     cr_assert_eq(r.domains, 2);
     size_t tokens = 0;
     for (size_t i = 0; i < SEQUENCES; i++) {
         size_t plen, gen;
-        svc_llama_request(&c.stream, i, model.shape.vocab, &plen, &gen, NULL);
+        svc_llama_request(&c.stream, i, lf.model.shape.vocab, &plen, &gen, NULL);
         tokens += gen;
         for (size_t t = 0; t < gen; t++)
             cr_assert_eq(batched[i * GEN_MAX + t], alone[i * GEN_MAX + t],
@@ -110,7 +106,7 @@ Test(service_llama_serve, a_budget_below_the_longest_sequence_is_refused)
     struct svc_llama_serve_result r;
     struct svc_llama_serve_config c = config(2, 2);
     c.batch.kv_bytes = 1024; /* below one block */
-    cr_assert_eq(svc_llama_serve(rt, &weights, &c, out, &r, err, sizeof err), -EINVAL);
+    cr_assert_eq(svc_llama_serve(rt, &lf.weights, &c, out, &r, err, sizeof err), -EINVAL);
     cr_assert(strstr(err, "--kv-mib") != NULL, "%s", err);
     cr_assert_null(r.ttft_ms);
 }

@@ -24,11 +24,11 @@
 #include "service/llama_batch.h"
 #include "service/llama_serve.h"
 #include "service/llama_shards.h"
+#include "tests/service/llama_fixture.h"
 #include "tests/support/runtime.h"
 
 static struct nxr_test_runtime fx;
-static struct svc_llama model;
-static struct svc_llama_weights weights; /* packed on domain 0 only */
+static struct llama_fixture lf; /* weights packed on domain 0 only */
 static struct svc_llama_shards shards;
 static nxr_ctx_t *one, *span;
 
@@ -44,19 +44,16 @@ static void open_machine(const char *tmpl, unsigned flags)
             cr_assert_fail("the machine has one node (NXR_TEST_NEED_NODE1: the VM must have two)");
         cr_skip_test("one node here: the synthetic and declared cases cover the span");
     }
-    struct svc_llama_shape s;
-    cr_assert_eq(svc_llama_shape_named("short", &s), 0);
-    cr_assert_eq(svc_llama_create(&s, 9, &model), 0);
+    const struct svc_llama_shape s = llama_fixture_short();
     nxr_domain_t *d = nxr_ctx_domain(one);
-    cr_assert_eq(svc_llama_weights_create(&weights, fx.rt, &model, SVC_LLAMA_F32, &d, 1), 0, "%s",
-                 nxr_last_error());
+    llama_fixture_open(&lf, &s, 9, fx.rt, &d, 1);
     struct nxr_span_opts so;
     nxr_span_opts_init(&so);
     so.every = true;
     cr_assert_eq(nxr_span_create(fx.rt, &so, &span), 0, "%s", nxr_last_error());
     cr_assert_eq(nxr_span_domain_count(span), n);
     cr_assert_eq(nxr_span_domain_at(span, 0), d, "the span's first member is the engine's");
-    cr_assert_eq(svc_llama_shards_create(&shards, span, &model), 0, "%s", nxr_last_error());
+    cr_assert_eq(svc_llama_shards_create(&shards, span, &lf.model), 0, "%s", nxr_last_error());
 }
 
 static void teardown(void)
@@ -64,8 +61,7 @@ static void teardown(void)
     svc_llama_shards_destroy(&shards);
     nxr_ctx_destroy(span);
     span = NULL;
-    svc_llama_weights_destroy(&weights);
-    svc_llama_destroy(&model);
+    llama_fixture_close(&lf);
     nxr_test_runtime_close(&fx);
 }
 
@@ -93,10 +89,10 @@ static void serve(bool over_span, int out[SEQUENCES][GEN_MAX])
         o.shards = &shards;
     }
     struct svc_llama_batch *b;
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, one, &o, &b), 0);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, one, &o, &b), 0);
     for (size_t i = 0; i < SEQUENCES; i++) {
         memset(&seq[i], 0, sizeof seq[i]);
-        svc_llama_request(&stream, i, model.shape.vocab, &seq[i].prompt_len, &seq[i].gen,
+        svc_llama_request(&stream, i, lf.model.shape.vocab, &seq[i].prompt_len, &seq[i].gen,
                           prompts[i]);
         seq[i].prompt = prompts[i];
         seq[i].out = out[i];
@@ -166,10 +162,11 @@ Test(service_llama_span, the_server_serves_every_sequence_on_one_span_engine)
     c.batch.kv_bytes = (size_t)1 << 20;
     char err[256] = "";
     struct svc_llama_serve_result r;
-    cr_assert_eq(svc_llama_serve(fx.rt, &weights, &c, alone, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(svc_llama_serve(fx.rt, &lf.weights, &c, alone, &r, err, sizeof err), 0, "%s", err);
     svc_llama_serve_result_free(&r);
     c.span = &shards;
-    cr_assert_eq(svc_llama_serve(fx.rt, &weights, &c, spanned, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(svc_llama_serve(fx.rt, &lf.weights, &c, spanned, &r, err, sizeof err), 0, "%s",
+                 err);
     cr_assert_eq(r.sequences, SEQUENCES);
     cr_assert_eq(r.domains, 1, "one engine serves the span");
     cr_assert_eq(r.domain[0].sequences, SEQUENCES);
@@ -186,23 +183,23 @@ Test(service_llama_span, bad_combinations_are_refused)
     svc_llama_batch_opts_init(&o);
     struct svc_llama_batch *b = (void *)&o;
     o.span = span; /* no shards */
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, one, &o, &b), -EINVAL);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, one, &o, &b), -EINVAL);
     cr_assert_null(b);
     o.span = NULL, o.shards = &shards; /* no span */
-    cr_assert_eq(svc_llama_batch_create(&weights, 0, one, &o, &b), -EINVAL);
+    cr_assert_eq(svc_llama_batch_create(&lf.weights, 0, one, &o, &b), -EINVAL);
     /* A context on the second member: the span's first holds the engine. */
     o.span = span;
     nxr_ctx_t *second;
     cr_assert_eq(nxr_ctx_create(fx.rt, nxr_domain_id(nxr_span_domain_at(span, 1)), &second), 0);
     struct svc_llama_weights both;
     nxr_domain_t *d[2] = {nxr_span_domain_at(span, 0), nxr_span_domain_at(span, 1)};
-    cr_assert_eq(svc_llama_weights_create(&both, fx.rt, &model, SVC_LLAMA_F32, d, 2), 0);
+    cr_assert_eq(svc_llama_weights_create(&both, fx.rt, &lf.model, SVC_LLAMA_F32, d, 2), 0);
     cr_assert_eq(svc_llama_batch_create(&both, 1, second, &o, &b), -EINVAL);
     svc_llama_weights_destroy(&both);
     nxr_ctx_destroy(second);
     /* Packed in 8-bit blocks: the shards are f32, the tokens would differ. */
     struct svc_llama_weights q8;
-    cr_assert_eq(svc_llama_weights_create(&q8, fx.rt, &model, SVC_LLAMA_INT8, d, 1), 0);
+    cr_assert_eq(svc_llama_weights_create(&q8, fx.rt, &lf.model, SVC_LLAMA_INT8, d, 1), 0);
     cr_assert_eq(svc_llama_batch_create(&q8, 0, one, &o, &b), -EINVAL);
     cr_assert_null(b);
     svc_llama_weights_destroy(&q8);
