@@ -46,7 +46,6 @@
 extern "C" {
 #endif
 
-
 /* What to pack. op(W) is k x n: W[p][j] at w[p * ldw + j] (trans false,
  * ldw >= n) or at w[j * ldw + p] (trans true, ldw >= k). domain_ids lists
  * the domains that get a copy (domain_count of them, no duplicates); NULL
@@ -205,7 +204,8 @@ struct nxr_sgemm_packed_args {
  * (1 + 2^-12) max|W| / 254 over p's block of column j (8-bit blocks): the
  * first term is the packing's, the others are f32 accumulation and the
  * alpha/beta update, as for any f32 product. With 8-bit blocks, CPUs whose
- * kernel multiplies in integers (AVX2) quantize A's rows per block of 32 as
+ * kernel multiplies in integers (AVX2 and AVX-512, both with AVX2's 256-bit
+ * integer operations) quantize A's rows per block of 32 as
  * well (t = max|a| / 127, round(a / t)), which adds
  *     |alpha| sum_p (|W[p][j]| + e_p) (1 + 2^-12) max|A[i][.]| / 254
  * (the max over p's block of A's row); a row group of A holding a NaN or

@@ -121,10 +121,11 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
     cr_expect(!nxr__quant_first_nonfinite(false, 2, 3, nf, 3, &bp, &bj));
 }
 
-/* Whether isa's 8-bit kernel quantizes A (native_quant.inc, Q8_INT). */
+/* Whether isa's 8-bit kernel quantizes A (native_quant.inc, Q8_INT: the
+ * instances built with AVX2's integer operations). */
 static bool quantizes_a(const struct nxr__native_isa *isa)
 {
-    return strcmp(isa->name, "avx2") == 0;
+    return strcmp(isa->name, "avx2") == 0 || strcmp(isa->name, "avx512") == 0;
 }
 
 /* The largest |a| of p's block in row i of op(A). */
