@@ -187,7 +187,8 @@ bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native
 
 /* ---- small shapes ------------------------------------------------------------
  * A GEMM whose m or n is at most NXR_SMALL_MAX (a decode step's GEMV, a
- * small batch through a weight matrix) gets its own path: nothing of the
+ * small batch through a weight matrix; m up to NXR_SMALL_STREAM_MAX with
+ * a transposed B) gets its own path: nothing of the
  * large operand W is packed, its long dimension is cut into units split over
  * the participants, and each participant streams its share of W once while
  * the few rows of the small operand X stay in L1. Written as
@@ -206,7 +207,18 @@ bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native
  * participant computes it, so the split never changes a bit; a packed W
  * feeds the same kernel the same values as the unpacked call. */
 #define NXR_SMALL_MAX 16
-#define NXR_SMALL_DOT_ROWS 4
+/* Small m where W is op(B)^T's rows (trans_b, packed or not: the dot
+ * kernel, which streams W once whatever m is). There the tile loop packs
+ * all of B again for a handful of rows, so the small path is faster up to
+ * this many rows of X: 768 x 32000, m = 17 / 32 / 64 / 128, 3.1x / 2.75x /
+ * 1.86x / 1.38x the tile loop; 4096 x 4096, m = 17 / 32 / 64, 2.8x / 1.9x /
+ * 1.4x (scratch probe, 2 threads, W from memory). A decode step beside
+ * prefill chunks has such m; past 16 it went to the tile loop, and a step
+ * of 20 rows took as long as 3 of 16. Packed panels stay at NXR_SMALL_MAX
+ * with the untransposed B they stand for (1.0-1.25x there: not worth
+ * moving the unpacked rows' path for). */
+#define NXR_SMALL_STREAM_MAX 64
+#define NXR_SMALL_DOT_ROWS   4
 
 struct nxr__small_plan {
     const struct nxr__native_isa *isa;
