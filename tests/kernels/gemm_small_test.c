@@ -42,19 +42,9 @@ static void mats_make(struct mats *t, size_t m, size_t n, size_t k, bool ta, boo
     t->c0 = ref_fill(t->c_floats, seed + 2, -1.0f, 1.0f);
     t->c = malloc(t->c_floats * sizeof(float));
     memcpy(t->c, t->c0, t->c_floats * sizeof(float));
-    t->g = (struct nxr_sgemm_args){.trans_a = ta,
-                                   .trans_b = tb,
-                                   .m = m,
-                                   .n = n,
-                                   .k = k,
-                                   .alpha = alpha,
-                                   .a = t->a,
-                                   .lda = lda,
-                                   .b = t->b,
-                                   .ldb = ldb,
-                                   .beta = beta,
-                                   .c = t->c,
-                                   .ldc = ldc};
+    t->g = (struct nxr_sgemm_args){.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k,
+                              .alpha = alpha, .a = t->a, .lda = lda, .b = t->b, .ldb = ldb,
+                              .beta = beta, .c = t->c, .ldc = ldc};
 }
 
 static void mats_free(struct mats *t)
@@ -72,8 +62,8 @@ static void check_ref(const struct mats *t, const char *isa)
         for (size_t j = 0; j < g->n; j++) {
             double dot = 0, mag = 0;
             for (size_t p = 0; p < g->k; p++) {
-                double v =
-                    op_at(t->a, g->lda, g->trans_a, i, p) * op_at(t->b, g->ldb, g->trans_b, p, j);
+                double v = op_at(t->a, g->lda, g->trans_a, i, p) *
+                           op_at(t->b, g->ldb, g->trans_b, p, j);
                 dot += v;
                 mag += fabs(v);
             }
@@ -111,16 +101,8 @@ Test(kernels_gemm_small, which_shapes_take_the_path)
     const struct nxr__native_isa *isa = nxr__native_isa_best();
     float a[4] = {0}, b[4] = {0}, c[4] = {0};
     struct nxr__small_plan p;
-    struct nxr_sgemm_args g = {.m = 16,
-                               .n = 4096,
-                               .k = 64,
-                               .alpha = 1,
-                               .a = a,
-                               .lda = 64,
-                               .b = b,
-                               .ldb = 4096,
-                               .c = c,
-                               .ldc = 4096};
+    struct nxr_sgemm_args g = {.m = 16, .n = 4096, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
+                          .ldb = 4096, .c = c, .ldc = 4096};
     cr_assert(nxr__small_plan_init(&p, isa, &g, NULL, NULL));
     cr_assert(!p.dot && !p.transposed && p.scratch_bytes == 0, "x W: axpy, nothing copied");
     g.trans_b = true;
@@ -136,16 +118,8 @@ Test(kernels_gemm_small, which_shapes_take_the_path)
     g.ldb = 4096;
     g.m = NXR_SMALL_MAX + 1;
     cr_assert(!nxr__small_plan_init(&p, isa, &g, NULL, NULL), "m 17 x n 4096 W: the tile loop");
-    g = (struct nxr_sgemm_args){.m = 4096,
-                                .n = 1,
-                                .k = 64,
-                                .alpha = 1,
-                                .a = a,
-                                .lda = 64,
-                                .b = b,
-                                .ldb = 1,
-                                .c = c,
-                                .ldc = 1};
+    g = (struct nxr_sgemm_args){.m = 4096, .n = 1, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
+                           .ldb = 1, .c = c, .ldc = 1};
     cr_assert(nxr__small_plan_init(&p, isa, &g, NULL, NULL));
     cr_assert(p.dot && p.transposed && p.scratch_bytes == 0, "W x: a GEMV along W's rows");
     g.alpha = 0.0f;
@@ -216,8 +190,7 @@ Test(kernels_gemm_small, the_split_changes_no_bit)
             struct nxr__small_plan plan;
             cr_assert(nxr__small_plan_init(&plan, isas[ii], &x.g, NULL, NULL));
             cr_assert_geq(plan.units, 3);
-            void *s0 = ref_scratch(plan.scratch_bytes + 64),
-                 *s1 = ref_scratch(plan.scratch_bytes + 64);
+            void *s0 = ref_scratch(plan.scratch_bytes + 64), *s1 = ref_scratch(plan.scratch_bytes + 64);
             isas[ii]->sgemm_small(&plan, 0, plan.units, s0);
             float *whole = malloc(x.c_floats * sizeof(float));
             memcpy(whole, x.c, x.c_floats * sizeof(float));
@@ -251,7 +224,7 @@ Test(kernels_gemm_small, fused_epilogue_equals_product_then_epilogue)
                     mats_make(&x, 7, 70, 33, t & 1, t & 2, 1.0f, 1.0f, seed++);
                 float *bias = ref_fill(x.g.n, seed++, -0.5f, 0.5f);
                 const struct nxr_sgemm_epilogue ep = {.bias = bias,
-                                                      .activation = (enum nxr_activation)act};
+                                                 .activation = (enum nxr_activation)act};
                 run_small(isas[ii], &x.g, NULL, &ep);
                 float *fused = malloc(x.c_floats * sizeof(float));
                 memcpy(fused, x.c, x.c_floats * sizeof(float));
@@ -277,9 +250,10 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
      * the axpy kernel, packed panels the register one. 2100 wide with 4
      * rows of X and 8200 wide with one span more than one run of columns
      * (a run is 8192 floats of sums shared by the rows), with a tail. */
-    static const size_t shapes[][3] = {{1, 70, 33},   {16, 100, 600}, {40, 5, 33},    {3, 1, 17},
-                                       {17, 70, 600}, {40, 100, 20},  {3, 1100, 600}, {1, 2100, 30},
-                                       {1100, 4, 40}, {12, 1100, 40}, {4, 2100, 20},  {1, 8200, 9}};
+    static const size_t shapes[][3] = {{1, 70, 33},     {16, 100, 600}, {40, 5, 33},
+                                       {3, 1, 17},      {17, 70, 600},  {40, 100, 20},
+                                       {3, 1100, 600},  {1, 2100, 30},  {1100, 4, 40},
+                                       {12, 1100, 40},  {4, 2100, 20},  {1, 8200, 9}};
     uint64_t seed = 4000;
     for (size_t ii = 0; ii < nisa; ii++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -293,8 +267,7 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
                 /* Unpacked, through the dispatch the provider uses. */
                 struct nxr__small_plan sp;
                 const bool small = nxr__small_plan_init(&sp, isas[ii], &x.g, NULL, NULL);
-                void *scratch = ref_scratch(nxr__sgemm_scratch_bytes(isas[ii]) +
-                                            nxr__sgemm_scratch_for(isas[ii], &x.g, NULL) +
+                void *scratch = ref_scratch(nxr__sgemm_scratch_bytes(isas[ii]) + nxr__sgemm_scratch_for(isas[ii], &x.g, NULL) +
                                             (size_t)NXR_SMALL_STREAM_MAX * 4 * (k + 16));
                 void *const scr[1] = {scratch};
                 struct nxr__sgemm_job job = {.scratch = scr};
@@ -323,8 +296,8 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
                     nxr__sgemm_chunk(&job, 0, nxr__sgemm_plan_tiles(&job.plan), 0);
                 }
                 cr_assert_eq(memcmp(plain, x.c, x.c_floats * sizeof(float)), 0,
-                             "%s m %zu n %zu k %zu tb %d: packed differs", isas[ii]->name, m, n, k,
-                             t >> 1);
+                             "%s m %zu n %zu k %zu tb %d: packed differs", isas[ii]->name, m, n,
+                             k, t >> 1);
                 check_ref(&x, isas[ii]->name);
                 free(plain);
                 free(scratch);
