@@ -161,7 +161,6 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
 {
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0f)
         return false; /* C = beta C: the tile loop's scale */
-    const bool panels = packed != NULL && packed->panels;
     /* By trans_b alone: packed panels stand for an untransposed B, and
      * must take the path that B takes, for the same bits. */
     const size_t m_max = g->trans_b ? NXR_SMALL_STREAM_MAX : NXR_SMALL_MAX;
@@ -170,13 +169,9 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
     if (!small_m && !small_n)
         return false;
     const size_t nr = isa->nr;
-    *plan = (struct nxr__small_plan){.isa = isa,
-                                     .k = g->k,
-                                     .alpha = g->alpha,
-                                     .beta = g->beta,
-                                     .c = g->c,
-                                     .ldc = g->ldc,
-                                     .epilogue = epilogue};
+    *plan = (struct nxr__small_plan){.isa = isa, .k = g->k, .alpha = g->alpha, .beta = g->beta,
+                                     .c = g->c, .ldc = g->ldc, .epilogue = epilogue};
+    const bool panels = packed != NULL && packed->panels;
     if (small_m) {
         plan->ns = g->m;
         plan->nl = g->n;

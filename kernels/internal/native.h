@@ -191,7 +191,7 @@ bool nxr__provider_native_gemm(const nxr_provider_t *p, const struct nxr__native
  * a transposed B) gets its own path: nothing of the
  * large operand W is packed, its long dimension is cut into units split over
  * the participants, and each participant streams its share of W once while
- * the few rows of the small operand X stay in L1. Written as
+ * the few rows of the small operand X stay in cache (L1 up to 16 rows). Written as
  *     Y[s][l] = alpha * sum_p X[s][p] W[l][p] + beta * Y[s][l],
  * s < ns (the small side), l < nl (the long one): for small m, X = op(A),
  * W = op(B)^T, Y = C; for small n, X = op(B)^T, W = op(A), Y = C^T. Two
