@@ -334,6 +334,45 @@ Test(kernels_weights_format, epilogue_and_splits_change_no_bit)
     free(c2);
 }
 
+/* A row of A gives the same bits in C whatever rows it is batched with:
+ * a language model's sequences decoded together make the tokens each
+ * makes alone (service/llama_batch.h). m = 17 takes every grouping of
+ * A's rows the kernels have (fours, pairs, the odd one, a second pass of
+ * NXR_QUANT_GROUP), and k = 96 an odd count of blocks (three). */
+Test(kernels_weights_format, a_row_batched_equals_the_row_alone)
+{
+    const struct nxr__native_isa *isas[3];
+    const size_t nisa = ref_isas(isas);
+    const size_t m = 17, n = 13, k = 96, ldc = n;
+    float *a = ref_fill(m * k, 21, -1, 1), *w = ref_fill(n * k, 22, -1, 1);
+    float *batched = malloc(m * ldc * sizeof *batched), *alone = malloc(ldc * sizeof *alone);
+    for (size_t ii = 0; ii < nisa; ++ii)
+        for (size_t fi = 0; fi < 2; ++fi) {
+            struct nxr__packed_q v;
+            void *packed = pack(formats[fi], true, k, n, w, k, &v);
+            struct nxr_sgemm_args g = {
+                .m = m, .n = n, .k = k, .alpha = 1.0f, .a = a, .lda = k, .c = batched, .ldc = ldc};
+            struct nxr__quant_plan plan;
+            nxr__quant_plan_init(&plan, isas[ii], &g, &v, NULL);
+            run(isas[ii], &plan, NULL, 0);
+            for (size_t i = 0; i < m; ++i) {
+                g.m = 1, g.a = a + i * k, g.c = alone;
+                nxr__quant_plan_init(&plan, isas[ii], &g, &v, NULL);
+                run(isas[ii], &plan, NULL, 0);
+                for (size_t j = 0; j < n; ++j)
+                    cr_assert_eq(bits_of(batched[i * ldc + j]), bits_of(alone[j]),
+                                 "%s format %d: row %zu of %zu, C[%zu] %.9g batched, %.9g alone",
+                                 isas[ii]->name, formats[fi], i, m, j, (double)batched[i * ldc + j],
+                                 (double)alone[j]);
+            }
+            free(packed);
+        }
+    free(a);
+    free(w);
+    free(batched);
+    free(alone);
+}
+
 /* A NaN or an infinity in A reaches C as in any f32 product (the 8-bit
  * kernels that quantize A take the f32 path for such a group of rows, and
  * its other rows are within the f32 path's bound: that path is the AVX2
