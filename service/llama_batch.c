@@ -326,6 +326,25 @@ static const struct nxr_for_opts attention_schedule = {.grain = 1,
 #define ATTENTION_CLONES
 #endif
 
+/* Heads per iteration: half a row's (so a row alone still feeds two
+ * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
+ * on its stack): the largest divisor of that half within the cap. */
+#define ATTENTION_MAX_GROUP 32
+
+static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
+{
+    const size_t half = s->heads % 2 == 0 ? s->heads / 2 : s->heads;
+    size_t per = half < ATTENTION_MAX_GROUP ? half : ATTENTION_MAX_GROUP;
+    while (half % per != 0)
+        per--;
+    return per;
+}
+
+/* One iteration: a row and a group of its heads (attention_heads_per_unit).
+ * Each cache block is read for every head of the group while it is in
+ * cache (a block's keys of every head are bt rows of kv floats, one run),
+ * not once per head. Each head's scores, softmax and sum are computed as
+ * before, in the same order: the bits do not change. */
 ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_t end,
                                                   unsigned worker)
 {
@@ -335,50 +354,64 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
     const struct svc_llama_shape *s = b->s;
     const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
     const size_t group = s->heads / s->kv_heads, bt = b->kv.block_tokens;
+    const size_t per = attention_heads_per_unit(s), units = s->heads / per;
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
-        const size_t r = it / s->heads, h = it % s->heads, off = h / group * hs;
+        const size_t r = it / units, h0 = it % units * per;
         const struct svc_llama_seq *q_seq = b->row_seq[r];
         const size_t n = b->row_pos[r] + 1;
-        const float *q = b->qkv + r * (dim + 2 * kv) + h * hs;
-        float *att = b->att + it * s->seq, *out = b->xb + r * dim + h * hs;
+        const float *q0 = b->qkv + r * (dim + 2 * kv);
+        float *att0 = b->att + r * s->heads * s->seq, *out0 = b->xb + r * dim;
+        float max[ATTENTION_MAX_GROUP], sum[ATTENTION_MAX_GROUP];
+        for (size_t h = h0; h < h0 + per; h++)
+            max[h - h0] = -INFINITY;
         /* A block at a time: its positions' keys (values) are kv floats
          * apart, so one lookup per block, not a division per position. */
-        float max = -INFINITY;
         for (size_t t0 = 0; t0 < n; t0 += bt) {
-            const float *k = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t0) + off;
+            const float *kb = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t0);
             const size_t t1 = t0 + bt < n ? t0 + bt : n;
-            size_t t = t0;
-            for (; t + 4 <= t1; t += 4, k += 4 * kv) {
-                float d[4];
-                dot4_lanes(q, k, kv, hs, d);
-                for (size_t j = 0; j < 4; j++) {
-                    att[t + j] = d[j] * scale;
-                    max = att[t + j] > max ? att[t + j] : max;
+            for (size_t h = h0; h < h0 + per; h++) {
+                const float *q = q0 + h * hs, *k = kb + h / group * hs;
+                float *att = att0 + h * s->seq, *mx = &max[h - h0];
+                size_t t = t0;
+                for (; t + 4 <= t1; t += 4, k += 4 * kv) {
+                    float d[4];
+                    dot4_lanes(q, k, kv, hs, d);
+                    for (size_t j = 0; j < 4; j++) {
+                        att[t + j] = d[j] * scale;
+                        *mx = att[t + j] > *mx ? att[t + j] : *mx;
+                    }
+                }
+                for (; t < t1; t++, k += kv) {
+                    att[t] = dot_lanes(q, k, hs) * scale;
+                    *mx = att[t] > *mx ? att[t] : *mx;
                 }
             }
-            for (; t < t1; t++, k += kv) {
-                att[t] = dot_lanes(q, k, hs) * scale;
-                max = att[t] > max ? att[t] : max;
+        }
+        for (size_t h = h0; h < h0 + per; h++) {
+            float *att = att0 + h * s->seq, total = 0.0f;
+            for (size_t t = 0; t < n; t++) {
+                att[t] = expf(att[t] - max[h - h0]);
+                total += att[t];
             }
+            sum[h - h0] = total;
+            memset(out0 + h * hs, 0, hs * sizeof(float));
         }
-        float sum = 0.0f;
-        for (size_t t = 0; t < n; t++) {
-            att[t] = expf(att[t] - max);
-            sum += att[t];
-        }
-        memset(out, 0, hs * sizeof(float));
         for (size_t t0 = 0; t0 < n; t0 += bt) {
-            const float *v = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0) + off;
+            const float *vb = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0);
             const size_t t1 = t0 + bt < n ? t0 + bt : n;
-            size_t t = t0;
-            for (; t + 4 <= t1; t += 4, v += 4 * kv) {
-                const float p[4] = {att[t] / sum, att[t + 1] / sum, att[t + 2] / sum,
-                                    att[t + 3] / sum};
-                axpy4_lanes(out, p, v, kv, hs);
+            for (size_t h = h0; h < h0 + per; h++) {
+                const float *att = att0 + h * s->seq, *v = vb + h / group * hs, total = sum[h - h0];
+                float *out = out0 + h * hs;
+                size_t t = t0;
+                for (; t + 4 <= t1; t += 4, v += 4 * kv) {
+                    const float p[4] = {att[t] / total, att[t + 1] / total, att[t + 2] / total,
+                                        att[t + 3] / total};
+                    axpy4_lanes(out, p, v, kv, hs);
+                }
+                for (; t < t1; t++, v += kv)
+                    axpy_lanes(out, att[t] / total, v, hs);
             }
-            for (; t < t1; t++, v += kv)
-                axpy_lanes(out, att[t] / sum, v, hs);
         }
     }
 }
@@ -477,8 +510,8 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         rope_and_cache(b, rows, l);
         struct attention a = {.b = b, .layer = l};
-        TRY(nxr_parallel_for_opts(ctx, 0, rows * s->heads, &attention_schedule,
-                                  attention_rows_heads, &a));
+        TRY(nxr_parallel_for_opts(ctx, 0, rows * (s->heads / attention_heads_per_unit(s)),
+                                  &attention_schedule, attention_rows_heads, &a));
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
