@@ -26,7 +26,7 @@ const char nxr_tool_demo_llama_usage[] =
     "             --kv-mib N       KV cache budget per domain (default 256)\n"
     "             --step-tokens N  rows per step, decode + prefill chunks (default 64)\n"
     "             --prefill-tokens N  prompt rows a step takes while sequences decode (default\n"
-    "                              8; 0: as many as --step-tokens leaves): small keeps every\n"
+    "                              12; 0: as many as --step-tokens leaves): small keeps every\n"
     "                              step about as long, so the inter-token latency's p99 stays\n"
     "                              near its p50; prompts take every row when nobody decodes\n"
     "             --domains SPEC   NXR_DOMAINS grammar (default: one per node)\n"
