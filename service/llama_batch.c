@@ -320,7 +320,14 @@ static const struct nxr_for_opts attention_schedule = {.grain = 1,
  * has (110m demo, three alternated pairs: 1.02-1.05x tokens/s). The lanes
  * do the same multiplies and adds in the same order in every clone (no
  * contraction in ISO C mode), so the bits do not depend on the clone. */
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__SANITIZE_THREAD__)
+#define ATTENTION_NO_CLONES 1 /* TSan cannot run the clones' ifunc resolver */
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ATTENTION_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(ATTENTION_NO_CLONES)
 #define ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ATTENTION_CLONES
