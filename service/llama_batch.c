@@ -226,6 +226,7 @@ static void add_chunk(struct svc_llama_batch *b, size_t i, size_t limit, size_t 
 struct attention {
     struct svc_llama_batch *b;
     size_t layer;
+    size_t heads_per_unit; /* attention_heads_per_unit(b->s), once per forward */
 };
 
 /* q . k over n floats in eight running sums, one per lane of a vector, then
@@ -361,7 +362,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
     const struct svc_llama_shape *s = b->s;
     const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
     const size_t group = s->heads / s->kv_heads, bt = b->kv.block_tokens;
-    const size_t per = attention_heads_per_unit(s), units = s->heads / per;
+    const size_t per = a->heads_per_unit, units = s->heads / per;
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
         const size_t r = it / units, h0 = it % units * per;
@@ -509,6 +510,7 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     const struct svc_llama_shape *s = b->s;
     const size_t dim = s->dim, hid = s->hidden;
     nxr_ctx_t *ctx = b->ctx;
+    const size_t heads_per_unit = attention_heads_per_unit(s);
     for (size_t r = 0; r < rows; r++)
         memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
     for (size_t l = 0; l < s->layers; l++) {
@@ -516,9 +518,9 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_att, SVC_LLAMA_EPS, b->xb, dim));
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         rope_and_cache(b, rows, l);
-        struct attention a = {.b = b, .layer = l};
-        TRY(nxr_parallel_for_opts(ctx, 0, rows * (s->heads / attention_heads_per_unit(s)),
-                                  &attention_schedule, attention_rows_heads, &a));
+        struct attention a = {.b = b, .layer = l, .heads_per_unit = heads_per_unit};
+        TRY(nxr_parallel_for_opts(ctx, 0, rows * (s->heads / heads_per_unit), &attention_schedule,
+                                  attention_rows_heads, &a));
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
         TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
         TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
