@@ -161,9 +161,12 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
 {
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0f)
         return false; /* C = beta C: the tile loop's scale */
-    /* By trans_b alone: packed panels stand for an untransposed B, and
-     * must take the path that B takes, for the same bits. */
-    const size_t m_max = g->trans_b ? NXR_SMALL_STREAM_MAX : NXR_SMALL_MAX;
+    /* Packed panels stand for an untransposed B, but stream to the rows
+     * transposed rows do: the axpy kernel sums each element in the tile
+     * loop's order (kc slices, one fma chain each), so the bits are the ones
+     * B's tile loop gives past NXR_SMALL_MAX (gemm_small_test). */
+    const bool panels = packed != NULL && packed->panels;
+    const size_t m_max = g->trans_b || panels ? NXR_SMALL_STREAM_MAX : NXR_SMALL_MAX;
     const bool small_m = g->m <= m_max && g->m <= g->n;
     const bool small_n = !small_m && g->n <= NXR_SMALL_MAX;
     if (!small_m && !small_n)
@@ -171,7 +174,6 @@ bool nxr__small_plan_init(struct nxr__small_plan *plan, const struct nxr__native
     const size_t nr = isa->nr;
     *plan = (struct nxr__small_plan){.isa = isa, .k = g->k, .alpha = g->alpha, .beta = g->beta,
                                      .c = g->c, .ldc = g->ldc, .epilogue = epilogue};
-    const bool panels = packed != NULL && packed->panels;
     if (small_m) {
         plan->ns = g->m;
         plan->nl = g->n;

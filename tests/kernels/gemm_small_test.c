@@ -118,6 +118,15 @@ Test(kernels_gemm_small, which_shapes_take_the_path)
     g.ldb = 4096;
     g.m = NXR_SMALL_MAX + 1;
     cr_assert(!nxr__small_plan_init(&p, isa, &g, NULL, NULL), "m 17 x n 4096 W: the tile loop");
+    /* The same W packed in panels streams them to 64 rows: the axpy
+     * kernel's bits are the tile loop's (packed_b_gives_the_unpacked_bits). */
+    const struct nxr__packed_b panels = {.panels = true, .k = 64, .n = 4096, .data = b};
+    g.m = NXR_SMALL_STREAM_MAX;
+    cr_assert(nxr__small_plan_init(&p, isa, &g, &panels, NULL) && !p.dot,
+              "m 64 x n 4096 packed panels: the axpy kernel");
+    g.m = NXR_SMALL_STREAM_MAX + 1;
+    cr_assert(!nxr__small_plan_init(&p, isa, &g, &panels, NULL),
+              "m 65 packed panels: the tile loop");
     g = (struct nxr_sgemm_args){.m = 4096, .n = 1, .k = 64, .alpha = 1, .a = a, .lda = 64, .b = b,
                            .ldb = 1, .c = c, .ldc = 1};
     cr_assert(nxr__small_plan_init(&p, isa, &g, NULL, NULL));
@@ -281,13 +290,16 @@ Test(kernels_gemm_small, packed_b_gives_the_unpacked_bits)
                 memcpy(plain, x.c, x.c_floats * sizeof(float));
                 memcpy(x.c, x.c0, x.c_floats * sizeof(float));
                 /* Packed: rows are the transposed call on the copy; panels
-                 * ride in the plan. */
+                 * ride in the plan, and take the small path to 64 rows where
+                 * unpacked W takes it to 16 (17 x 70, 40 x 100: the tile
+                 * loop unpacked), with the same bits. */
                 struct nxr_sgemm_args pg = x.g;
                 pg.b = packed;
                 pg.trans_b = !view.panels;
                 pg.ldb = view.panels ? n : view.ld;
                 if (nxr__small_plan_init(&sp, isas[ii], &pg, view.panels ? &view : NULL, NULL)) {
-                    cr_assert(small, "packed took the small path where unpacked did not");
+                    cr_assert(small || view.panels,
+                              "packed rows took the small path where unpacked did not");
                     isas[ii]->sgemm_small(&sp, 0, sp.units, scratch);
                 } else {
                     cr_assert(!small);
