@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench/timing.h"
+#include "service/llama_weights.h"
 
 struct packed_layer {
     nxr_weights_t *wqkv, *wo, *w13, *w2;
@@ -30,18 +31,12 @@ struct decode_nxr {
     int step_rc; /* the first failure of a loop body in the step, 0 if none */
 };
 
-/* op(W) = W^T for W stored out x in: k = in, n = out (runtime/nxr_weights.h). */
+/* op(W) = W^T for W stored out x in: k = in, n = out, packed as the
+ * service packs it (f32 from W^T, into panels: service/llama_weights.h). */
 static int pack(nxr_runtime_t *rt, enum nxr_weights_format format, const float *w, size_t out,
                 size_t in, nxr_weights_t **pw)
 {
-    struct nxr_weights_desc d;
-    nxr_weights_desc_init(&d);
-    d.w = w;
-    d.trans = true;
-    d.k = in;
-    d.n = out;
-    d.ldw = in;
-    return nxr_weights_create_format(rt, &d, format, pw);
+    return svc_llama_pack(rt, format, w, out, in, NULL, 0, pw);
 }
 
 static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)

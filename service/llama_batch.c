@@ -440,8 +440,11 @@ static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
 /* c[rows x n] = a W^T (+ c when accumulate: the residual add), W the
  * matrix `index` (svc_llama_weights' numbering): the domain's packed copy,
  * or with a span its shards, each member computing its own rows' outputs.
- * The span's residual add is one more pass (c + (a W^T), the same bits as
- * the packed product's beta = 1: one rounding of the same two values). */
+ * The span's residual add is one more pass (c + (a W^T): one rounding, as
+ * the packed product's beta = 1 does). Its shards are rows of W, summed by
+ * dot products along k, where the f32 copy's panels sum in one chain: the
+ * span's tokens are the one domain's (llama_span_test), its bits need not
+ * be. */
 static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda, size_t index,
                    float *c, bool accumulate)
 {

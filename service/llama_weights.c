@@ -28,10 +28,21 @@ const char *svc_llama_format_name(enum svc_llama_format f)
     return f == SVC_LLAMA_BF16 ? "bf16" : f == SVC_LLAMA_INT8 ? "int8" : "f32";
 }
 
-/* W stored out x in, packed as op(W) = W^T (k = in, n = out), in the
- * weights' format. */
-static int pack(nxr_runtime_t *rt, enum svc_llama_format format, const float *w, size_t out,
-                size_t in, const int *ids, size_t n, nxr_weights_t **pw)
+/* w^T (in x out) from w (out x in), in tiles that keep both sides' lines in
+ * cache. */
+static void transpose(const float *w, size_t out, size_t in, float *t)
+{
+    enum { TILE = 32 };
+    for (size_t r0 = 0; r0 < out; r0 += TILE)
+        for (size_t c0 = 0; c0 < in; c0 += TILE)
+            for (size_t r = r0; r < out && r < r0 + TILE; r++)
+                for (size_t c = c0; c < in && c < c0 + TILE; c++)
+                    t[c * out + r] = w[r * in + c];
+}
+
+/* f32 from W^T, untransposed: see llama_weights.h. */
+int svc_llama_pack(nxr_runtime_t *rt, enum nxr_weights_format format, const float *w, size_t out,
+                   size_t in, const int *ids, size_t n, nxr_weights_t **pw)
 {
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
@@ -42,7 +53,18 @@ static int pack(nxr_runtime_t *rt, enum svc_llama_format format, const float *w,
     d.ldw = in;
     d.domain_ids = ids;
     d.domain_count = n;
-    return nxr_weights_create_format(rt, &d, nxr_format_of(format), pw);
+    float *t = NULL;
+    if (format == NXR_WEIGHTS_F32) {
+        if ((t = malloc(out * in * sizeof(float))) == NULL)
+            return -ENOMEM;
+        transpose(w, out, in, t);
+        d.w = t;
+        d.trans = false;
+        d.ldw = out;
+    }
+    int rc = nxr_weights_create_format(rt, &d, format, pw);
+    free(t);
+    return rc;
 }
 
 static int pack_all(struct svc_llama_weights *w, nxr_runtime_t *rt, const int *ids, size_t n)
@@ -53,19 +75,20 @@ static int pack_all(struct svc_llama_weights *w, nxr_runtime_t *rt, const int *i
     w->packed.m = calloc(count, sizeof(w->packed.m[0]));
     if (w->packed.m == NULL)
         return -ENOMEM;
+    const enum nxr_weights_format f = nxr_format_of(w->format);
     int rc = 0;
     for (size_t l = 0; l < s->layers && rc == 0; l++) {
         const struct svc_llama_layer *L = &w->model->layer[l];
         nxr_weights_t **m = w->packed.m + l * SVC_LLAMA_MATRICES;
-        if ((rc = pack(rt, w->format, L->wqkv, dim + 2 * kv, dim, ids, n, &m[SVC_LLAMA_WQKV])) !=
+        if ((rc = svc_llama_pack(rt, f, L->wqkv, dim + 2 * kv, dim, ids, n, &m[SVC_LLAMA_WQKV])) !=
                 0 ||
-            (rc = pack(rt, w->format, L->wo, dim, dim, ids, n, &m[SVC_LLAMA_WO])) != 0 ||
-            (rc = pack(rt, w->format, L->w13, 2 * hid, dim, ids, n, &m[SVC_LLAMA_W13])) != 0)
+            (rc = svc_llama_pack(rt, f, L->wo, dim, dim, ids, n, &m[SVC_LLAMA_WO])) != 0 ||
+            (rc = svc_llama_pack(rt, f, L->w13, 2 * hid, dim, ids, n, &m[SVC_LLAMA_W13])) != 0)
             break;
-        rc = pack(rt, w->format, L->w2, dim, hid, ids, n, &m[SVC_LLAMA_W2]);
+        rc = svc_llama_pack(rt, f, L->w2, dim, hid, ids, n, &m[SVC_LLAMA_W2]);
     }
     if (rc == 0)
-        rc = pack(rt, w->format, w->model->wcls, s->vocab, dim, ids, n, &w->packed.m[count - 1]);
+        rc = svc_llama_pack(rt, f, w->model->wcls, s->vocab, dim, ids, n, &w->packed.m[count - 1]);
     w->packed.count = count; /* destroy skips the NULL ones of a failure */
     return rc;
 }

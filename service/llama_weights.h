@@ -27,6 +27,18 @@ int svc_llama_format_named(const char *name);
 /* The name of a format, as --weights takes it. */
 const char *svc_llama_format_name(enum svc_llama_format f);
 
+/* One matrix W, stored out x in (a row per output), packed for y = x W^T
+ * (k = in, n = out) in `format` on domains ids[0..n) (NULL, 0: every
+ * domain). f32 is packed from W^T itself (in x out), untransposed: nxr lays
+ * that out in panels of output columns, whose kernel multiplies every row of
+ * the batch by each panel as it streams, one fma chain along k per output
+ * whatever the number of rows: 1.12-1.25x the transposed copy's dot
+ * products at 1-32 rows (a 110m layer's four products, 2 threads,
+ * alternated runs). The 8-bit and bf16 formats block along k either way and
+ * are packed from W as it is. 0 or the packing's error. */
+int svc_llama_pack(nxr_runtime_t *rt, enum nxr_weights_format format, const float *w, size_t out,
+                   size_t in, const int *ids, size_t n, nxr_weights_t **pw);
+
 /* The side weights one domain reads by pointer: embed (vocab x dim), then
  * per layer the attention and FFN norms' gains (dim each), then the final
  * norm's. */
