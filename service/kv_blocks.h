@@ -68,19 +68,37 @@ bool svc_kv_take(struct svc_kv_blocks *p, const void *owner, size_t n, size_t *t
 /* Gives back table[0, n), which `owner` took (poisoned in checked builds). */
 void svc_kv_give(struct svc_kv_blocks *p, const void *owner, size_t n, const size_t *table);
 
-/* The keys (values) of `layer` at position `pos` of the sequence whose
- * blocks are table: kv_dim floats. */
-static inline float *svc_kv_key(const struct svc_kv_blocks *p, const size_t *table, size_t layer,
-                                size_t pos)
+/* Within a block, each layer holds its keys transposed, kv_dim rows of
+ * block_tokens floats (element d of position t at d * block_tokens +
+ * t % block_tokens), so that attention scores a block's positions side by
+ * side, a vector of positions per multiply-add with no sum across lanes;
+ * then its values, block_tokens rows of kv_dim floats, which attention adds
+ * up a row at a time. */
+
+/* The key tile (kv_dim x block_tokens) of `layer` in the block that holds
+ * position `pos` of the sequence whose blocks are table. */
+static inline float *svc_kv_keys(const struct svc_kv_blocks *p, const size_t *table, size_t layer,
+                                 size_t pos)
 {
     return p->base + table[pos / p->block_tokens] * p->block_floats +
-           (layer * 2 * p->block_tokens + pos % p->block_tokens) * p->kv_dim;
+           layer * 2 * p->block_tokens * p->kv_dim;
 }
 
+/* Writes position pos's keys (kv_dim floats) into their column of the tile. */
+static inline void svc_kv_put_key(const struct svc_kv_blocks *p, const size_t *table, size_t layer,
+                                  size_t pos, const float *k)
+{
+    float *tile = svc_kv_keys(p, table, layer, pos) + pos % p->block_tokens;
+    for (size_t d = 0; d < p->kv_dim; d++)
+        tile[d * p->block_tokens] = k[d];
+}
+
+/* The values of `layer` at position `pos`: kv_dim floats. */
 static inline float *svc_kv_value(const struct svc_kv_blocks *p, const size_t *table, size_t layer,
                                   size_t pos)
 {
-    return svc_kv_key(p, table, layer, pos) + p->block_tokens * p->kv_dim;
+    return svc_kv_keys(p, table, layer, pos) +
+           (p->block_tokens + pos % p->block_tokens) * p->kv_dim;
 }
 
 /* The owner of block b (NULL when free). */

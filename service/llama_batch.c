@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/llama_scores.h"
+
 struct svc_llama_batch {
     const struct svc_llama_weights *w;
     const struct svc_llama_side *side;
@@ -229,23 +231,6 @@ struct attention {
     size_t heads_per_unit; /* attention_heads_per_unit(b->s), once per forward */
 };
 
-/* q . k over n floats in eight running sums, one per lane of a vector, then
- * added pairwise: one long chain of dependent adds (what a plain loop is in
- * C's order) kept attention at a third of a 15m step. Every engine path
- * calls this one, so batched, alone and span make the same bits. */
-static inline __attribute__((always_inline)) float dot_lanes(const float *q, const float *k,
-                                                             size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t l = 0; l < 8; l++)
-            acc[l] += q[i + l] * k[i + l];
-    for (size_t l = 0; i < n; i++, l++)
-        acc[l] += q[i] * k[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
 /* out += p v over n floats. restrict: the output row is never the cache, and
  * saying so lets the compiler keep out in registers a vector at a time
  * instead of loading and storing it around every multiply-add. */
@@ -258,27 +243,6 @@ static inline __attribute__((always_inline)) void axpy_lanes(float *restrict out
             out[i + l] += p * v[i + l];
     for (; i < n; i++)
         out[i] += p * v[i];
-}
-
-/* dot_lanes of four keys `stride` floats apart at once: four independent
- * sets of the eight sums, each added as dot_lanes adds its own (the same
- * bits), so one key's adds never wait on another's. */
-static inline __attribute__((always_inline)) void dot4_lanes(const float *q, const float *k,
-                                                             size_t stride, size_t n, float out[4])
-{
-    float acc[4][8] = {{0}};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t j = 0; j < 4; j++)
-            for (size_t l = 0; l < 8; l++)
-                acc[j][l] += q[i + l] * k[j * stride + i + l];
-    for (size_t l = 0; i < n; i++, l++)
-        for (size_t j = 0; j < 4; j++)
-            acc[j][l] += q[i] * k[j * stride + i];
-    for (size_t j = 0; j < 4; j++) {
-        const float *a = acc[j];
-        out[j] = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-    }
 }
 
 /* axpy_lanes of four values `stride` floats apart, in their order: each
@@ -350,9 +314,9 @@ static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
 
 /* One iteration: a row and a group of its heads (attention_heads_per_unit).
  * Each cache block is read for every head of the group while it is in
- * cache (a block's keys of every head are bt rows of kv floats, one run),
- * not once per head. Each head's scores, softmax and sum are computed as
- * before, in the same order: the bits do not change. */
+ * cache (a block's key tile is one run of kv x bt floats, its values one of
+ * bt x kv), not once per head. Each head's scores, softmax and sum are its
+ * own, in the same order whichever group or thread computes them. */
 ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_t end,
                                                   unsigned worker)
 {
@@ -373,27 +337,17 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
         float max[ATTENTION_MAX_GROUP], sum[ATTENTION_MAX_GROUP];
         for (size_t h = h0; h < h0 + per; h++)
             max[h - h0] = -INFINITY;
-        /* A block at a time: its positions' keys (values) are kv floats
-         * apart, so one lookup per block, not a division per position. */
+        /* A block at a time: one lookup per block, not a division per
+         * position. */
         for (size_t t0 = 0; t0 < n; t0 += bt) {
-            const float *kb = svc_kv_key(&b->kv, q_seq->blocks, a->layer, t0);
-            const size_t t1 = t0 + bt < n ? t0 + bt : n;
+            const float *kt = svc_kv_keys(&b->kv, q_seq->blocks, a->layer, t0);
+            const size_t nt = (t0 + bt < n ? t0 + bt : n) - t0;
             for (size_t h = h0; h < h0 + per; h++) {
-                const float *q = q0 + h * hs, *k = kb + h / group * hs;
-                float *att = att0 + h * s->seq, *mx = &max[h - h0];
-                size_t t = t0;
-                for (; t + 4 <= t1; t += 4, k += 4 * kv) {
-                    float d[4];
-                    dot4_lanes(q, k, kv, hs, d);
-                    for (size_t j = 0; j < 4; j++) {
-                        att[t + j] = d[j] * scale;
-                        *mx = att[t + j] > *mx ? att[t + j] : *mx;
-                    }
-                }
-                for (; t < t1; t++, k += kv) {
-                    att[t] = dot_lanes(q, k, hs) * scale;
-                    *mx = att[t] > *mx ? att[t] : *mx;
-                }
+                float *att = att0 + h * s->seq + t0, *mx = &max[h - h0];
+                svc_llama_scores_tile(q0 + h * hs, kt + h / group * hs * bt, bt, hs, nt, scale,
+                                      att);
+                for (size_t j = 0; j < nt; j++)
+                    *mx = att[j] > *mx ? att[j] : *mx;
             }
         }
         for (size_t h = h0; h < h0 + per; h++) {
@@ -503,7 +457,7 @@ static void rope_and_cache(struct svc_llama_batch *b, size_t rows, size_t layer)
         float *q = b->qkv + r * (dim + 2 * kv), *k = q + dim, *v = k + kv;
         const struct svc_llama_seq *sq = b->row_seq[r];
         svc_llama_rope(s, b->row_pos[r], q, k);
-        memcpy(svc_kv_key(&b->kv, sq->blocks, layer, b->row_pos[r]), k, kv * sizeof(float));
+        svc_kv_put_key(&b->kv, sq->blocks, layer, b->row_pos[r], k);
         memcpy(svc_kv_value(&b->kv, sq->blocks, layer, b->row_pos[r]), v, kv * sizeof(float));
     }
 }
