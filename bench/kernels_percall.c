@@ -69,15 +69,21 @@ static void one_shape(struct rt *r, size_t n, size_t k, int reps, struct percall
         w[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < k; i++)
         x[i] = (float)(i % 7) / 7.0f;
+    /* Packed as docs/guide.md says to pack f32 weights: from W^T (k x n),
+     * untransposed, into panels. */
+    float *wt = alloc_floats(n * k);
+    for (size_t o = 0; o < n; o++)
+        for (size_t i = 0; i < k; i++)
+            wt[i * n + o] = w[o * k + i];
     struct nxr_weights_desc d;
     nxr_weights_desc_init(&d);
-    d.w = w;
-    d.trans = true;
+    d.w = wt;
     d.k = k;
     d.n = n;
-    d.ldw = k;
+    d.ldw = n;
     nxr_weights_t *pw;
     int rc = nxr_weights_create(r->rt, &d, &pw);
+    free(wt);
     if (rc != 0)
         die("nxr_weights_create", rc);
     struct nxr_sgemm_packed_args g = {
