@@ -30,24 +30,39 @@ static inline __attribute__((always_inline)) void svc_llama_scores_tile(const fl
     for (size_t j0 = 0; j0 < nt; j0 += SCORE_LANES) {
         const size_t w = nt - j0 < SCORE_LANES ? nt - j0 : SCORE_LANES;
         const float *k = kt + j0;
-        float acc[4][SCORE_LANES] = {{0}};
+        /* Four accumulators, each named: indexed by a loop variable they
+         * lived on the stack (a load and a store around every add). */
+        float a0[SCORE_LANES] = {0}, a1[SCORE_LANES] = {0}, a2[SCORE_LANES] = {0},
+              a3[SCORE_LANES] = {0};
         size_t d = 0;
         if (w == SCORE_LANES) {
-            for (; d + 4 <= hs; d += 4)
-                for (size_t c = 0; c < 4; c++)
-                    for (size_t l = 0; l < SCORE_LANES; l++)
-                        acc[c][l] += q[d + c] * k[(d + c) * bt + l];
+            for (; d + 4 <= hs; d += 4) {
+                const float *k0 = k + d * bt, *k1 = k0 + bt, *k2 = k1 + bt, *k3 = k2 + bt;
+                for (size_t l = 0; l < SCORE_LANES; l++)
+                    a0[l] += q[d] * k0[l];
+                for (size_t l = 0; l < SCORE_LANES; l++)
+                    a1[l] += q[d + 1] * k1[l];
+                for (size_t l = 0; l < SCORE_LANES; l++)
+                    a2[l] += q[d + 2] * k2[l];
+                for (size_t l = 0; l < SCORE_LANES; l++)
+                    a3[l] += q[d + 3] * k3[l];
+            }
         } else {
-            for (; d + 4 <= hs; d += 4)
-                for (size_t c = 0; c < 4; c++)
-                    for (size_t l = 0; l < w; l++)
-                        acc[c][l] += q[d + c] * k[(d + c) * bt + l];
+            for (; d + 4 <= hs; d += 4) {
+                const float *k0 = k + d * bt, *k1 = k0 + bt, *k2 = k1 + bt, *k3 = k2 + bt;
+                for (size_t l = 0; l < w; l++) {
+                    a0[l] += q[d] * k0[l];
+                    a1[l] += q[d + 1] * k1[l];
+                    a2[l] += q[d + 2] * k2[l];
+                    a3[l] += q[d + 3] * k3[l];
+                }
+            }
         }
         for (; d < hs; d++)
             for (size_t l = 0; l < w; l++)
-                acc[0][l] += q[d] * k[d * bt + l];
+                a0[l] += q[d] * k[d * bt + l];
         for (size_t l = 0; l < w; l++)
-            att[j0 + l] = ((acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])) * scale;
+            att[j0 + l] = ((a0[l] + a1[l]) + (a2[l] + a3[l])) * scale;
     }
 }
 
