@@ -3,10 +3,40 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/llama_scores.h"
+
+/* The largest of m and a[0, n): sixteen running maxima, then the largest
+ * of them. The largest of a set is the same value in any order (a NaN
+ * loses every comparison either way), so the lanes change no bits; one
+ * running maximum made a chain of compares as long as the cache. */
+static inline __attribute__((always_inline)) float max_lanes(const float *a, size_t n, float m)
+{
+    float lane[16];
+    for (size_t l = 0; l < 16; l++)
+        lane[l] = m;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (size_t l = 0; l < 16; l++)
+            lane[l] = a[j + l] > lane[l] ? a[j + l] : lane[l];
+    for (; j < n; j++)
+        lane[0] = a[j] > lane[0] ? a[j] : lane[0];
+    for (size_t l = 0; l < 16; l++)
+        m = lane[l] > m ? lane[l] : m;
+    return m;
+}
+
+/* A layer's operations' argument: the forward's loops over rows and
+ * attention's over (row, group of heads) read it. One per layer, made with
+ * the batch: a step holds its loops' arguments until it has run. */
+struct layer_op {
+    struct svc_llama_batch *b;
+    size_t layer;
+    size_t heads_per_unit; /* attention_heads_per_unit(b->s) */
+};
 
 struct svc_llama_batch {
     const struct svc_llama_weights *w;
@@ -27,9 +57,14 @@ struct svc_llama_batch {
     /* Logit rows (max_active at most): the row each comes from, its token. */
     size_t *logit_row;
     int *logit_token;
+    size_t n_logits; /* logit rows of the last step */
     /* Activations, in the domain's memory. */
     float *x, *xb, *qkv, *hb, *att, *lx, *logits;
     float *sum; /* with a span: a residual product before it is added */
+    /* The forward's loops' arguments, one per layer, and the first failure
+     * of a context call inside a loop body (0: none). */
+    struct layer_op *layer_ops;
+    atomic_int body_rc;
 };
 
 void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
@@ -39,6 +74,30 @@ void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
     o->max_active = 16;
     o->kv_bytes = (size_t)64 << 20;
     o->block_tokens = 16;
+}
+
+/* Heads per iteration: half a row's (so a row alone still feeds two
+ * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
+ * on its stack): the largest divisor of that half within the cap. */
+#define ATTENTION_MAX_GROUP 32
+
+static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
+{
+    const size_t half = s->heads % 2 == 0 ? s->heads / 2 : s->heads;
+    size_t per = half < ATTENTION_MAX_GROUP ? half : ATTENTION_MAX_GROUP;
+    while (half % per != 0)
+        per--;
+    return per;
+}
+
+static int layer_ops_create(struct svc_llama_batch *b)
+{
+    const size_t layers = b->s->layers, per = attention_heads_per_unit(b->s);
+    if ((b->layer_ops = calloc(layers, sizeof *b->layer_ops)) == NULL)
+        return -ENOMEM;
+    for (size_t l = 0; l < layers; l++)
+        b->layer_ops[l] = (struct layer_op){.b = b, .layer = l, .heads_per_unit = per};
+    return 0;
 }
 
 static int domain_floats(nxr_ctx_t *ctx, size_t n, float **p)
@@ -89,7 +148,8 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
         (rc = domain_floats(ctx, T * s->heads * s->seq, &b->att)) != 0 ||
         (rc = domain_floats(ctx, A * dim, &b->lx)) != 0 ||
         (rc = domain_floats(ctx, A * s->vocab, &b->logits)) != 0 ||
-        (o->span != NULL && (rc = domain_floats(ctx, T * dim, &b->sum)) != 0)) {
+        (o->span != NULL && (rc = domain_floats(ctx, T * dim, &b->sum)) != 0) ||
+        (rc = layer_ops_create(b)) != 0) {
         svc_llama_batch_destroy(b);
         return rc;
     }
@@ -118,6 +178,7 @@ void svc_llama_batch_destroy(struct svc_llama_batch *b)
     svc_kv_blocks_destroy(&b->kv);
     free(b->active), free(b->row_seq), free(b->row_token), free(b->row_pos);
     free(b->chunk), free(b->logit_row), free(b->logit_token);
+    free(b->layer_ops);
     free(b);
 }
 
@@ -168,6 +229,16 @@ size_t svc_llama_batch_waiting(const struct svc_llama_batch *b)
 size_t svc_llama_batch_free_blocks(const struct svc_llama_batch *b)
 {
     return b->kv.free_count;
+}
+
+size_t svc_llama_batch_logits(const struct svc_llama_batch *b, size_t i,
+                              const struct svc_llama_seq **seq, const float **logits)
+{
+    if (i < b->n_logits) {
+        *seq = b->row_seq[b->logit_row[i]];
+        *logits = b->logits + i * b->s->vocab;
+    }
+    return b->n_logits;
 }
 
 const struct svc_kv_blocks *svc_llama_batch_cache(const struct svc_llama_batch *b)
@@ -224,13 +295,6 @@ static void add_chunk(struct svc_llama_batch *b, size_t i, size_t limit, size_t 
         b->logit_row[(*logits)++] = *rows - 1;
 }
 
-/* One (row, head) of attention per iteration, over the row's own cache. */
-struct attention {
-    struct svc_llama_batch *b;
-    size_t layer;
-    size_t heads_per_unit; /* attention_heads_per_unit(b->s), once per forward */
-};
-
 /* out += p v over n floats. restrict: the output row is never the cache, and
  * saying so lets the compiler keep out in registers a vector at a time
  * instead of loading and storing it around every multiply-add. */
@@ -238,8 +302,8 @@ static inline __attribute__((always_inline)) void axpy_lanes(float *restrict out
                                                              const float *restrict v, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t l = 0; l < 8; l++)
+    for (; i + 16 <= n; i += 16)
+        for (size_t l = 0; l < 16; l++)
             out[i + l] += p * v[i + l];
     for (; i < n; i++)
         out[i] += p * v[i];
@@ -253,8 +317,8 @@ static inline __attribute__((always_inline)) void
 axpy4_lanes(float *restrict out, const float p[4], const float *restrict v, size_t stride, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t l = 0; l < 8; l++) {
+    for (; i + 16 <= n; i += 16)
+        for (size_t l = 0; l < 16; l++) {
             float o = out[i + l];
             o += p[0] * v[i + l];
             o += p[1] * v[stride + i + l];
@@ -271,14 +335,6 @@ axpy4_lanes(float *restrict out, const float p[4], const float *restrict v, size
         out[i] = o;
     }
 }
-
-/* A (row, head) costs its row's position: decoders' rows (first) attend
- * over whole caches, a prompt chunk's over its first positions. In even
- * contiguous shares (the static schedule) one thread took the decoders and
- * the other waited: 9 % of a 110m step's samples in the caller's share
- * against 3.6 % in the worker's. Claimed one at a time, they balance. */
-static const struct nxr_for_opts attention_schedule = {.grain = 1,
-                                                       .schedule = NXR_SCHEDULE_DYNAMIC};
 
 /* The service is built for the ISA's baseline, so attention's lane loops
  * ran 4 wide (SSE); a clone per vector width runs them as wide as the CPU
@@ -298,20 +354,6 @@ static const struct nxr_for_opts attention_schedule = {.grain = 1,
 #define ATTENTION_CLONES
 #endif
 
-/* Heads per iteration: half a row's (so a row alone still feeds two
- * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
- * on its stack): the largest divisor of that half within the cap. */
-#define ATTENTION_MAX_GROUP 32
-
-static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
-{
-    const size_t half = s->heads % 2 == 0 ? s->heads / 2 : s->heads;
-    size_t per = half < ATTENTION_MAX_GROUP ? half : ATTENTION_MAX_GROUP;
-    while (half % per != 0)
-        per--;
-    return per;
-}
-
 /* One iteration: a row and a group of its heads (attention_heads_per_unit).
  * Each cache block is read for every head of the group while it is in
  * cache (a block's key tile is one run of kv x bt floats, its values one of
@@ -321,7 +363,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
                                                   unsigned worker)
 {
     (void)worker;
-    const struct attention *a = arg;
+    const struct layer_op *a = arg;
     struct svc_llama_batch *b = a->b;
     const struct svc_llama_shape *s = b->s;
     const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
@@ -334,7 +376,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
         const size_t n = b->row_pos[r] + 1;
         const float *q0 = b->qkv + r * (dim + 2 * kv);
         float *att0 = b->att + r * s->heads * s->seq, *out0 = b->xb + r * dim;
-        float max[ATTENTION_MAX_GROUP], sum[ATTENTION_MAX_GROUP];
+        float max[ATTENTION_MAX_GROUP];
         for (size_t h = h0; h < h0 + per; h++)
             max[h - h0] = -INFINITY;
         /* A block at a time: one lookup per block, not a division per
@@ -346,8 +388,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
                 float *att = att0 + h * s->seq + t0, *mx = &max[h - h0];
                 svc_llama_scores_tile(q0 + h * hs, kt + h / group * hs * bt, bt, hs, nt, scale,
                                       att);
-                for (size_t j = 0; j < nt; j++)
-                    *mx = att[j] > *mx ? att[j] : *mx;
+                *mx = max_lanes(att, nt, *mx);
             }
         }
         for (size_t h = h0; h < h0 + per; h++) {
@@ -356,81 +397,56 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
                 att[t] = expf(att[t] - max[h - h0]);
                 total += att[t];
             }
-            sum[h - h0] = total;
+            /* Each weight divided once here, a vector at a time, not once
+             * per head and position in the sum below: the same division,
+             * the same bits. */
+            for (size_t t = 0; t < n; t++)
+                att[t] = att[t] / total;
             memset(out0 + h * hs, 0, hs * sizeof(float));
         }
         for (size_t t0 = 0; t0 < n; t0 += bt) {
             const float *vb = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0);
             const size_t t1 = t0 + bt < n ? t0 + bt : n;
             for (size_t h = h0; h < h0 + per; h++) {
-                const float *att = att0 + h * s->seq, *v = vb + h / group * hs, total = sum[h - h0];
+                const float *att = att0 + h * s->seq, *v = vb + h / group * hs;
                 float *out = out0 + h * hs;
                 size_t t = t0;
-                for (; t + 4 <= t1; t += 4, v += 4 * kv) {
-                    const float p[4] = {att[t] / total, att[t + 1] / total, att[t + 2] / total,
-                                        att[t + 3] / total};
-                    axpy4_lanes(out, p, v, kv, hs);
-                }
+                for (; t + 4 <= t1; t += 4, v += 4 * kv)
+                    axpy4_lanes(out, att + t, v, kv, hs);
                 for (; t < t1; t++, v += kv)
-                    axpy_lanes(out, att[t] / total, v, hs);
+                    axpy_lanes(out, att[t], v, hs);
             }
         }
     }
 }
 
-/* SwiGLU in place on each row of hb: gate = silu(gate) * up. */
-static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
+/* With a span: c[rows x n] = a W^T (+ c when accumulate: the residual
+ * add), W the matrix `index` (svc_llama_weights' numbering) as its shards,
+ * each member computing its own rows' outputs. The residual add is one
+ * more pass (c + (a W^T): one rounding, as the packed product's beta = 1
+ * does). The shards are rows of W, summed by dot products along k, where
+ * the f32 copy's panels sum in one chain: the span's tokens are the one
+ * domain's (llama_span_test), its bits need not be. */
+static int span_product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda,
+                        size_t index, float *c, bool accumulate)
 {
-    (void)worker;
-    const struct svc_llama_batch *b = arg;
-    const size_t hid = b->s->hidden;
-    for (size_t r = begin; r < end; r++) {
-        float *g = b->hb + r * 2 * hid, *u = g + hid;
-        for (size_t i = 0; i < hid; i++)
-            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-    }
-}
-
-/* c[rows x n] = a W^T (+ c when accumulate: the residual add), W the
- * matrix `index` (svc_llama_weights' numbering): the domain's packed copy,
- * or with a span its shards, each member computing its own rows' outputs.
- * The span's residual add is one more pass (c + (a W^T): one rounding, as
- * the packed product's beta = 1 does). Its shards are rows of W, summed by
- * dot products along k, where the f32 copy's panels sum in one chain: the
- * span's tokens are the one domain's (llama_span_test), its bits need not
- * be. */
-static int product(struct svc_llama_batch *b, size_t rows, const float *a, size_t lda, size_t index,
-                   float *c, bool accumulate)
-{
-    if (b->o.span != NULL) {
-        const nxr_shards_t *w = svc_llama_shard(b->o.shards, index);
-        const size_t n = nxr_weights_n(b->w->packed.m[index]);
-        const size_t k = nxr_weights_k(b->w->packed.m[index]);
-        float *y = accumulate ? b->sum : c;
-        struct nxr_span_linear_args g = {.m = rows,
-                                         .k = k,
-                                         .n = n,
-                                         .x = a,
-                                         .ldx = lda,
-                                         .w = w,
-                                         .layout = NXR_SHARD_BY_OUTPUT,
-                                         .y = y,
-                                         .ldy = n};
-        int rc = nxr_span_linear(b->o.span, &g);
-        if (rc != 0 || !accumulate)
-            return rc;
-        return nxr_binary(b->ctx, NXR_BINARY_ADD, rows * n, c, y, c);
-    }
-    const nxr_weights_t *w = b->w->packed.m[index];
-    struct nxr_sgemm_packed_args g = {.m = rows,
-                                      .alpha = 1.0f,
-                                      .a = a,
-                                      .lda = lda,
-                                      .w = w,
-                                      .beta = accumulate ? 1.0f : 0.0f,
-                                      .c = c,
-                                      .ldc = nxr_weights_n(w)};
-    return nxr_sgemm_packed(b->ctx, &g, NULL);
+    const nxr_shards_t *w = svc_llama_shard(b->o.shards, index);
+    const size_t n = nxr_weights_n(b->w->packed.m[index]);
+    const size_t k = nxr_weights_k(b->w->packed.m[index]);
+    float *y = accumulate ? b->sum : c;
+    struct nxr_span_linear_args g = {.m = rows,
+                                     .k = k,
+                                     .n = n,
+                                     .x = a,
+                                     .ldx = lda,
+                                     .w = w,
+                                     .layout = NXR_SHARD_BY_OUTPUT,
+                                     .y = y,
+                                     .ldy = n};
+    int rc = nxr_span_linear(b->o.span, &g);
+    if (rc != 0 || !accumulate)
+        return rc;
+    return nxr_binary(b->ctx, NXR_BINARY_ADD, rows * n, c, y, c);
 }
 
 /* Matrix `which` of layer l, in svc_llama_weights' numbering. */
@@ -446,63 +462,204 @@ static size_t matrix(size_t l, int which)
             return rc_;                                                                            \
     } while (0)
 
-/* RoPE on each row's q and k at its position, then its k and v into its
- * sequence's cache: every row's keys are in place before any row attends,
- * so a chunk's later tokens see its earlier ones. */
-static void rope_and_cache(struct svc_llama_batch *b, size_t rows, size_t layer)
+/* A context call's failure inside a loop body: the first one is kept, and
+ * the forward returns it once its operations are done. */
+static void body_failed(struct svc_llama_batch *b, int rc)
 {
+    int none = 0;
+    if (rc != 0)
+        atomic_compare_exchange_strong(&b->body_rc, &none, rc);
+}
+
+/* The forward's loops, over rows (or logit rows, or (row, group of heads)
+ * for attention). A context call in a body (nxr_rmsnorm, nxr_argmax) runs
+ * in place on the thread that took the chunk: a body of the domain. */
+static void norm_att_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    const struct layer_op *o = arg;
+    struct svc_llama_batch *b = o->b;
+    const size_t dim = b->s->dim;
+    const float *rms_att = b->side->rms_att0 + 2 * o->layer * dim;
+    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim, rms_att,
+                               SVC_LLAMA_EPS, b->xb + begin * dim, dim));
+}
+
+static void norm_ffn_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    const struct layer_op *o = arg;
+    struct svc_llama_batch *b = o->b;
+    const size_t dim = b->s->dim;
+    const float *rms_ffn = b->side->rms_att0 + (2 * o->layer + 1) * dim;
+    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim, rms_ffn,
+                               SVC_LLAMA_EPS, b->xb + begin * dim, dim));
+}
+
+/* RoPE on each row's q and k at its position, then its k and v into its
+ * sequence's cache: every row's keys are in place before any row attends
+ * (a barrier follows), so a chunk's later tokens see its earlier ones.
+ * Rows write their own positions: no two write the same floats. */
+static void rope_cache_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    const struct layer_op *o = arg;
+    struct svc_llama_batch *b = o->b;
     const struct svc_llama_shape *s = b->s;
     const size_t dim = s->dim, kv = svc_llama_kv_dim(s);
-    for (size_t r = 0; r < rows; r++) {
+    for (size_t r = begin; r < end; r++) {
         float *q = b->qkv + r * (dim + 2 * kv), *k = q + dim, *v = k + kv;
         const struct svc_llama_seq *sq = b->row_seq[r];
         svc_llama_rope(s, b->row_pos[r], q, k);
-        svc_kv_put_key(&b->kv, sq->blocks, layer, b->row_pos[r], k);
-        memcpy(svc_kv_value(&b->kv, sq->blocks, layer, b->row_pos[r]), v, kv * sizeof(float));
+        svc_kv_put_key(&b->kv, sq->blocks, o->layer, b->row_pos[r], k);
+        memcpy(svc_kv_value(&b->kv, sq->blocks, o->layer, b->row_pos[r]), v, kv * sizeof(float));
     }
 }
 
-static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
+/* SwiGLU in place on each row of hb: gate = silu(gate) * up. */
+static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
 {
+    (void)worker;
+    const struct layer_op *o = arg;
+    const struct svc_llama_batch *b = o->b;
+    const size_t hid = b->s->hidden;
+    for (size_t r = begin; r < end; r++) {
+        float *g = b->hb + r * 2 * hid, *u = g + hid;
+        for (size_t i = 0; i < hid; i++)
+            g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+}
+
+/* Only the rows that make a token go through the classifier: each logit
+ * row copied out of x and normed. */
+static void final_norm_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    struct svc_llama_batch *b = arg;
+    const size_t dim = b->s->dim;
+    for (size_t i = begin; i < end; i++)
+        memcpy(b->lx + i * dim, b->x + b->logit_row[i] * dim, dim * sizeof(float));
+    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->lx + begin * dim, dim,
+                               b->side->rms_final, SVC_LLAMA_EPS, b->lx + begin * dim, dim));
+}
+
+static void argmax_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    struct svc_llama_batch *b = arg;
+    for (size_t i = begin; i < end; i++) {
+        size_t best = 0;
+        int rc = nxr_argmax(b->ctx, b->s->vocab, b->logits + i * b->s->vocab, &best);
+        body_failed(b, rc);
+        b->logit_token[i] = rc == 0 ? (int)best : 0;
+    }
+}
+
+/* Where the forward's operations go. Without a span: into one nxr_step,
+ * each behind a barrier (each reads what the one before wrote), run as
+ * one region when the forward is built, so a token's 9 operations a layer
+ * cost no fork and join each. With a span the products are span calls,
+ * which no step holds, so every operation runs as it is added. */
+struct ops {
+    struct svc_llama_batch *b;
+    nxr_step_t *step; /* NULL: run at once (a span) */
+};
+
+/* Chunks of one iteration, claimed one at a time. A (row, group of heads)
+ * of attention costs its row's position: decoders' rows (first) attend
+ * over whole caches, a prompt chunk's over its first positions. In even
+ * contiguous shares (the static schedule) one thread took the decoders and
+ * the other waited: 9 % of a 110m step's samples in the caller's share
+ * against 3.6 % in the worker's. Claimed one at a time, they balance. A
+ * row of a norm or of SwiGLU is the smallest useful piece at the batch's
+ * few rows. */
+static const struct nxr_for_opts claimed_one_by_one = {.grain = 1,
+                                                       .schedule = NXR_SCHEDULE_DYNAMIC};
+
+static int op_loop(struct ops *o, size_t n, nxr_for_fn fn, void *arg)
+{
+    int rc;
+    if (o->step == NULL) {
+        rc = nxr_parallel_for_opts(o->b->ctx, 0, n, &claimed_one_by_one, fn, arg);
+        return rc != 0 ? rc : atomic_load(&o->b->body_rc);
+    }
+    rc = nxr_step_add_loop(o->step, 0, n, claimed_one_by_one.grain, fn, arg);
+    return rc != 0 ? rc : nxr_step_add_barrier(o->step);
+}
+
+static int op_product(struct ops *o, size_t rows, const float *a, size_t lda, size_t index,
+                      float *c, bool accumulate)
+{
+    if (o->step == NULL)
+        return span_product(o->b, rows, a, lda, index, c, accumulate);
+    const nxr_weights_t *w = o->b->w->packed.m[index];
+    struct nxr_sgemm_packed_args g = {.m = rows,
+                                      .alpha = 1.0f,
+                                      .a = a,
+                                      .lda = lda,
+                                      .w = w,
+                                      .beta = accumulate ? 1.0f : 0.0f,
+                                      .c = c,
+                                      .ldc = nxr_weights_n(w)};
+    int rc = nxr_step_add_sgemm_packed(o->step, &g, NULL);
+    return rc != 0 ? rc : nxr_step_add_barrier(o->step);
+}
+
+/* The forward's operations, in order, into o. */
+static int forward_ops(struct ops *o, size_t rows, size_t logits)
+{
+    struct svc_llama_batch *b = o->b;
     const struct svc_llama_shape *s = b->s;
     const size_t dim = s->dim, hid = s->hidden;
-    nxr_ctx_t *ctx = b->ctx;
-    const size_t heads_per_unit = attention_heads_per_unit(s);
-    for (size_t r = 0; r < rows; r++)
-        memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
     for (size_t l = 0; l < s->layers; l++) {
-        const float *rms_att = b->side->rms_att0 + 2 * l * dim, *rms_ffn = rms_att + dim;
-        TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_att, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
-        rope_and_cache(b, rows, l);
-        struct attention a = {.b = b, .layer = l, .heads_per_unit = heads_per_unit};
-        TRY(nxr_parallel_for_opts(ctx, 0, rows * (s->heads / heads_per_unit), &attention_schedule,
-                                  attention_rows_heads, &a));
-        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
-        TRY(nxr_rmsnorm(ctx, rows, dim, b->x, dim, rms_ffn, SVC_LLAMA_EPS, b->xb, dim));
-        TRY(product(b, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
-        TRY(nxr_parallel_for(ctx, 0, rows, 1, swiglu_rows, b));
-        TRY(product(b, rows, b->hb, 2 * hid, matrix(l, SVC_LLAMA_W2), b->x, true));
+        struct layer_op *lo = &b->layer_ops[l];
+        const size_t units = s->heads / lo->heads_per_unit;
+        TRY(op_loop(o, rows, norm_att_rows, lo));
+        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
+        TRY(op_loop(o, rows, rope_cache_rows, lo));
+        TRY(op_loop(o, rows * units, attention_rows_heads, lo));
+        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
+        TRY(op_loop(o, rows, norm_ffn_rows, lo));
+        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
+        TRY(op_loop(o, rows, swiglu_rows, lo));
+        TRY(op_product(o, rows, b->hb, 2 * hid, matrix(l, SVC_LLAMA_W2), b->x, true));
     }
     if (logits == 0)
         return 0;
-    /* Only the rows that make a token go through the classifier. */
-    for (size_t i = 0; i < logits; i++)
-        memcpy(b->lx + i * dim, b->x + b->logit_row[i] * dim, dim * sizeof(float));
-    TRY(nxr_rmsnorm(ctx, logits, dim, b->lx, dim, b->side->rms_final, SVC_LLAMA_EPS, b->lx, dim));
-    TRY(product(b, logits, b->lx, dim, b->w->packed.count - 1, b->logits, false));
-    for (size_t i = 0; i < logits; i++) {
-        size_t best;
-        TRY(nxr_argmax(ctx, s->vocab, b->logits + i * s->vocab, &best));
-        b->logit_token[i] = (int)best;
-    }
-    return 0;
+    TRY(op_loop(o, logits, final_norm_rows, b));
+    TRY(op_product(o, logits, b->lx, dim, b->w->packed.count - 1, b->logits, false));
+    return op_loop(o, logits, argmax_rows, b);
+}
+
+/* The step's rows through the model: the logit rows' tokens into
+ * logit_token. The step is built anew each time (its rows change from one
+ * step to the next; building it is microseconds against the milliseconds
+ * it runs). */
+static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
+{
+    const size_t dim = b->s->dim;
+    for (size_t r = 0; r < rows; r++)
+        memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
+    atomic_store(&b->body_rc, 0);
+    struct ops o = {.b = b};
+    if (b->o.span != NULL)
+        return forward_ops(&o, rows, logits);
+    int rc = nxr_step_create(&o.step);
+    if (rc == 0)
+        rc = forward_ops(&o, rows, logits);
+    if (rc == 0)
+        rc = nxr_step_run(b->ctx, o.step);
+    if (rc == 0)
+        rc = atomic_load(&b->body_rc);
+    nxr_step_destroy(o.step);
+    return rc;
 }
 
 int svc_llama_batch_step(struct svc_llama_batch *b, struct svc_llama_step *out)
 {
     struct svc_llama_step st = {0};
     size_t rows = 0, logits = 0;
+    b->n_logits = 0;
     /* Decoders first: one row each, whatever the budget. */
     for (size_t i = 0; i < b->n_active; i++) {
         struct svc_llama_seq *s = b->active[i];
@@ -548,6 +705,7 @@ int svc_llama_batch_step(struct svc_llama_batch *b, struct svc_llama_step *out)
         }
     }
     b->n_active = kept;
+    b->n_logits = logits;
     for (size_t i = 0; i < logits && b->o.on_token != NULL; i++)
         b->o.on_token(b->o.arg, b->row_seq[b->logit_row[i]], b->logit_token[i]);
     if (out != NULL)

@@ -124,6 +124,14 @@ bool svc_llama_batch_idle(const struct svc_llama_batch *b);
 size_t svc_llama_batch_active(const struct svc_llama_batch *b);
 size_t svc_llama_batch_waiting(const struct svc_llama_batch *b);
 
+/* The scores over the vocabulary behind the last step's i-th token (i
+ * below the count returned: the tokens that step made), valid until the
+ * next step: *seq the sequence it went to, *logits its vocab floats. For
+ * tests, which hold them against a reference decoder's: tokens alone
+ * barely notice a wrong norm or attention in a small random model. */
+size_t svc_llama_batch_logits(const struct svc_llama_batch *b, size_t i,
+                              const struct svc_llama_seq **seq, const float **logits);
+
 /* The pool: free blocks, all blocks, and the pool itself (for tests and
  * the page check). */
 size_t svc_llama_batch_free_blocks(const struct svc_llama_batch *b);

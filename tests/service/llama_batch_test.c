@@ -71,7 +71,10 @@ static void ref_matvec(float *y, const float *w, const float *x, size_t rows, si
     }
 }
 
-static void reference(const int *prompt, size_t plen, size_t gen, int *out)
+/* The greedy tokens into out; with want_logits (gen x vocab) each token's
+ * logits too. */
+static void reference_logits(const int *prompt, size_t plen, size_t gen, int *out,
+                             float *want_logits)
 {
     const struct svc_llama_shape *s = &lf.model.shape;
     const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
@@ -125,10 +128,17 @@ static void reference(const int *prompt, size_t plen, size_t gen, int *out)
             size_t best = 0;
             for (size_t i = 1; i < s->vocab; i++)
                 best = lg[i] > lg[best] ? i : best;
+            if (want_logits != NULL)
+                memcpy(want_logits + made * s->vocab, lg, s->vocab * sizeof(float));
             out[made++] = token = (int)best;
         }
     }
     free(x), free(xb), free(qkv), free(hb), free(att), free(lg), free(kc), free(vc);
+}
+
+static void reference(const int *prompt, size_t plen, size_t gen, int *out)
+{
+    reference_logits(prompt, plen, gen, out, NULL);
 }
 
 /* ---- Requests and engines. ---- */
@@ -222,6 +232,50 @@ Test(service_llama_batch, alone_equals_reference_decoder)
             cr_assert_eq(got[t], want[t], "request %zu token %zu: %d, the reference %d", i, t,
                          got[t], want[t]);
     }
+}
+
+/* Tokens alone pass with a wrong norm weight or attention scores zeroed
+ * (the small random model's argmax barely depends on them); its logits do
+ * not. The reference sums in double, the engine in float: they agree to
+ * within 1e-6 of the logits' largest magnitude; the ffn norm given the
+ * attention norm's weights moved them by 3e-3 of it, attention scores
+ * zeroed by 1e-2. The bound sits between: 1e-4. */
+Test(service_llama_batch, alone_logits_are_the_reference_decoders)
+{
+    const size_t vocab = lf.model.shape.vocab;
+    float *want = malloc(MAX_GEN * vocab * sizeof(float));
+    cr_assert_not_null(want);
+    for (size_t i = 0; i < 4; i++) {
+        struct request r;
+        request_init(&r, i);
+        int tokens[MAX_GEN];
+        reference_logits(r.prompt, r.seq.prompt_len, r.seq.gen, tokens, want);
+        float scale = 0.0f;
+        for (size_t j = 0; j < r.seq.gen * vocab; j++)
+            scale = fabsf(want[j]) > scale ? fabsf(want[j]) : scale;
+        struct svc_llama_batch *b = engine(5, 1, 0);
+        cr_assert_eq(svc_llama_batch_submit(b, &r.seq), 0);
+        size_t compared = 0;
+        while (!svc_llama_batch_idle(b)) {
+            cr_assert_eq(svc_llama_batch_step(b, NULL), 0);
+            const struct svc_llama_seq *sq = NULL;
+            const float *got = NULL;
+            if (svc_llama_batch_logits(b, 0, &sq, &got) == 0)
+                continue;
+            cr_assert_eq(sq, &r.seq);
+            const size_t t = r.seq.made - 1;
+            const float *w = want + t * vocab;
+            for (size_t j = 0; j < vocab; j++)
+                cr_assert_leq(fabsf(got[j] - w[j]), 1e-4f * scale,
+                              "request %zu token %zu logit %zu: %g, the reference %g (scale %g)", i,
+                              t, j, (double)got[j], (double)w[j], (double)scale);
+            compared++;
+        }
+        cr_assert_eq(compared, r.seq.gen, "request %zu: logits for %zu of %zu tokens", i, compared,
+                     r.seq.gen);
+        svc_llama_batch_destroy(b);
+    }
+    free(want);
 }
 
 Test(service_llama_batch, chunked_prefill_equals_one_shot)
