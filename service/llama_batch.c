@@ -474,26 +474,27 @@ static void body_failed(struct svc_llama_batch *b, int rc)
 /* The forward's loops, over rows (or logit rows, or (row, group of heads)
  * for attention). A context call in a body (nxr_rmsnorm, nxr_argmax) runs
  * in place on the thread that took the chunk: a body of the domain. */
+/* RMSNorm of x's rows into xb with layer o's norm weights `which`: 0
+ * before attention, 1 before the FFN (svc_llama_side's order). */
+static void norm_rows(const struct layer_op *o, size_t begin, size_t end, size_t which)
+{
+    struct svc_llama_batch *b = o->b;
+    const size_t dim = b->s->dim;
+    const float *weights = b->side->rms_att0 + (2 * o->layer + which) * dim;
+    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim, weights,
+                               SVC_LLAMA_EPS, b->xb + begin * dim, dim));
+}
+
 static void norm_att_rows(void *arg, size_t begin, size_t end, unsigned worker)
 {
     (void)worker;
-    const struct layer_op *o = arg;
-    struct svc_llama_batch *b = o->b;
-    const size_t dim = b->s->dim;
-    const float *rms_att = b->side->rms_att0 + 2 * o->layer * dim;
-    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim, rms_att,
-                               SVC_LLAMA_EPS, b->xb + begin * dim, dim));
+    norm_rows(arg, begin, end, 0);
 }
 
 static void norm_ffn_rows(void *arg, size_t begin, size_t end, unsigned worker)
 {
     (void)worker;
-    const struct layer_op *o = arg;
-    struct svc_llama_batch *b = o->b;
-    const size_t dim = b->s->dim;
-    const float *rms_ffn = b->side->rms_att0 + (2 * o->layer + 1) * dim;
-    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim, rms_ffn,
-                               SVC_LLAMA_EPS, b->xb + begin * dim, dim));
+    norm_rows(arg, begin, end, 1);
 }
 
 /* RoPE on each row's q and k at its position, then its k and v into its
