@@ -76,7 +76,9 @@ struct nxr_domain_stats {
     uint64_t pool_cached_bytes;
     uint64_t pool_outstanding;
     /* Bytes of packed weights (nxr_sgemm_packed) the domain's GEMV/GEMM
-     * calls streamed: each call counts its copy once (padding included). */
+     * calls streamed: each call counts its copy once (padding included), and
+     * so does each product of a step (nxr_step_run), which also counts as a
+     * GEMM kernel call. */
     uint64_t weight_bytes;
 };
 

@@ -24,7 +24,9 @@
  * has not started, so a step finishes with a single awake thread (the
  * contract's rule for regions: a worker that does not wake is never waited
  * for). The result is bit for bit what the same operations called one by
- * one (nxr_sgemm_packed, nxr_parallel_for) give.
+ * one (nxr_sgemm_packed, nxr_parallel_for) give, and the domain's counters
+ * (runtime/nxr_stats.h) count each product as that call would: a GEMM
+ * kernel call and its packed bytes.
  *
  * When to use one: many small operations per request on one domain (a
  * decode step at small dimensions), where a region per operation costs as

@@ -89,6 +89,8 @@ struct nxr__step_run {
     unsigned participants;
     void *const *scratch; /* per participant, or NULL */
     size_t scratch_bytes;
+    size_t products;      /* product operations, for the domain's counters */
+    size_t weight_bytes;  /* the packed bytes they stream, as their calls would count */
     bool in_place;        /* run inside a body of the domain: one participant, as it is */
     atomic_uint progress; /* futex word: bumped when an operation completes */
     atomic_uint sleepers; /* participants asleep (or about to be) on progress */
@@ -374,10 +376,12 @@ static void participate(struct nxr__step_run *r, unsigned participant, unsigned 
 }
 
 /* Checks every product against ctx's domain (nothing runs unless all
- * hold) and sizes the scratch. */
-static int check_products(nxr_ctx_t *ctx, const nxr_step_t *step, struct nxr__packed_call *pc,
-                          size_t *scratch_bytes, char *why, size_t whysz)
+ * hold), sizes the scratch and sums what the counters say of them. */
+static int check_products(nxr_ctx_t *ctx, const nxr_step_t *step, struct nxr__step_run *r,
+                          char *why, size_t whysz)
 {
+    struct nxr__packed_call *pc = r->pc;
+    size_t *scratch_bytes = &r->scratch_bytes;
     *scratch_bytes = 0;
     for (size_t i = 0; i < step->nops; i++) {
         const struct op *op = &step->ops[i];
@@ -389,6 +393,8 @@ static int check_products(nxr_ctx_t *ctx, const nxr_step_t *step, struct nxr__pa
             snprintf(why, whysz, "operation %zu (a product): %s", i, k.why);
             return k.bad;
         }
+        r->products++;
+        r->weight_bytes += k.weight_bytes;
         size_t bytes = (k.scratch_bytes + 63) & ~(size_t)63;
         if (bytes > *scratch_bytes)
             *scratch_bytes = bytes;
@@ -428,7 +434,7 @@ int nxr__step_run_prepare(nxr_ctx_t *ctx, const nxr_step_t *step, unsigned parti
                                              : NULL;
     int rc = r->pc == NULL || r->ops == NULL ? -ENOMEM : 0;
     if (rc == 0)
-        rc = check_products(ctx, step, r->pc, &r->scratch_bytes, why, whysz);
+        rc = check_products(ctx, step, r, why, whysz);
     if (rc == 0 && r->scratch_bytes > 0) {
         r->scratch_ptrs = nxr__calloc(participants, sizeof(void *));
         if (r->scratch_ptrs == NULL || r->scratch_bytes > SIZE_MAX / participants)
@@ -522,6 +528,14 @@ int nxr_step_run(nxr_ctx_t *ctx, const nxr_step_t *step)
         rc = nxr__step_run_prepare(ctx, step,
                                    nesting == NXR__NEST_INLINE || budget == 0 ? 1 : budget,
                                    nesting == NXR__NEST_INLINE, &r, c.why, sizeof(c.why));
+    if (rc == 0 && r->products > 0) {
+        /* Each product counts as the call it replaces would (kernel calls,
+         * packed bytes streamed): nxr top and the metrics page show a
+         * service run by steps as they show one run call by call. */
+        nxr__exec_count(exec, (enum nxr__counter)(NXR__COUNT_KERNEL_CALLS + NXR_FAMILY_GEMM),
+                        r->products);
+        nxr__exec_count(exec, NXR__COUNT_WEIGHT_BYTES, r->weight_bytes);
+    }
     if (rc == 0 && step->nops > 0)
         rc = run_on(exec, r);
     nxr__step_run_free(r);

@@ -211,6 +211,61 @@ Test(runtime_step, same_bits_as_one_by_one, .timeout = 120)
     }
 }
 
+/* Domain 0's GEMM kernel calls and packed bytes streamed (its counters). */
+static void gemm_counts(nxr_runtime_t *rt, uint64_t *calls, uint64_t *bytes)
+{
+    struct nxr_domain_stats d[1];
+    struct nxr_runtime_stats s;
+    nxr_runtime_stats_init(&s, d, 1);
+    cr_assert_eq(nxr_runtime_stats(rt, &s), 0);
+    cr_assert_geq(s.domain_count, 1);
+    *calls = d[0].kernel_calls[NXR_FAMILY_GEMM];
+    *bytes = d[0].weight_bytes;
+}
+
+/* The counters say of a step what they say of its operations called one
+ * by one (nxr top and the metrics page read them: a service that moved to
+ * steps must not go dark there); a refused step counts nothing. */
+Test(runtime_step, counts_as_the_calls_it_replaces, .timeout = 60)
+{
+    struct ctx_rt_opts o;
+    ctx_rt_opts_init(&o);
+    struct ctx_rt r;
+    ctx_rt_open(&r, &o);
+    static struct model mo;
+    static struct acts a;
+    model_make(&mo, r.rt, 4);
+    struct loop_arg l = {.a = &a, .mo = &mo};
+    uint64_t c0, b0, c1, b1, c2, b2, c3, b3;
+    gemm_counts(r.rt, &c0, &b0);
+    one_by_one(r.ctx[0], &mo, &a, &l);
+    gemm_counts(r.rt, &c1, &b1);
+    nxr_step_t *s = step_make(&mo, &a, &l);
+    cr_assert_eq(nxr_step_run(r.ctx[0], s), 0);
+    gemm_counts(r.rt, &c2, &b2);
+    cr_assert_eq(c1 - c0, 3, "the three calls one by one counted %llu",
+                 (unsigned long long)(c1 - c0));
+    cr_assert_gt(b1 - b0, 0, "the calls one by one streamed no weight bytes");
+    cr_assert_eq(c2 - c1, c1 - c0, "a step counted %llu GEMM calls, its calls one by one %llu",
+                 (unsigned long long)(c2 - c1), (unsigned long long)(c1 - c0));
+    cr_assert_eq(b2 - b1, b1 - b0, "a step counted %llu weight bytes, its calls one by one %llu",
+                 (unsigned long long)(b2 - b1), (unsigned long long)(b1 - b0));
+    nxr_step_destroy(s);
+    /* Refused (a product's lda below its k): nothing runs, nothing counts. */
+    nxr_step_t *bad;
+    cr_assert_eq(nxr_step_create(&bad), 0);
+    struct nxr_sgemm_packed_args g = product(mo.x, 4, mo.p1, 0.0f, a.h);
+    g.lda = 1;
+    cr_assert_eq(nxr_step_add_sgemm_packed(bad, &g, NULL), 0);
+    cr_assert_eq(nxr_step_run(r.ctx[0], bad), -EINVAL);
+    gemm_counts(r.rt, &c3, &b3);
+    cr_assert_eq(c3, c2, "a refused step counted GEMM calls");
+    cr_assert_eq(b3, b2, "a refused step counted weight bytes");
+    nxr_step_destroy(bad);
+    model_free(&mo);
+    ctx_rt_close(&r);
+}
+
 /* Inside a body of the domain the step runs in place, on that thread. */
 struct nested {
     nxr_ctx_t *ctx;
