@@ -400,7 +400,11 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
             /* Each weight divided once here, a vector at a time, not once
              * per head and position in the sum below: the same division,
              * the same bits. */
-            for (size_t t = 0; t < n; t++)
+            size_t t = 0;
+            for (; t + 16 <= n; t += 16)
+                for (size_t l = 0; l < 16; l++)
+                    att[t + l] = att[t + l] / total;
+            for (; t < n; t++)
                 att[t] = att[t] / total;
             memset(out0 + h * hs, 0, hs * sizeof(float));
         }
