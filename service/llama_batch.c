@@ -54,6 +54,10 @@ struct svc_llama_batch {
     int *row_token;
     size_t *row_pos;
     size_t *chunk; /* per active sequence: prompt tokens fed this step */
+    /* Attention's runs of rows (attention_runs): run j is rows
+     * [run_first[j], run_first[j + 1]), n_runs of them. */
+    size_t *run_first;
+    size_t n_runs;
     /* Logit rows (max_active at most): the row each comes from, its token. */
     size_t *logit_row;
     int *logit_token;
@@ -80,6 +84,12 @@ void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
  * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
  * on its stack): the largest divisor of that half within the cap. */
 #define ATTENTION_MAX_GROUP 32
+
+/* Rows of one prompt chunk that attend together, each block of the cache
+ * read once for all of them (attention_rows_heads). A run's state is on the
+ * iteration's stack; more rows make fewer, longer iterations for the
+ * threads to share. */
+#define ATTENTION_RUN_ROWS 4
 
 static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
 {
@@ -135,11 +145,12 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
     b->row_token = calloc(T, sizeof *b->row_token);
     b->row_pos = calloc(T, sizeof *b->row_pos);
     b->chunk = calloc(A, sizeof *b->chunk);
+    b->run_first = calloc(T + 1, sizeof *b->run_first);
     b->logit_row = calloc(A, sizeof *b->logit_row);
     b->logit_token = calloc(A, sizeof *b->logit_token);
-    if (rc == 0 &&
-        (b->active == NULL || b->row_seq == NULL || b->row_token == NULL || b->row_pos == NULL ||
-         b->chunk == NULL || b->logit_row == NULL || b->logit_token == NULL))
+    if (rc == 0 && (b->active == NULL || b->row_seq == NULL || b->row_token == NULL ||
+                    b->row_pos == NULL || b->chunk == NULL || b->logit_row == NULL ||
+                    b->logit_token == NULL || b->run_first == NULL))
         rc = -ENOMEM;
     if (rc != 0 || (rc = domain_floats(ctx, T * dim, &b->x)) != 0 ||
         (rc = domain_floats(ctx, T * dim, &b->xb)) != 0 ||
@@ -177,7 +188,7 @@ void svc_llama_batch_destroy(struct svc_llama_batch *b)
             nxr_domain_free(domain_mem[i]);
     svc_kv_blocks_destroy(&b->kv);
     free(b->active), free(b->row_seq), free(b->row_token), free(b->row_pos);
-    free(b->chunk), free(b->logit_row), free(b->logit_token);
+    free(b->chunk), free(b->logit_row), free(b->logit_token), free(b->run_first);
     free(b->layer_ops);
     free(b);
 }
@@ -354,11 +365,14 @@ axpy4_lanes(float *restrict out, const float p[4], const float *restrict v, size
 #define ATTENTION_CLONES
 #endif
 
-/* One iteration: a row and a group of its heads (attention_heads_per_unit).
- * Each cache block is read for every head of the group while it is in
- * cache (a block's key tile is one run of kv x bt floats, its values one of
- * bt x kv), not once per head. Each head's scores, softmax and sum are its
- * own, in the same order whichever group or thread computes them. */
+/* One iteration: a run of rows (attention_runs: up to ATTENTION_RUN_ROWS
+ * consecutive positions of one sequence, a prompt chunk's; a decoder's row
+ * alone) and a group of heads (attention_heads_per_unit). Each cache block
+ * is read for every head of the group and every row of the run while it is
+ * in cache (a block's key tile is one run of kv x bt floats, its values one
+ * of bt x kv), not once per head and row. Each row's and head's scores,
+ * softmax and sum are its own, in the same order whichever run, group or
+ * thread computes them: the same bits as a row alone. */
 ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_t end,
                                                   unsigned worker)
 {
@@ -371,55 +385,62 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
     const size_t per = a->heads_per_unit, units = s->heads / per;
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
-        const size_t r = it / units, h0 = it % units * per;
-        const struct svc_llama_seq *q_seq = b->row_seq[r];
-        const size_t n = b->row_pos[r] + 1;
-        const float *q0 = b->qkv + r * (dim + 2 * kv);
-        float *att0 = b->att + r * s->heads * s->seq, *out0 = b->xb + r * dim;
-        float max[ATTENTION_MAX_GROUP];
-        for (size_t h = h0; h < h0 + per; h++)
-            max[h - h0] = -INFINITY;
+        const size_t run = it / units, h0 = it % units * per;
+        const size_t r0 = b->run_first[run], rows = b->run_first[run + 1] - r0;
+        const struct svc_llama_seq *q_seq = b->row_seq[r0];
+        /* Row r0 + i attends over positions [0, n0 + i). */
+        const size_t n0 = b->row_pos[r0] + 1, n_end = n0 + rows - 1;
+        float max[ATTENTION_RUN_ROWS][ATTENTION_MAX_GROUP];
+        for (size_t i = 0; i < rows; i++)
+            for (size_t h = h0; h < h0 + per; h++)
+                max[i][h - h0] = -INFINITY;
         /* A block at a time: one lookup per block, not a division per
          * position. */
-        for (size_t t0 = 0; t0 < n; t0 += bt) {
+        for (size_t t0 = 0; t0 < n_end; t0 += bt) {
             const float *kt = svc_kv_keys(&b->kv, q_seq->blocks, a->layer, t0);
-            const size_t nt = (t0 + bt < n ? t0 + bt : n) - t0;
+            for (size_t h = h0; h < h0 + per; h++)
+                for (size_t i = t0 < n0 ? 0 : t0 - n0 + 1; i < rows; i++) {
+                    const size_t n = n0 + i, nt = (t0 + bt < n ? t0 + bt : n) - t0;
+                    const size_t r = r0 + i;
+                    float *att = b->att + (r * s->heads + h) * s->seq + t0;
+                    svc_llama_scores_tile(b->qkv + r * (dim + 2 * kv) + h * hs,
+                                          kt + h / group * hs * bt, bt, hs, nt, scale, att);
+                    max[i][h - h0] = max_lanes(att, nt, max[i][h - h0]);
+                }
+        }
+        for (size_t i = 0; i < rows; i++)
             for (size_t h = h0; h < h0 + per; h++) {
-                float *att = att0 + h * s->seq + t0, *mx = &max[h - h0];
-                svc_llama_scores_tile(q0 + h * hs, kt + h / group * hs * bt, bt, hs, nt, scale,
-                                      att);
-                *mx = max_lanes(att, nt, *mx);
+                const size_t n = n0 + i, r = r0 + i;
+                float *att = b->att + (r * s->heads + h) * s->seq, total = 0.0f;
+                for (size_t t = 0; t < n; t++) {
+                    att[t] = expf(att[t] - max[i][h - h0]);
+                    total += att[t];
+                }
+                /* Each weight divided once here, a vector at a time, not
+                 * once per head and position in the sum below: the same
+                 * division, the same bits. */
+                size_t t = 0;
+                for (; t + 16 <= n; t += 16)
+                    for (size_t l = 0; l < 16; l++)
+                        att[t + l] = att[t + l] / total;
+                for (; t < n; t++)
+                    att[t] = att[t] / total;
+                memset(b->xb + r * dim + h * hs, 0, hs * sizeof(float));
             }
-        }
-        for (size_t h = h0; h < h0 + per; h++) {
-            float *att = att0 + h * s->seq, total = 0.0f;
-            for (size_t t = 0; t < n; t++) {
-                att[t] = expf(att[t] - max[h - h0]);
-                total += att[t];
-            }
-            /* Each weight divided once here, a vector at a time, not once
-             * per head and position in the sum below: the same division,
-             * the same bits. */
-            size_t t = 0;
-            for (; t + 16 <= n; t += 16)
-                for (size_t l = 0; l < 16; l++)
-                    att[t + l] = att[t + l] / total;
-            for (; t < n; t++)
-                att[t] = att[t] / total;
-            memset(out0 + h * hs, 0, hs * sizeof(float));
-        }
-        for (size_t t0 = 0; t0 < n; t0 += bt) {
+        for (size_t t0 = 0; t0 < n_end; t0 += bt) {
             const float *vb = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0);
-            const size_t t1 = t0 + bt < n ? t0 + bt : n;
-            for (size_t h = h0; h < h0 + per; h++) {
-                const float *att = att0 + h * s->seq, *v = vb + h / group * hs;
-                float *out = out0 + h * hs;
-                size_t t = t0;
-                for (; t + 4 <= t1; t += 4, v += 4 * kv)
-                    axpy4_lanes(out, att + t, v, kv, hs);
-                for (; t < t1; t++, v += kv)
-                    axpy_lanes(out, att[t], v, hs);
-            }
+            for (size_t h = h0; h < h0 + per; h++)
+                for (size_t i = t0 < n0 ? 0 : t0 - n0 + 1; i < rows; i++) {
+                    const size_t n = n0 + i, r = r0 + i, t1 = t0 + bt < n ? t0 + bt : n;
+                    const float *att = b->att + (r * s->heads + h) * s->seq,
+                                *v = vb + h / group * hs;
+                    float *out = b->xb + r * dim + h * hs;
+                    size_t t = t0;
+                    for (; t + 4 <= t1; t += 4, v += 4 * kv)
+                        axpy4_lanes(out, att + t, v, kv, hs);
+                    for (; t < t1; t++, v += kv)
+                        axpy_lanes(out, att[t], v, hs);
+                }
         }
     }
 }
@@ -622,7 +643,7 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
         TRY(op_loop(o, rows, norm_att_rows, lo));
         TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         TRY(op_loop(o, rows, rope_cache_rows, lo));
-        TRY(op_loop(o, rows * units, attention_rows_heads, lo));
+        TRY(op_loop(o, b->n_runs * units, attention_rows_heads, lo));
         TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
         TRY(op_loop(o, rows, norm_ffn_rows, lo));
         TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
@@ -636,6 +657,20 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
     return op_loop(o, logits, argmax_rows, b);
 }
 
+/* Cuts the step's rows into attention's runs: consecutive rows of one
+ * sequence at consecutive positions (a prompt chunk's), at most
+ * ATTENTION_RUN_ROWS each. */
+static void attention_runs(struct svc_llama_batch *b, size_t rows)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < rows; r++)
+        if (r == 0 || r - b->run_first[n - 1] == ATTENTION_RUN_ROWS ||
+            b->row_seq[r] != b->row_seq[r - 1] || b->row_pos[r] != b->row_pos[r - 1] + 1)
+            b->run_first[n++] = r;
+    b->run_first[n] = rows;
+    b->n_runs = n;
+}
+
 /* The step's rows through the model: the logit rows' tokens into
  * logit_token. The step is built anew each time (its rows change from one
  * step to the next; building it is microseconds against the milliseconds
@@ -645,6 +680,7 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     const size_t dim = b->s->dim;
     for (size_t r = 0; r < rows; r++)
         memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
+    attention_runs(b, rows);
     atomic_store(&b->body_rc, 0);
     struct ops o = {.b = b};
     if (b->o.span != NULL)
