@@ -30,12 +30,11 @@ static inline __attribute__((always_inline)) float max_lanes(const float *a, siz
 }
 
 /* A layer's operations' argument: the forward's loops over rows and
- * attention's over (row, group of heads) read it. One per layer, made with
- * the batch: a step holds its loops' arguments until it has run. */
+ * attention's over (run of rows, group of heads) read it. One per layer,
+ * made with the batch: a step holds its loops' arguments until it has run. */
 struct layer_op {
     struct svc_llama_batch *b;
     size_t layer;
-    size_t heads_per_unit; /* attention_heads_per_unit(b->s) */
 };
 
 struct svc_llama_batch {
@@ -69,6 +68,7 @@ struct svc_llama_batch {
      * of a context call inside a loop body (0: none). */
     struct layer_op *layer_ops;
     atomic_int body_rc;
+    size_t heads_per_unit; /* attention's heads per iteration (attention_heads_per_unit) */
 };
 
 void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
@@ -80,16 +80,16 @@ void svc_llama_batch_opts_init(struct svc_llama_batch_opts *o)
     o->block_tokens = 16;
 }
 
-/* Heads per iteration: half a row's (so a row alone still feeds two
- * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
- * on its stack): the largest divisor of that half within the cap. */
-#define ATTENTION_MAX_GROUP 32
-
 /* Rows of one prompt chunk that attend together, each block of the cache
  * read once for all of them (attention_rows_heads). A run's state is on the
  * iteration's stack; more rows make fewer, longer iterations for the
  * threads to share. */
 #define ATTENTION_RUN_ROWS 4
+
+/* Heads per iteration: half a row's (so a row alone still feeds two
+ * threads), at most ATTENTION_MAX_GROUP (the iteration's per-head state is
+ * on its stack): the largest divisor of that half within the cap. */
+#define ATTENTION_MAX_GROUP 32
 
 static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
 {
@@ -102,11 +102,12 @@ static size_t attention_heads_per_unit(const struct svc_llama_shape *s)
 
 static int layer_ops_create(struct svc_llama_batch *b)
 {
-    const size_t layers = b->s->layers, per = attention_heads_per_unit(b->s);
+    const size_t layers = b->s->layers;
     if ((b->layer_ops = calloc(layers, sizeof *b->layer_ops)) == NULL)
         return -ENOMEM;
     for (size_t l = 0; l < layers; l++)
-        b->layer_ops[l] = (struct layer_op){.b = b, .layer = l, .heads_per_unit = per};
+        b->layer_ops[l] = (struct layer_op){.b = b, .layer = l};
+    b->heads_per_unit = attention_heads_per_unit(b->s);
     return 0;
 }
 
@@ -365,6 +366,13 @@ axpy4_lanes(float *restrict out, const float p[4], const float *restrict v, size
 #define ATTENTION_CLONES
 #endif
 
+/* The first row of a run (row i attends over [0, n0 + i)) that reaches
+ * position t0. */
+static inline size_t first_row_reaching(size_t t0, size_t n0)
+{
+    return t0 < n0 ? 0 : t0 - n0 + 1;
+}
+
 /* One iteration: a run of rows (attention_runs: up to ATTENTION_RUN_ROWS
  * consecutive positions of one sequence, a prompt chunk's; a decoder's row
  * alone) and a group of heads (attention_heads_per_unit). Each cache block
@@ -382,7 +390,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
     const struct svc_llama_shape *s = b->s;
     const size_t hs = svc_llama_head_size(s), dim = s->dim, kv = svc_llama_kv_dim(s);
     const size_t group = s->heads / s->kv_heads, bt = b->kv.block_tokens;
-    const size_t per = a->heads_per_unit, units = s->heads / per;
+    const size_t per = b->heads_per_unit, units = s->heads / per;
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
         const size_t run = it / units, h0 = it % units * per;
@@ -399,7 +407,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
         for (size_t t0 = 0; t0 < n_end; t0 += bt) {
             const float *kt = svc_kv_keys(&b->kv, q_seq->blocks, a->layer, t0);
             for (size_t h = h0; h < h0 + per; h++)
-                for (size_t i = t0 < n0 ? 0 : t0 - n0 + 1; i < rows; i++) {
+                for (size_t i = first_row_reaching(t0, n0); i < rows; i++) {
                     const size_t n = n0 + i, nt = (t0 + bt < n ? t0 + bt : n) - t0;
                     const size_t r = r0 + i;
                     float *att = b->att + (r * s->heads + h) * s->seq + t0;
@@ -430,7 +438,7 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
         for (size_t t0 = 0; t0 < n_end; t0 += bt) {
             const float *vb = svc_kv_value(&b->kv, q_seq->blocks, a->layer, t0);
             for (size_t h = h0; h < h0 + per; h++)
-                for (size_t i = t0 < n0 ? 0 : t0 - n0 + 1; i < rows; i++) {
+                for (size_t i = first_row_reaching(t0, n0); i < rows; i++) {
                     const size_t n = n0 + i, r = r0 + i, t1 = t0 + bt < n ? t0 + bt : n;
                     const float *att = b->att + (r * s->heads + h) * s->seq,
                                 *v = vb + h / group * hs;
@@ -496,9 +504,11 @@ static void body_failed(struct svc_llama_batch *b, int rc)
         atomic_compare_exchange_strong(&b->body_rc, &none, rc);
 }
 
-/* The forward's loops, over rows (or logit rows, or (row, group of heads)
- * for attention). A context call in a body (nxr_rmsnorm, nxr_argmax) runs
- * in place on the thread that took the chunk: a body of the domain. */
+/* The forward's loops below run over rows (or logit rows, or attention's
+ * (run of rows, group of heads)). A context call in a body (nxr_rmsnorm,
+ * nxr_argmax) runs in place on the thread that took the chunk: a body of
+ * the domain. */
+
 /* RMSNorm of x's rows into xb with layer o's norm weights `which`: 0
  * before attention, 1 before the FFN (svc_llama_side's order). */
 static void norm_rows(const struct layer_op *o, size_t begin, size_t end, size_t which)
@@ -591,14 +601,12 @@ struct ops {
     nxr_step_t *step; /* NULL: run at once (a span) */
 };
 
-/* Chunks of one iteration, claimed one at a time. A (row, group of heads)
- * of attention costs its row's position: decoders' rows (first) attend
- * over whole caches, a prompt chunk's over its first positions. In even
- * contiguous shares (the static schedule) one thread took the decoders and
- * the other waited: 9 % of a 110m step's samples in the caller's share
- * against 3.6 % in the worker's. Claimed one at a time, they balance. A
- * row of a norm or of SwiGLU is the smallest useful piece at the batch's
- * few rows. */
+/* Chunks of one iteration, claimed one at a time. An iteration of
+ * attention (a run of rows, a group of heads) costs its rows' positions: decoders' rows (first)
+ * attend over whole caches, a prompt chunk's over its first positions. In even contiguous shares
+ * (the static schedule) one thread took the decoders and the other waited: 9 % of a 110m step's
+ * samples in the caller's share against 3.6 % in the worker's. Claimed one at a time, they balance.
+ * A row of a norm or of SwiGLU is the smallest useful piece at the batch's few rows. */
 static const struct nxr_for_opts claimed_one_by_one = {.grain = 1,
                                                        .schedule = NXR_SCHEDULE_DYNAMIC};
 
@@ -639,7 +647,7 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
     const size_t dim = s->dim, hid = s->hidden;
     for (size_t l = 0; l < s->layers; l++) {
         struct layer_op *lo = &b->layer_ops[l];
-        const size_t units = s->heads / lo->heads_per_unit;
+        const size_t units = s->heads / b->heads_per_unit;
         TRY(op_loop(o, rows, norm_att_rows, lo));
         TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         TRY(op_loop(o, rows, rope_cache_rows, lo));
