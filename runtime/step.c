@@ -380,15 +380,13 @@ static void participate(struct nxr__step_run *r, unsigned participant, unsigned 
 static int check_products(nxr_ctx_t *ctx, const nxr_step_t *step, struct nxr__step_run *r,
                           char *why, size_t whysz)
 {
-    struct nxr__packed_call *pc = r->pc;
-    size_t *scratch_bytes = &r->scratch_bytes;
-    *scratch_bytes = 0;
+    r->scratch_bytes = 0;
     for (size_t i = 0; i < step->nops; i++) {
         const struct op *op = &step->ops[i];
         if (op->kind != OP_PRODUCT)
             continue;
         struct nxr__kcall k = {.name = "nxr_sgemm_packed"};
-        nxr__packed_prepare(ctx, &k, &pc[i], &op->args, op->has_epilogue ? &op->epilogue : NULL);
+        nxr__packed_prepare(ctx, &k, &r->pc[i], &op->args, op->has_epilogue ? &op->epilogue : NULL);
         if (k.bad != 0) {
             snprintf(why, whysz, "operation %zu (a product): %s", i, k.why);
             return k.bad;
@@ -396,8 +394,8 @@ static int check_products(nxr_ctx_t *ctx, const nxr_step_t *step, struct nxr__st
         r->products++;
         r->weight_bytes += k.weight_bytes;
         size_t bytes = (k.scratch_bytes + 63) & ~(size_t)63;
-        if (bytes > *scratch_bytes)
-            *scratch_bytes = bytes;
+        if (bytes > r->scratch_bytes)
+            r->scratch_bytes = bytes;
     }
     return 0;
 }
