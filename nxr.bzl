@@ -164,6 +164,10 @@ def nxr_test(name, srcs, deps = [], size = "small", copts = [], data = [], **kwa
         # Static: nxr builds with -fvisibility=hidden, so its internal symbols
         # (which white-box tests call) exist only inside a static link.
         linkstatic = True,
+        # Criterion finds its cases in a section nothing references: with
+        # -c opt Bazel links with --gc-sections, which dropped them all and
+        # left binaries that ran zero cases and passed.
+        linkopts = kwargs.pop("linkopts", []) + ["-Wl,--no-gc-sections"],
         **kwargs
     )
 
