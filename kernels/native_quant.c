@@ -20,10 +20,11 @@ static size_t min_z(size_t a, size_t b)
 
 size_t nxr__quant_packed_bytes(enum nxr__qformat format, size_t k, size_t n)
 {
-    const size_t kpad = round_up(k, NXR_QUANT_BLOCK);
+    const size_t kpad = round_up(k, nxr__quant_group(format));
+    const size_t npad = round_up(n, NXR_QUANT_ROWS);
     if (format == NXR__QFORMAT_BF16)
-        return n * kpad * sizeof(uint16_t);
-    return n * kpad + n * (kpad / NXR_QUANT_BLOCK) * sizeof(float);
+        return npad * kpad * sizeof(uint16_t);
+    return npad * kpad + npad * (kpad / NXR_QUANT_BLOCK) * sizeof(float);
 }
 
 static float at(bool trans, const float *src, size_t ld, size_t p, size_t j)
@@ -75,20 +76,24 @@ static void q8_block(const float v[NXR_QUANT_BLOCK], int8_t q[NXR_QUANT_BLOCK], 
 void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, const float *src,
                      size_t ld, void *dst, struct nxr__packed_q *view)
 {
-    const size_t kpad = round_up(k, NXR_QUANT_BLOCK), blocks = kpad / NXR_QUANT_BLOCK;
+    const size_t group = nxr__quant_group(format), kpad = round_up(k, group);
+    const size_t blocks = kpad / NXR_QUANT_BLOCK, npad = round_up(n, NXR_QUANT_ROWS);
     *view = (struct nxr__packed_q){.format = format, .k = k, .n = n, .kpad = kpad, .rows = dst};
     uint16_t *h = dst;
     int8_t *q = dst;
-    float *scales = (float *)(q + n * kpad);
+    float *scales = (float *)(q + npad * kpad);
     if (format == NXR__QFORMAT_Q8_BLOCK32)
         view->scales = scales;
     /* Tiles of 32 x 32: a tile is read along the source's rows whatever
-     * its orientation, then written along the packed rows (op(W)^T). */
+     * its orientation, then written along the packed rows (op(W)^T); the
+     * padding rows past n are written from the tile's zeros. */
     float tile[NXR_QUANT_BLOCK][NXR_QUANT_BLOCK]; /* [j][p] */
-    for (size_t j0 = 0; j0 < n; j0 += NXR_QUANT_BLOCK) {
-        const size_t cols = min_z(NXR_QUANT_BLOCK, n - j0);
+    for (size_t j0 = 0; j0 < npad; j0 += NXR_QUANT_BLOCK) {
+        const size_t cols = j0 < n ? min_z(NXR_QUANT_BLOCK, n - j0) : 0;
+        const size_t rows = min_z(NXR_QUANT_BLOCK, npad - j0);
         for (size_t b = 0; b < blocks; ++b) {
-            const size_t p0 = b * NXR_QUANT_BLOCK, len = min_z(NXR_QUANT_BLOCK, k - p0);
+            const size_t p0 = b * NXR_QUANT_BLOCK,
+                         len = p0 < k ? min_z(NXR_QUANT_BLOCK, k - p0) : 0;
             memset(tile, 0, sizeof tile);
             if (trans) {
                 for (size_t jj = 0; jj < cols; ++jj)
@@ -99,13 +104,14 @@ void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, c
                     for (size_t jj = 0; jj < cols; ++jj)
                         tile[jj][pp] = at(false, src, ld, p0 + pp, j0 + jj);
             }
-            for (size_t jj = 0; jj < cols; ++jj) {
-                const size_t row = j0 + jj;
+            for (size_t jj = 0; jj < rows; ++jj) {
+                /* A block never straddles a group: its values are contiguous. */
+                const size_t row = j0 + jj, at = nxr__quant_value_at(kpad, group, row, p0);
                 if (format == NXR__QFORMAT_BF16) {
                     for (size_t pp = 0; pp < NXR_QUANT_BLOCK; ++pp)
-                        h[row * kpad + p0 + pp] = bf16_round(tile[jj][pp]);
+                        h[at + pp] = bf16_round(tile[jj][pp]);
                 } else {
-                    q8_block(tile[jj], q + row * kpad + p0, &scales[row * blocks + b]);
+                    q8_block(tile[jj], q + at, &scales[nxr__quant_scale_at(blocks, row, b)]);
                 }
             }
         }
@@ -144,8 +150,8 @@ size_t nxr__quant_grain(const struct nxr__quant_plan *plan, unsigned threads)
     /* At least about 64 KiB of W per participant, then an even split (the
      * static schedule hands out whole chunks: 72 units in chunks of 29 over
      * two participants were 58 against 14, the call as slow as 58). */
-    const size_t per_row = nxr__quant_packed_bytes(plan->w->format, plan->w->k, 1);
-    const size_t per_unit = NXR_QUANT_ROWS * per_row, want = 65536;
+    const size_t per_unit = nxr__quant_packed_bytes(plan->w->format, plan->w->k, NXR_QUANT_ROWS);
+    const size_t want = 65536;
     const size_t least = per_unit >= want ? 1 : (want + per_unit - 1) / per_unit;
     size_t parts = (plan->units + least - 1) / least;
     if (parts > threads)

@@ -98,8 +98,12 @@ NXR_API int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc 
  *                          the f32 rounding of s and q * s). W must be
  *                          finite: blocks hold no NaN or infinity (-EINVAL
  *                          names the first such weight).
- * Every format's layout is rows of k per column of op(W) whatever desc->trans
- * says, except f32's (see nxr_weights_create). The values are f32 on input.
+ * The bf16 and 8-bit copies hold each column of op(W) along k whatever
+ * desc->trans says, four columns interleaved a cache line at a time (a
+ * decode step reads the copy as one stream), k padded to 32 (bf16) or 64
+ * (8-bit) and the columns to a multiple of 4 with zeros; f32's layout is
+ * nxr_weights_create's. nxr_weights_copy's bytes are the library's: the
+ * layout may change between releases. The values are f32 on input.
  */
 enum nxr_weights_format {
     NXR_WEIGHTS_F32 = 0,

@@ -5,17 +5,25 @@
  * (8-bit blocks on AVX2 quantize the activations per block and multiply in
  * integers: native_quant.inc says why and what it costs in error).
  *
- * Layout. Whatever the source's orientation, a packed copy is op(W)^T: n
- * rows of kpad = k rounded up to 32 values, row j holding column j of op(W)
- * along k, zero-padded past k. A call's output C[i][j] is a dot product of
- * A's row i with row j, so a decode step (m = 1) streams each row once, in
- * order, and blocks along k are contiguous:
- *   bf16: uint16_t rows[n][kpad], the top half of each f32 rounded to
- *         nearest even (bits << 16 is the value again);
- *   q8:   int8_t rows[n][kpad], then float scales[n][kpad / 32]: weight p
- *         of row j is rows[j][p] * scales[j][p / 32].
- * Zero padding keeps every kernel free of k tails (A's rows are copied into
- * zero-padded scratch rows of kpad first).
+ * Layout. Whatever the source's orientation, a packed copy holds op(W)^T:
+ * row j is column j of op(W) along k, kpad values (k rounded up to a
+ * group, zero past k), and n is rounded up to a unit of NXR_QUANT_ROWS
+ * rows (zero rows). A call's output C[i][j] is a dot product of A's row i
+ * with row j. Rows are stored unit by unit, and within a unit interleaved
+ * by groups of one cache line each: group g of row 0, of row 1, 2, 3, then
+ * group g + 1 of each (nxr__quant_value_at). A kernel reads a unit's four
+ * rows side by side, so a decode step (m = 1) reads the copy as one
+ * sequential stream, which the hardware prefetcher follows; four rows
+ * stored one after another were four short streams (a bf16 row of k = 768
+ * is 24 lines), and at k = 768 bench/kernels read 0.62-0.79 of the
+ * bandwidth with them against 0.82-0.92 at k = 4096.
+ *   bf16: uint16_t values, groups of 32, the top half of each f32 rounded
+ *         to nearest even (bits << 16 is the value again);
+ *   q8:   int8_t values, groups of 64 (two blocks of 32), then the f32
+ *         scales in the same order (nxr__quant_scale_at): weight p of row j
+ *         is value(j, p) * scale(j, p / 32).
+ * Zero padding keeps every kernel free of k and n tails (A's rows are
+ * copied into zero-padded scratch rows of kpad first).
  */
 #ifndef NXR_KERNELS_INTERNAL_NATIVE_QUANT_H
 #define NXR_KERNELS_INTERNAL_NATIVE_QUANT_H
@@ -33,16 +41,39 @@ enum nxr__qformat {
     NXR__QFORMAT_Q8_BLOCK32 = 2,
 };
 
-#define NXR_QUANT_BLOCK 32 /* weights per 8-bit block, and kpad's multiple */
+#define NXR_QUANT_BLOCK 32 /* weights per 8-bit block */
 #define NXR_QUANT_ROWS  4  /* rows of W per unit: independent sums in flight */
 #define NXR_QUANT_GROUP 16 /* rows of A per pass over W */
 
 struct nxr__packed_q {
     enum nxr__qformat format;
     size_t k, n, kpad;
-    const void *rows;    /* uint16_t (bf16) or int8_t (q8), n x kpad */
-    const float *scales; /* q8: n x kpad / 32; NULL for bf16 */
+    const void *rows;    /* uint16_t (bf16) or int8_t (q8), units x 4 x kpad */
+    const float *scales; /* q8: units x 4 x kpad / 32; NULL for bf16 */
 };
+
+/* Values of a row per group (one 64-byte line), and kpad's multiple. */
+static inline size_t nxr__quant_group(enum nxr__qformat format)
+{
+    return format == NXR__QFORMAT_BF16 ? 32 : 64;
+}
+
+/* Where value p of row j sits, counted in values from rows (kpad a
+ * multiple of group). Within a unit (j < NXR_QUANT_ROWS, from the unit's
+ * first value) the first term is zero. */
+static inline size_t nxr__quant_value_at(size_t kpad, size_t group, size_t j, size_t p)
+{
+    return (j / NXR_QUANT_ROWS) * NXR_QUANT_ROWS * kpad + (p / group) * NXR_QUANT_ROWS * group +
+           (j % NXR_QUANT_ROWS) * group + p % group;
+}
+
+/* Where the scale of block b of row j sits in scales (q8: a row's two
+ * blocks of a group side by side, rows interleaved as the values). */
+static inline size_t nxr__quant_scale_at(size_t blocks, size_t j, size_t b)
+{
+    return (j / NXR_QUANT_ROWS) * NXR_QUANT_ROWS * blocks + (b / 2) * NXR_QUANT_ROWS * 2 +
+           (j % NXR_QUANT_ROWS) * 2 + b % 2;
+}
 
 /* Bytes a packed copy of a k x n op(W) takes (k, n >= 1). */
 size_t nxr__quant_packed_bytes(enum nxr__qformat format, size_t k, size_t n);

@@ -82,6 +82,31 @@ Test(kernels_weights_format, bf16_rounds_to_nearest_even_and_keeps_specials)
     free(dst);
 }
 
+/* The layout native_quant.h documents, written out here: units of four
+ * rows, interleaved a 64-byte group (32 bf16 values) at a time, k padded
+ * to the group and the rows to the unit with zeros. */
+Test(kernels_weights_format, bf16_rows_interleave_by_cache_line_in_units_of_four)
+{
+    enum { K = 40, N = 5, KPAD = 64, NPAD = 8 };
+    float w[K * N]; /* op(W) = W, row-major k x n; every value exact in bf16 */
+    for (size_t p = 0; p < K; ++p)
+        for (size_t j = 0; j < N; ++j)
+            w[p * N + j] = (float)(j * K + p + 1);
+    struct nxr__packed_q v;
+    void *dst = pack(NXR__QFORMAT_BF16, false, K, N, w, N, &v);
+    cr_assert_eq(v.kpad, KPAD);
+    cr_assert_eq(nxr__quant_packed_bytes(NXR__QFORMAT_BF16, K, N), NPAD * KPAD * 2);
+    const uint16_t *h = v.rows;
+    for (size_t j = 0; j < NPAD; ++j)
+        for (size_t p = 0; p < KPAD; ++p) {
+            const size_t at = (j / 4) * 4 * KPAD + (p / 32) * 4 * 32 + (j % 4) * 32 + p % 32;
+            const float want = j < N && p < K ? (float)(j * K + p + 1) : 0.0f;
+            cr_expect_eq(nxr__bf16_value(h[at]), want, "row %zu, value %zu: %g, want %g", j, p,
+                         (double)nxr__bf16_value(h[at]), (double)want);
+        }
+    free(dst);
+}
+
 Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
 {
     /* One column of op(W), k = 40: a block of 32 and a padded block of 8. */
