@@ -365,21 +365,25 @@ Test(domains_peers, an_entry_of_another_pid_namespace_is_not_judged_by_pid, .tim
         close(done[1]);
         char c = 's';
         if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
-            (void)write(ready[1], &c, 1);
+            if (write(ready[1], &c, 1) != 1)
+                _exit(1);
             _exit(0);
         }
         pid_t inner = fork();
         if (inner == 0) {
             if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
                 mount("proc", "/proc", "proc", 0, NULL) != 0) {
-                (void)write(ready[1], &c, 1);
+                if (write(ready[1], &c, 1) != 1)
+                    _exit(1);
                 _exit(0);
             }
             struct nxr__peers q;
             nxr__peers_open(&q, dir, mine, 1, true);
             c = q.status == 0 && getpid() == 1 ? 'r' : 'f';
-            (void)write(ready[1], &c, 1);
-            (void)read(done[0], &c, 1);
+            if (write(ready[1], &c, 1) != 1)
+                _exit(1);
+            if (read(done[0], &c, 1) < 0) /* until the parent closes the pipe */
+                c = 0;
             nxr__peers_close(&q);
             _exit(0);
         }

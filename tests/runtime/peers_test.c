@@ -76,7 +76,8 @@ static void child(int in, int out)
     }
     if (write(out, &s, sizeof(s)) != (ssize_t)sizeof(s))
         _exit(1);
-    (void)read(in, &go, 1); /* until killed, or the parent closes the pipe */
+    if (read(in, &go, 1) < 0) /* until killed, or the parent closes the pipe */
+        go = 0;
     _exit(0);
 }
 
