@@ -20,7 +20,7 @@ static size_t min_z(size_t a, size_t b)
 
 size_t nxr__quant_packed_bytes(enum nxr__qformat format, size_t k, size_t n)
 {
-    const size_t kpad = round_up(k, nxr__quant_group(format));
+    const size_t kpad = nxr__quant_kpad(format, k);
     const size_t npad = round_up(n, NXR_QUANT_ROWS);
     if (format == NXR__QFORMAT_BF16)
         return npad * kpad * sizeof(uint16_t);
@@ -76,7 +76,7 @@ static void q8_block(const float v[NXR_QUANT_BLOCK], int8_t q[NXR_QUANT_BLOCK], 
 void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, const float *src,
                      size_t ld, void *dst, struct nxr__packed_q *view)
 {
-    const size_t group = nxr__quant_group(format), kpad = round_up(k, group);
+    const size_t group = nxr__quant_group(format), kpad = nxr__quant_kpad(format, k);
     const size_t blocks = kpad / NXR_QUANT_BLOCK, npad = round_up(n, NXR_QUANT_ROWS);
     *view = (struct nxr__packed_q){.format = format, .k = k, .n = n, .kpad = kpad, .rows = dst};
     uint16_t *h = dst;

@@ -58,6 +58,13 @@ static inline size_t nxr__quant_group(enum nxr__qformat format)
     return format == NXR__QFORMAT_BF16 ? 32 : 64;
 }
 
+/* A packed row's length: k rounded up to a group. */
+static inline size_t nxr__quant_kpad(enum nxr__qformat format, size_t k)
+{
+    const size_t group = nxr__quant_group(format);
+    return (k + group - 1) / group * group;
+}
+
 /* Where value p of row j sits, counted in values from rows (kpad a
  * multiple of group). Within a unit (j < NXR_QUANT_ROWS, from the unit's
  * first value) the first term is zero. */
