@@ -4,6 +4,7 @@
 #     tools/vm_test.sh                       # the layout-dependent tests (below), 2- and 4-node VMs
 #     tools/vm_test.sh --tagged              # only the tests tagged "numa_vm"
 #     tools/vm_test.sh --nodes 2 //tests/alloc:placement_test //tests/runtime:multinode_test
+#     tools/vm_test.sh --nodes 4 --no-demo --repeat 8 //tests/runtime:attach_test   # hunt a flake
 #
 # Builds the targets with Bazel on the host (the VM has no Bazel), copies
 # the binaries without their debug info into a scratch directory, and boots
@@ -47,16 +48,19 @@ fi
 node_counts=(2 4)
 tagged=0
 demo=1
+repeat=1
 targets=()
 while (($#)); do
     case $1 in
         --nodes) node_counts=($2); shift 2 ;;
         --tagged) tagged=1; shift ;;
         --no-demo) demo=0; shift ;;
+        --repeat) repeat=$2; shift 2 ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) targets+=("$1"); shift ;;
     esac
 done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "vm_test.sh: --repeat wants a positive count, not '$repeat'" >&2; exit 2; }
 # What the VMs run by default: the tests whose outcome can depend on the
 # machine's layout (domains per node, CPU ids, memory nodes, placement, one
 # runtime beside another), not the ones that compute the same on any layout.
@@ -68,7 +72,7 @@ done
 # tests/runtime, where domains are built per node: that is where one-CPU
 # domains and more than two nodes break assumptions. Explicit targets or
 # --tagged run the same list in every VM.
-not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|sys_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|weights_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
+not_layout='^(arbiter_test|cpu_quota_test|cpuset_test|decl_parse_test|plan_test|sys_test|version_test|size_class_test|registry_test|gemm_test|gemm_small_test|norm_test|elementwise_test|reduce_test|fpenv_test|ctx_fpenv_test|ctx_numeric_test|ctx_openblas_test|ctx_rules_test|weights_test|weights_format_test|ctx_weights_format_test|openblas_test|openblas_threads_test|provider_test|rules_test|soak_test|fault_loop_test|bad_input_test|stress_test|submit_stress_test)$'
 declare -A only_in=() # node count -> a query narrowing the list there
 if ((${#targets[@]} == 0)); then
     if ((tagged)); then
@@ -129,6 +133,7 @@ cat > "$1" <<EOF
 #!/bin/sh
 pass=0
 fail=0
+for round in \$(seq $repeat); do
 for t in ${suite[*]}; do
     out=/tmp/\$t.log
     t0=\$(date +%s)
@@ -145,6 +150,7 @@ for t in ${suite[*]}; do
         echo "vm: \$t: FAILED (status \$rc): \$syn (\${secs} s)"
         grep -v '^\[----\]   *\$' "\$out" | tail -n 25 | sed 's/^/vm:   /'
     fi
+done
 done
 if [ -x $work/bin/nxr ]; then
     # The demo check: its JSON on one line, checked on the host. --machine 0:
