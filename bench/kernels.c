@@ -52,7 +52,8 @@
  * named 512 and 2048 ("sgemm_n" says which), no coretype run, a 4 MiB triad
  * and the 4 MiB GEMV only, and the weight formats at 4 MiB.
  * --formats-mib: f32 MiB of W in the weight-formats rows (kernels_formats.h;
- * default 64). --only-formats: those rows alone.
+ * default 64); --formats-k: their k (default 4096 from 64 MiB up, else 1024;
+ * 768 is a decode step's). --only-formats: those rows alone.
  * --reps: rounds at n = 2048 (default 12; n = 512 and the triad use 3x).
  * --coretype: the OPENBLAS_CORETYPE of (c) (default: Haswell on CPUs with
  * AVX2, else none). The benchmark never changes the coretype of the tests.
@@ -429,7 +430,7 @@ int main(int argc, char **argv)
 {
     bool json = false, skip_small = false;
     int reps = 12;
-    size_t triad_mib = 64, formats_mib = 64;
+    size_t triad_mib = 64, formats_mib = 64, formats_k = 0;
     bool only_formats = false, only_percall = false;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
@@ -463,6 +464,8 @@ int main(int argc, char **argv)
             sgemm_n[1] = 256;
         } else if (strcmp(argv[i], "--formats-mib") == 0 && i + 1 < argc) {
             formats_mib = (size_t)atol(argv[++i]);
+        } else if (strcmp(argv[i], "--formats-k") == 0 && i + 1 < argc) {
+            formats_k = (size_t)atol(argv[++i]);
         } else if (strcmp(argv[i], "--only-formats") == 0) {
             only_formats = true;
         } else if (strcmp(argv[i], "--no-small") == 0) {
@@ -470,14 +473,17 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--triad-mib") == 0 && i + 1 < argc) {
             triad_mib = (size_t)atol(argv[++i]);
         } else {
-            fprintf(stderr, "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
-                            "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--only-small] "
-                            "[--only-formats] [--only-percall] [--no-small]\n");
+            fprintf(
+                stderr,
+                "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
+                "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--formats-k K] [--only-small] "
+                "[--only-formats] [--only-percall] [--no-small]\n");
             return 2;
         }
     }
-    if (reps < 2 || reps > 1000 || triad_mib < 1 || formats_mib < 1 || formats_mib > 4096) {
-        fprintf(stderr, "kernels: bad --reps, --triad-mib or --formats-mib\n");
+    if (reps < 2 || reps > 1000 || triad_mib < 1 || formats_mib < 1 || formats_mib > 4096 ||
+        formats_k > formats_mib * ((size_t)1 << 18)) {
+        fprintf(stderr, "kernels: bad --reps, --triad-mib, --formats-mib or --formats-k\n");
         return 2;
     }
     if (only_percall) { /* the per-call rows alone */
@@ -494,7 +500,7 @@ int main(int argc, char **argv)
     }
     if (only_formats) { /* the weight-format rows alone */
         struct formats_report fr;
-        formats_section(&fr, formats_mib, reps);
+        formats_section(&fr, formats_mib, formats_k, reps);
         if (json) {
             printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
             formats_print_json(&fr);
@@ -518,7 +524,7 @@ int main(int argc, char **argv)
     struct formats_report fmts;
     if (!skip_small) {
         small_section(&small, reps);
-        formats_section(&fmts, formats_mib, reps);
+        formats_section(&fmts, formats_mib, formats_k, reps);
     }
     struct percall_report percall;
     percall_section(&percall, reps);

@@ -60,13 +60,15 @@ static size_t copy_bytes(const struct fsetup *s, int f)
     return bytes;
 }
 
-void formats_section(struct formats_report *rep, size_t mib, int reps)
+void formats_section(struct formats_report *rep, size_t mib, size_t k, int reps)
 {
     memset(rep, 0, sizeof *rep);
     struct rt nat;
     rt_open(&nat, NULL, NXR_PROVIDER_POLICY_DEFAULT);
     rep->threads = nxr_ctx_budget(nat.ctx);
-    const size_t k = mib >= 64 ? 4096 : 1024, rows = mib * ((size_t)1 << 18) / k;
+    if (k == 0)
+        k = mib >= 64 ? 4096 : 1024;
+    const size_t rows = mib * ((size_t)1 << 18) / k;
     rep->mib = mib;
     rep->rows = rows;
     rep->k = k;

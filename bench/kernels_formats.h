@@ -28,8 +28,10 @@ struct formats_report {
     size_t nrow;
 };
 
-/* W of `mib` MiB of f32; `reps` rounds, contenders alternating. */
-void formats_section(struct formats_report *rep, size_t mib, int reps);
+/* W of `mib` MiB of f32, rows of k (0: 4096 from 64 MiB up, else 1024;
+ * a decode step's projections have k = 768-2048, where how a copy's rows
+ * are laid out shows); `reps` rounds, contenders alternating. */
+void formats_section(struct formats_report *rep, size_t mib, size_t k, int reps);
 
 void formats_print_text(const struct formats_report *rep);
 
