@@ -58,10 +58,11 @@ static uint16_t bf16_round(float f)
     return (uint16_t)(u >> 16);
 }
 
-/* One block of 32 weights (zero past k) into 8-bit values and their scale:
- * s = max|w| / 127, q = round(w / s) (ties to even: lrintf in the default
- * rounding mode), so |q| <= 127 and |q s - w| <= s / 2 up to f32 rounding. */
-static void q8_block(const float v[NXR_QUANT_BLOCK], int8_t q[NXR_QUANT_BLOCK], float *scale)
+/* One block of 32 weights (zero past k) into 8-bit values, stored offset
+ * by 128 (native_quant.h), and their scale: s = max|w| / 127, q = round(w
+ * / s) (ties to even: lrintf in the default rounding mode), so |q| <= 127
+ * and |q s - w| <= s / 2 up to f32 rounding. */
+static void q8_block(const float v[NXR_QUANT_BLOCK], uint8_t q[NXR_QUANT_BLOCK], float *scale)
 {
     float amax = 0.0f;
     for (size_t i = 0; i < NXR_QUANT_BLOCK; ++i)
@@ -69,7 +70,7 @@ static void q8_block(const float v[NXR_QUANT_BLOCK], int8_t q[NXR_QUANT_BLOCK], 
     *scale = amax / 127.0f;
     for (size_t i = 0; i < NXR_QUANT_BLOCK; ++i) {
         long r = *scale > 0.0f ? lrintf(v[i] / *scale) : 0;
-        q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+        q[i] = (uint8_t)((r > 127 ? 127 : r < -127 ? -127 : r) + 128);
     }
 }
 
@@ -80,7 +81,7 @@ void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, c
     const size_t blocks = kpad / NXR_QUANT_BLOCK, npad = round_up(n, NXR_QUANT_ROWS);
     *view = (struct nxr__packed_q){.format = format, .k = k, .n = n, .kpad = kpad, .rows = dst};
     uint16_t *h = dst;
-    int8_t *q = dst;
+    uint8_t *q = dst;
     float *scales = (float *)(q + npad * kpad);
     if (format == NXR__QFORMAT_Q8_BLOCK32)
         view->scales = scales;

@@ -19,9 +19,16 @@
  * bandwidth with them against 0.82-0.92 at k = 4096.
  *   bf16: uint16_t values, groups of 32, the top half of each f32 rounded
  *         to nearest even (bits << 16 is the value again);
- *   q8:   int8_t values, groups of 64 (two blocks of 32), then the f32
+ *   q8:   8-bit values in [-127, 127] stored offset by 128 (a byte is
+ *         value + 128: the int8's bits with the top one flipped,
+ *         nxr__q8_value), groups of 64 (two blocks of 32), then the f32
  *         scales in the same order (nxr__quant_scale_at): weight p of row j
- *         is value(j, p) * scale(j, p / 32).
+ *         is value(j, p) * scale(j, p / 32). The offset is for VNNI:
+ *         vpdpbusd multiplies unsigned bytes by signed ones, so unsigned
+ *         weights take A's values as they are, and the offset's share
+ *         (128 times A's values) is one term per row of A instead of one
+ *         per row of W (native_quant.inc); the other kernels flip the bit
+ *         back as they load.
  * Zero padding keeps every kernel free of k and n tails (A's rows are
  * copied into zero-padded scratch rows of kpad first).
  */
@@ -48,7 +55,7 @@ enum nxr__qformat {
 struct nxr__packed_q {
     enum nxr__qformat format;
     size_t k, n, kpad;
-    const void *rows;    /* uint16_t (bf16) or int8_t (q8), units x 4 x kpad */
+    const void *rows;    /* uint16_t (bf16) or uint8_t (q8), units x 4 x kpad */
     const float *scales; /* q8: units x 4 x kpad / 32; NULL for bf16 */
 };
 
@@ -80,6 +87,12 @@ static inline size_t nxr__quant_scale_at(size_t blocks, size_t j, size_t b)
 {
     return (j / NXR_QUANT_ROWS) * NXR_QUANT_ROWS * blocks + (b / 2) * NXR_QUANT_ROWS * 2 +
            (j % NXR_QUANT_ROWS) * 2 + b % 2;
+}
+
+/* An 8-bit value of a q8 copy from its stored byte (value + 128). */
+static inline int nxr__q8_value(uint8_t stored)
+{
+    return (int)stored - 128;
 }
 
 /* Bytes a packed copy of a k x n op(W) takes (k, n >= 1). */

@@ -117,7 +117,14 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
     struct nxr__packed_q v;
     void *dst = pack(NXR__QFORMAT_Q8_BLOCK32, true, 40, 1, w, 40, &v);
     cr_assert_eq(v.kpad, 64);
-    const int8_t *q = v.rows;
+    /* The stored bytes are value + 128 (native_quant.h): the values by
+     * the one helper every reader of the copy uses. */
+    const uint8_t *stored = v.rows;
+    int q[64];
+    for (size_t p = 0; p < 64; ++p)
+        q[p] = nxr__q8_value(stored[p]);
+    cr_expect_eq(stored[31], 255, "stored offset by 128: +127 is 255");
+    cr_expect_eq(stored[40], 128, "and 0 is 128");
     cr_expect_eq(v.scales[0], 21.0f / 127.0f);
     cr_expect_eq(v.scales[1], 29.0f / 127.0f);
     cr_expect_eq(q[31], 127, "the block's largest is +127");
@@ -136,7 +143,7 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
     dst = pack(NXR__QFORMAT_Q8_BLOCK32, true, 32, 1, z, 32, &v);
     cr_expect_eq(v.scales[0], 0.0f);
     for (size_t p = 0; p < 32; ++p)
-        cr_expect_eq(((const int8_t *)v.rows)[p], 0);
+        cr_expect_eq(nxr__q8_value(((const uint8_t *)v.rows)[p]), 0);
     free(dst);
     size_t bp = 99, bj = 99;
     float nf[6] = {1, 2, 3, 4, NAN, 6};
