@@ -24,7 +24,7 @@ size_t nxr__quant_packed_bytes(enum nxr__qformat format, size_t k, size_t n)
     const size_t npad = round_up(n, NXR_QUANT_ROWS);
     if (format == NXR__QFORMAT_BF16)
         return npad * kpad * sizeof(uint16_t);
-    return npad * kpad + npad * (kpad / NXR_QUANT_BLOCK) * sizeof(float);
+    return npad / NXR_QUANT_ROWS * nxr__q8_unit_bytes(kpad);
 }
 
 static float at(bool trans, const float *src, size_t ld, size_t p, size_t j)
@@ -82,9 +82,12 @@ void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, c
     *view = (struct nxr__packed_q){.format = format, .k = k, .n = n, .kpad = kpad, .rows = dst};
     uint16_t *h = dst;
     uint8_t *q = dst;
-    float *scales = (float *)(q + npad * kpad);
-    if (format == NXR__QFORMAT_Q8_BLOCK32)
-        view->scales = scales;
+    if (format == NXR__QFORMAT_Q8_BLOCK32 && kpad / 64 % 2 == 1) {
+        /* The unused half of each unit's last line of scales. */
+        const size_t unit = nxr__q8_unit_bytes(kpad);
+        for (size_t u = 0; u < npad / NXR_QUANT_ROWS; ++u)
+            memset(q + (u + 1) * unit - 32, 0, 32);
+    }
     /* Tiles of 32 x 32: a tile is read along the source's rows whatever
      * its orientation, then written along the packed rows (op(W)^T); the
      * padding rows past n are written from the tile's zeros. */
@@ -107,12 +110,14 @@ void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, c
             }
             for (size_t jj = 0; jj < rows; ++jj) {
                 /* A block never straddles a group: its values are contiguous. */
-                const size_t row = j0 + jj, at = nxr__quant_value_at(kpad, group, row, p0);
+                const size_t row = j0 + jj;
                 if (format == NXR__QFORMAT_BF16) {
+                    const size_t at = nxr__quant_value_at(kpad, group, row, p0);
                     for (size_t pp = 0; pp < NXR_QUANT_BLOCK; ++pp)
                         h[at + pp] = bf16_round(tile[jj][pp]);
                 } else {
-                    q8_block(tile[jj], q + at, &scales[nxr__quant_scale_at(blocks, row, b)]);
+                    q8_block(tile[jj], q + nxr__q8_value_at(kpad, row, p0),
+                             (float *)(q + nxr__q8_scale_at(kpad, row, b)));
                 }
             }
         }

@@ -102,7 +102,9 @@ NXR_API int nxr_weights_create(nxr_runtime_t *rt, const struct nxr_weights_desc 
  * desc->trans says, four columns interleaved a cache line at a time (a
  * decode step reads the copy as one stream), k padded to 32 (bf16) or 64
  * (8-bit) and the columns to a multiple of 4 with zeros (8-bit values are
- * stored offset by 128, for the VNNI instruction); f32's layout is
+ * stored offset by 128, for the VNNI instruction, and the scales in the
+ * same stream, a line of them after every two lines of each of the four
+ * columns; an odd last pair pads 32 bytes); f32's layout is
  * nxr_weights_create's. nxr_weights_copy's bytes are the library's: the
  * layout may change between releases. The values are f32 on input.
  */

@@ -21,9 +21,21 @@
  *         to nearest even (bits << 16 is the value again);
  *   q8:   8-bit values in [-127, 127] stored offset by 128 (a byte is
  *         value + 128: the int8's bits with the top one flipped,
- *         nxr__q8_value), groups of 64 (two blocks of 32), then the f32
- *         scales in the same order (nxr__quant_scale_at): weight p of row j
- *         is value(j, p) * scale(j, p / 32). The offset is for VNNI:
+ *         nxr__q8_value), groups of 64 (two blocks of 32); weight p of row
+ *         j is value(j, p) * scale(j, p / 32), the scales f32 in the same
+ *         stream: each pair of a unit's groups (512 bytes) is followed by
+ *         one line of its 16 scales (group, then row, then block), an odd
+ *         last group by a line of its 8 (the rest zero); nxr__q8_value_at
+ *         and nxr__q8_scale_at. With the scales in an array of their own
+ *         after the values, a decode step read two streams, and the
+ *         second held the first back. bench/kernels at k = 768 from
+ *         memory, q8 at m = 1, time of f32 over q8 in the same run
+ *         (alternated, medians of five): scales apart 2.46x, in the
+ *         stream 2.74x (another series: scales apart 2.7x, served from
+ *         the cache 3.9x, apart but prefetched 3.1x); bench/decode 110m
+ *         8-bit, six alternated pairs, 399 -> 440 tok/s (medians). A
+ *         second prefetch for an array apart measured about the same; one
+ *         stream needs it in no kernel. The offset is for VNNI:
  *         vpdpbusd multiplies unsigned bytes by signed ones, so unsigned
  *         weights take A's values as they are, and the offset's share
  *         (128 times A's values) is one term per row of A instead of one
@@ -55,8 +67,7 @@ enum nxr__qformat {
 struct nxr__packed_q {
     enum nxr__qformat format;
     size_t k, n, kpad;
-    const void *rows;    /* uint16_t (bf16) or uint8_t (q8), units x 4 x kpad */
-    const float *scales; /* q8: units x 4 x kpad / 32; NULL for bf16 */
+    const void *rows; /* bf16: uint16_t, units x 4 x kpad; q8: units of nxr__q8_unit_bytes */
 };
 
 /* Values of a row per group (one 64-byte line), and kpad's multiple. */
@@ -72,7 +83,7 @@ static inline size_t nxr__quant_kpad(enum nxr__qformat format, size_t k)
     return (k + group - 1) / group * group;
 }
 
-/* Where value p of row j sits, counted in values from rows (kpad a
+/* bf16: where value p of row j sits, counted in values from rows (kpad a
  * multiple of group). Within a unit (j < NXR_QUANT_ROWS, from the unit's
  * first value) the first term is zero. */
 static inline size_t nxr__quant_value_at(size_t kpad, size_t group, size_t j, size_t p)
@@ -81,12 +92,38 @@ static inline size_t nxr__quant_value_at(size_t kpad, size_t group, size_t j, si
            (j % NXR_QUANT_ROWS) * group + p % group;
 }
 
-/* Where the scale of block b of row j sits in scales (q8: a row's two
- * blocks of a group side by side, rows interleaved as the values). */
-static inline size_t nxr__quant_scale_at(size_t blocks, size_t j, size_t b)
+/* q8: a group of a unit's rows (one line each), and a pair of groups with
+ * the line of their scales after them. */
+#define NXR__Q8_GROUP_BYTES (NXR_QUANT_ROWS * 64)
+#define NXR__Q8_PAIR_BYTES  (2 * NXR__Q8_GROUP_BYTES + 64)
+
+/* q8: the bytes of a unit of NXR_QUANT_ROWS rows of kpad (a multiple of 64)
+ * values with their scales. */
+static inline size_t nxr__q8_unit_bytes(size_t kpad)
 {
-    return (j / NXR_QUANT_ROWS) * NXR_QUANT_ROWS * blocks + (b / 2) * NXR_QUANT_ROWS * 2 +
-           (j % NXR_QUANT_ROWS) * 2 + b % 2;
+    const size_t groups = kpad / 64;
+    return groups / 2 * NXR__Q8_PAIR_BYTES + groups % 2 * (NXR__Q8_GROUP_BYTES + 64);
+}
+
+/* q8: the byte of value p of row j, from the copy's first; within a unit
+ * (j < NXR_QUANT_ROWS, from the unit's first byte) the first term is zero. */
+static inline size_t nxr__q8_value_at(size_t kpad, size_t j, size_t p)
+{
+    const size_t g = p / 64;
+    return j / NXR_QUANT_ROWS * nxr__q8_unit_bytes(kpad) + g / 2 * NXR__Q8_PAIR_BYTES +
+           g % 2 * NXR__Q8_GROUP_BYTES + j % NXR_QUANT_ROWS * 64 + p % 64;
+}
+
+/* q8: the byte of the (f32) scale of block b of row j, as nxr__q8_value_at:
+ * in the line after its pair of groups (after one group if the pair is
+ * the odd last one), group by group, row by row, the two blocks of a
+ * group side by side. */
+static inline size_t nxr__q8_scale_at(size_t kpad, size_t j, size_t b)
+{
+    const size_t g = b / 2, in_pair = g / 2 * 2 + 1 < kpad / 64 ? 2 : 1;
+    return j / NXR_QUANT_ROWS * nxr__q8_unit_bytes(kpad) + g / 2 * NXR__Q8_PAIR_BYTES +
+           in_pair * NXR__Q8_GROUP_BYTES +
+           (g % 2 * 2 * NXR_QUANT_ROWS + j % NXR_QUANT_ROWS * 2 + b % 2) * 4;
 }
 
 /* An 8-bit value of a q8 copy from its stored byte (value + 128). */

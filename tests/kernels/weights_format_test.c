@@ -107,6 +107,64 @@ Test(kernels_weights_format, bf16_rows_interleave_by_cache_line_in_units_of_four
     free(dst);
 }
 
+/* The scale of block b of row j of a q8 copy. */
+static float q8_scale_of(const struct nxr__packed_q *v, size_t j, size_t b)
+{
+    float s;
+    memcpy(&s, (const uint8_t *)v->rows + nxr__q8_scale_at(v->kpad, j, b), sizeof s);
+    return s;
+}
+
+/* The q8 layout native_quant.h documents, written out here: units of four
+ * rows; each pair of groups (four rows' 64 values each, interleaved a line
+ * at a time) followed by a line of the pair's 16 scales (group, row,
+ * block), an odd last group by a line of its 8 and 32 zero bytes; values
+ * stored + 128. k = 150: kpad 192, three groups, a unit of 576 + 320. */
+Test(kernels_weights_format, q8_scales_follow_each_pair_of_groups_in_the_stream)
+{
+    enum { K = 150, N = 5, KPAD = 192, NPAD = 8, BLOCKS = KPAD / 32, UNIT = 576 + 320 };
+    /* Column j of op(W), block b: 127 s_jb somewhere, so the scale is s_jb
+     * (a power of two, different for neighbouring rows and blocks) and
+     * every value an exact integer. */
+    float w[K * N];
+    for (size_t p = 0; p < K; ++p)
+        for (size_t j = 0; j < N; ++j) {
+            const float s = ldexpf(1.0f, (int)((j * 3 + p / 32) % 7) - 3);
+            const int v = p % 32 == 5 ? 127 : (int)((j * 31 + p * 7) % 255) - 127;
+            w[p * N + j] = (float)v * s;
+        }
+    struct nxr__packed_q v;
+    void *dst = pack(NXR__QFORMAT_Q8_BLOCK32, false, K, N, w, N, &v);
+    cr_assert_eq(v.kpad, KPAD);
+    cr_assert_eq(nxr__quant_packed_bytes(NXR__QFORMAT_Q8_BLOCK32, K, N), NPAD / 4 * UNIT);
+    const uint8_t *bytes = v.rows;
+    for (size_t j = 0; j < NPAD; ++j) {
+        const size_t unit = j / 4 * UNIT;
+        for (size_t p = 0; p < KPAD; ++p) {
+            const size_t g = p / 64;
+            const size_t at = unit + g / 2 * 576 + g % 2 * 256 + j % 4 * 64 + p % 64;
+            const float s = ldexpf(1.0f, (int)((j * 3 + p / 32) % 7) - 3);
+            const int want = j < N && p < K ? (int)(w[p * N + j] / s) : 0;
+            cr_expect_eq((int)bytes[at] - 128, want, "row %zu, value %zu: %d, want %d", j, p,
+                         (int)bytes[at] - 128, want);
+        }
+        for (size_t b = 0; b < BLOCKS; ++b) {
+            const size_t g = b / 2;
+            const size_t line = unit + g / 2 * 576 + (g / 2 == 0 ? 512 : 256);
+            float got;
+            memcpy(&got, bytes + line + (g % 2 * 8 + j % 4 * 2 + b % 2) * 4, sizeof got);
+            const float want =
+                j < N && b * 32 < K ? ldexpf(1.0f, (int)((j * 3 + b) % 7) - 3) : 0.0f;
+            cr_expect_eq(got, want, "row %zu, block %zu: scale %g, want %g", j, b, (double)got,
+                         (double)want);
+        }
+    }
+    for (size_t u = 0; u < NPAD / 4; ++u)
+        for (size_t i = UNIT - 32; i < UNIT; ++i)
+            cr_expect_eq(bytes[u * UNIT + i], 0, "unit %zu: the odd line's unused byte %zu", u, i);
+    free(dst);
+}
+
 Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
 {
     /* One column of op(W), k = 40: a block of 32 and a padded block of 8. */
@@ -125,15 +183,15 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
         q[p] = nxr__q8_value(stored[p]);
     cr_expect_eq(stored[31], 255, "stored offset by 128: +127 is 255");
     cr_expect_eq(stored[40], 128, "and 0 is 128");
-    cr_expect_eq(v.scales[0], 21.0f / 127.0f);
-    cr_expect_eq(v.scales[1], 29.0f / 127.0f);
+    cr_expect_eq(q8_scale_of(&v, 0, 0), 21.0f / 127.0f);
+    cr_expect_eq(q8_scale_of(&v, 0, 1), 29.0f / 127.0f);
     cr_expect_eq(q[31], 127, "the block's largest is +127");
     cr_expect_eq(q[39], 127);
     cr_expect_eq(q[3], 10, "a tie rounds to even (q %d)", q[3]);
     for (size_t p = 40; p < 64; ++p)
         cr_expect_eq(q[p], 0, "padding is zero");
     for (size_t p = 0; p < 40; ++p) {
-        const float s = v.scales[p / 32];
+        const float s = q8_scale_of(&v, 0, p / 32);
         cr_expect(fabs(q[p] * (double)s - w[p]) <= s / 2.0 * (1 + 0x1p-12), "p %zu: q %d s %g w %g",
                   p, q[p], (double)s, (double)w[p]);
     }
@@ -141,7 +199,7 @@ Test(kernels_weights_format, q8_block_is_symmetric_with_one_scale_per_32)
     float z[32] = {0};
     free(dst);
     dst = pack(NXR__QFORMAT_Q8_BLOCK32, true, 32, 1, z, 32, &v);
-    cr_expect_eq(v.scales[0], 0.0f);
+    cr_expect_eq(q8_scale_of(&v, 0, 0), 0.0f);
     for (size_t p = 0; p < 32; ++p)
         cr_expect_eq(nxr__q8_value(((const uint8_t *)v.rows)[p]), 0);
     free(dst);
@@ -207,6 +265,15 @@ static void check_case(const struct nxr__native_isa *isa, struct qcase t, uint64
     const size_t lda = a_cols + 3, ldw = w_cols + 2, ldc = t.n + 5;
     float *a = ref_fill(a_rows * lda, seed, -1.0f, 1.0f);
     float *w = ref_fill(w_rows * ldw, seed + 1, -2.0f, 2.0f);
+    /* Each (column of op(W), block) at its own magnitude, a power of two
+     * apart from its neighbours': uniform values give every block about
+     * the same scale, and a kernel reading another block's or row's scale
+     * stayed within the bound (checked). */
+    for (size_t r = 0; r < w_rows; ++r)
+        for (size_t q = 0; q < w_cols; ++q) {
+            const size_t p = t.tw ? q : r, j = t.tw ? r : q;
+            w[r * ldw + q] = ldexpf(w[r * ldw + q], (int)((p / 32 + 2 * j) % 5) - 2);
+        }
     float *c0 = ref_fill(t.m * ldc, seed + 2, -1.0f, 1.0f);
     float *c = malloc(t.m * ldc * sizeof *c);
     memcpy(c, c0, t.m * ldc * sizeof *c);
