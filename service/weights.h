@@ -52,7 +52,9 @@ int svc_replica_create(struct svc_replica *out, nxr_domain_t *d, const float *ma
                        size_t bytes);
 
 /* Asks the kernel again where every page of r lives, and of r->packed's
- * copies on r's domain when set (fills pages, pages_on_node and on_node). */
+ * copies on r's domain when set (fills pages, pages_on_node and on_node).
+ * The memory must have been written (a page reported absent is read once
+ * and asked again: it may have been in the middle of a move). */
 void svc_replica_verify(struct svc_replica *r);
 
 /* Frees the copy. NULL or an empty replica is a no-op. */
