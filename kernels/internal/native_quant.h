@@ -114,16 +114,22 @@ static inline size_t nxr__q8_value_at(size_t kpad, size_t j, size_t p)
            g % 2 * NXR__Q8_GROUP_BYTES + j % NXR_QUANT_ROWS * 64 + p % 64;
 }
 
-/* q8: the byte of the (f32) scale of block b of row j, as nxr__q8_value_at:
- * in the line after its pair of groups (after one group if the pair is
- * the odd last one), group by group, row by row, the two blocks of a
- * group side by side. */
+/* q8: the byte, from a unit's first, of group g's 2 NXR_QUANT_ROWS scales
+ * (f32, row by row, a row's two blocks side by side): in the line after
+ * its pair of groups (after the one group if the pair is the odd last
+ * one), the pair's first group's scales first. */
+static inline size_t nxr__q8_scales_at(size_t kpad, size_t g)
+{
+    const size_t in_pair = g / 2 * 2 + 1 < kpad / 64 ? 2 : 1;
+    return g / 2 * NXR__Q8_PAIR_BYTES + in_pair * NXR__Q8_GROUP_BYTES +
+           g % 2 * 2 * NXR_QUANT_ROWS * sizeof(float);
+}
+
+/* q8: the byte of the scale of block b of row j, as nxr__q8_value_at. */
 static inline size_t nxr__q8_scale_at(size_t kpad, size_t j, size_t b)
 {
-    const size_t g = b / 2, in_pair = g / 2 * 2 + 1 < kpad / 64 ? 2 : 1;
-    return j / NXR_QUANT_ROWS * nxr__q8_unit_bytes(kpad) + g / 2 * NXR__Q8_PAIR_BYTES +
-           in_pair * NXR__Q8_GROUP_BYTES +
-           (g % 2 * 2 * NXR_QUANT_ROWS + j % NXR_QUANT_ROWS * 2 + b % 2) * 4;
+    return j / NXR_QUANT_ROWS * nxr__q8_unit_bytes(kpad) + nxr__q8_scales_at(kpad, b / 2) +
+           (j % NXR_QUANT_ROWS * 2 + b % 2) * sizeof(float);
 }
 
 /* An 8-bit value of a q8 copy from its stored byte (value + 128). */
