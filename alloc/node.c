@@ -34,6 +34,38 @@ int nxr_mem_node(const void *ptr)
     return node;
 }
 
+int nxr_mem_pages_on_node(const void *ptr, size_t bytes, int node, size_t *pages, size_t *on_node)
+{
+    nxr__call_begin();
+    if (ptr == NULL || pages == NULL || on_node == NULL || bytes == 0 || node < 0)
+        return nxr__fail(-EINVAL, __func__, "%s",
+                         ptr == NULL       ? "ptr is NULL"
+                         : pages == NULL   ? "pages is NULL"
+                         : on_node == NULL ? "on_node is NULL"
+                         : bytes == 0      ? "bytes is 0"
+                                           : "node is negative");
+    *pages = 0;
+    *on_node = 0;
+    const uintptr_t page = PROBE_SIZE;
+    const uintptr_t first = (uintptr_t)ptr / page * page;
+    const uintptr_t end = (uintptr_t)ptr + bytes;
+    for (uintptr_t p = first; p < end; p += page) {
+        int where = page_node((const void *)p);
+        if (where == -ENOENT) {
+            /* Not present: being moved (or never written, which the caller
+             * promised it was not). The read waits for the move to end. */
+            (void)*(const volatile char *)p;
+            where = page_node((const void *)p);
+        }
+        if (where < 0 && where != -ENOENT && where != -EFAULT)
+            return nxr__fail(where, __func__, "the page at %p: %s", (const void *)p,
+                             nxr_strerror(where));
+        ++*pages;
+        *on_node += where == node;
+    }
+    return 0;
+}
+
 const char *nxr_mem_binding_name(enum nxr_mem_binding binding)
 {
     switch (binding) {

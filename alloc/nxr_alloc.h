@@ -165,6 +165,23 @@ NXR_API const char *nxr_mem_binding_name(enum nxr_mem_binding binding);
  */
 NXR_API int nxr_mem_node(const void *ptr);
 
+/*
+ * How many pages of [ptr, ptr + bytes) live on `node`: *pages gets the
+ * count of pages the range touches, *on_node those the kernel reports on
+ * `node` (nxr_mem_node, page by page). For memory the caller has written
+ * (a page never touched has no node, or maps the shared zero page, which
+ * the kernel reports wherever that lives). A page the kernel is moving when
+ * asked (a huge-page collapse, compaction) is reported absent for that
+ * moment: it is read once, which waits for the move, and asked again; a
+ * page absent twice counts as not on the node. Returns 0; -EINVAL (ptr,
+ * pages or on_node NULL, bytes 0, node < 0; nothing written), or the
+ * query's own failure (-ENOSYS without NUMA support, another negative
+ * errno; *pages and *on_node then count the pages asked before it). Any
+ * thread; a system call per page.
+ */
+NXR_API int nxr_mem_pages_on_node(const void *ptr, size_t bytes, int node, size_t *pages,
+                                  size_t *on_node);
+
 /* ----------------------------------------------------------------- scopes */
 
 /* Whether a scope detects use after reset (nxr_scope_opts.check). */

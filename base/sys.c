@@ -27,7 +27,7 @@ static atomic_long fault_seen;   /* calls seen through armed points */
 static atomic_bool fault_sticky; /* every call from the target on fails */
 static atomic_uint fault_always; /* points that fail on every call */
 static atomic_long fault_always_seen;
-#define FAULT_POINTS 13
+#define FAULT_POINTS 14
 _Static_assert(NXR_FAULT_ALL == (1u << FAULT_POINTS) - 1, "one failure count per fault point");
 static atomic_long fault_failed[FAULT_POINTS]; /* per point (bit index), never reset */
 
@@ -289,6 +289,10 @@ int nxr__move_pages_query(const void *addr, int *status)
     *status = -EFAULT;
     if (nxr__fault_hit(NXR_FAULT_MOVE_PAGES))
         return -ENOMEM;
+    if (nxr__fault_hit(NXR_FAULT_PAGE_ABSENT)) {
+        *status = -ENOENT;
+        return 0;
+    }
     /* nodes == NULL: query mode; status gets the node or a negative errno. */
     if (move_pages(0, 1, &page, NULL, status, 0) != 0)
         return -errno;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <stdbool.h>
 
 #include "base/internal/last_error.h"
 #include "base/internal/sys.h"
@@ -29,20 +29,10 @@ void nxr_shards_destroy(nxr_shards_t *s)
     free(s);
 }
 
-/* The fraction of [p, p + bytes)'s pages on d's node, or -1 when that
- * cannot be said (no node, binding not BOUND). */
-static double pages_on_node(const nxr_domain_t *d, const void *p, size_t bytes)
+/* Whether the page check applies to d: a node, and memory BOUND to it. */
+static bool checkable(const nxr_domain_t *d)
 {
-    int node = nxr_domain_node(d);
-    if (node == NXR_NODE_NONE || nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
-        return -1.0;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t pages = 0, on = 0;
-    for (uintptr_t a = (uintptr_t)p / page * page; a < (uintptr_t)p + bytes; a += page) {
-        pages++;
-        on += nxr_mem_node((const void *)a) == node;
-    }
-    return pages == 0 ? -1.0 : (double)on / (double)pages;
+    return nxr_domain_node(d) != NXR_NODE_NONE && nxr_domain_mem_binding(d) == NXR_MEM_BOUND;
 }
 
 /* A refusal of nxr_shards_create on domain d: the reason to c->why. */
@@ -123,8 +113,19 @@ static int make(struct nxr__ctx_call *c, const struct nxr_domain **at, nxr_ctx_t
                         nxr_domain_id(d));
             break;
         }
-        s->parts[i].on_node = pages_on_node(d, s->parts[i].data, bytes);
-        if (s->parts[i].on_node >= 0.0 && s->parts[i].on_node < 1.0)
+        if (!checkable(d))
+            continue;
+        /* Written just above: a page caught moving (a huge-page collapse)
+         * is asked again by nxr_mem_pages_on_node, so it is no refusal. */
+        size_t pages, on;
+        int q = nxr_mem_pages_on_node(s->parts[i].data, bytes, nxr_domain_node(d), &pages, &on);
+        if (q != 0) {
+            rc = refuse(c, at, d, NXR_EPLACEMENT, "part %zu: the page check failed: %s", i,
+                        nxr_strerror(q));
+            break;
+        }
+        s->parts[i].on_node = (double)on / (double)pages;
+        if (on < pages)
             rc = refuse(c, at, d, NXR_EPLACEMENT,
                         "part %zu: %.1f%% of its pages on domain %d's node %d (bound)", i,
                         100.0 * s->parts[i].on_node, nxr_domain_id(d), nxr_domain_node(d));

@@ -2,7 +2,7 @@
  * The model's weights, replicated: one copy per domain in that domain's
  * node-local memory (nxr_domain_malloc: the domain's arena, bound to its
  * node before first touch), and the proof that it is there: every page of
- * every replica asked of the kernel (nxr_mem_node, move_pages in query
+ * every replica asked of the kernel (nxr_mem_pages_on_node, move_pages in query
  * mode), reported as the fraction of pages on the domain's node.
  *
  * With packed weights (svc_packed) the weight matrices are also packed

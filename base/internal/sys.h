@@ -36,7 +36,10 @@ enum nxr__fault_point {
     NXR_FAULT_MPROTECT = 1u << 10,       /* nxr__mprotect returns -ENOMEM, nothing changed */
     NXR_FAULT_MOVE_PAGES = 1u << 11,     /* nxr__move_pages_query returns -ENOMEM */
     NXR_FAULT_SYNC_INIT = 1u << 12,      /* nxr__mutex_init/nxr__cond_init return -ENOMEM */
-    NXR_FAULT_ALL = (1u << 13) - 1,
+    /* nxr__move_pages_query answers that the page is not present (status
+     * -ENOENT), as move_pages does for a page the kernel is moving. */
+    NXR_FAULT_PAGE_ABSENT = 1u << 13,
+    NXR_FAULT_ALL = (1u << 14) - 1,
 };
 
 /* Arms the hook: the nth call (n >= 1) through any point in `points` fails;

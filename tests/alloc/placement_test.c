@@ -2,7 +2,8 @@
  * Placement: pages of pool buffers, arena allocations and scope memory are
  * on the domain's node, as the kernel reports (move_pages query). The node-1
  * test needs a machine with two nodes: on this one it skips; run it in the
- * two-node VM with tools/vm_test.sh.
+ * two-node VM with tools/vm_test.sh. nxr_mem_pages_on_node is checked
+ * here too, with a page the kernel is moving stood in by the fault hook.
  */
 #include <criterion/criterion.h>
 #include <numa.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/sys.h"
 #include "runtime/nxr.h"
 #include "tests/support/runtime.h"
 
@@ -66,6 +68,107 @@ Test(alloc_placement, untouched_page_has_no_node)
               "untouched page reported as %d", where);
     nxr_domain_free(p);
     nxr_runtime_destroy(rt);
+}
+
+/* Written memory on domain d's node: its pages counted by hand. */
+struct written {
+    nxr_runtime_t *rt;
+    char *p;
+    size_t bytes, pages;
+    int node;
+};
+
+static struct written written_on_node(void)
+{
+    if (numa_available() < 0)
+        cr_skip_test("the kernel has no NUMA support");
+    struct written w = {.rt = make_runtime(NULL)};
+    nxr_domain_t *d = nxr_runtime_domain_at(w.rt, 0);
+    w.node = nxr_domain_node(d);
+    if (w.node == NXR_NODE_NONE || nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
+        cr_skip_test("domain 0's memory is not bound to a node here");
+    void *p;
+    /* Six pages and 100 bytes, from 1000 bytes into a page: the range ends
+     * 1100 bytes into its seventh page. */
+    cr_assert_eq(nxr_domain_malloc(d, 8 * 4096, 4096, &p), 0);
+    w.p = (char *)p + 1000;
+    w.bytes = 6 * 4096 + 100;
+    w.pages = 7;
+    memset(p, 0x5a, 8 * 4096);
+    return w;
+}
+
+static void written_free(struct written *w)
+{
+    nxr_domain_free(w->p - 1000);
+    nxr_runtime_destroy(w->rt);
+}
+
+Test(alloc_placement, pages_on_node_counts_the_written_range)
+{
+    struct written w = written_on_node();
+    size_t pages = 0, on = 0;
+    cr_assert_eq(nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on), 0, "%s",
+                 nxr_last_error());
+    cr_assert_eq(pages, w.pages);
+    cr_assert_eq(on, w.pages);
+    /* Another node holds none of them (node ids the machine lacks too). */
+    cr_assert_eq(nxr_mem_pages_on_node(w.p, w.bytes, w.node + 1, &pages, &on), 0);
+    cr_assert_eq(pages, w.pages);
+    cr_assert_eq(on, 0);
+    written_free(&w);
+}
+
+/* A page caught moving (move_pages: not present) is read and asked again:
+ * the first answer for the third page is "absent", the second its node. */
+Test(alloc_placement, pages_on_node_asks_a_moving_page_again)
+{
+    struct written w = written_on_node();
+    size_t pages = 0, on = 0;
+    nxr__fault_arm(NXR_FAULT_PAGE_ABSENT, 3);
+    int rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
+    long calls = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(calls, (long)w.pages + 1, "one query a page, and one more for the moving one");
+    cr_assert_eq(pages, w.pages);
+    cr_assert_eq(on, w.pages, "the page asked again is on the node");
+    written_free(&w);
+}
+
+/* A page absent twice is not claimed: counted, not on the node. */
+Test(alloc_placement, pages_on_node_never_claims_an_absent_page)
+{
+    struct written w = written_on_node();
+    size_t pages = 0, on = 0;
+    nxr__fault_arm_from(NXR_FAULT_PAGE_ABSENT, 1);
+    int rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(pages, w.pages);
+    cr_assert_eq(on, 0);
+    /* A failed query is the call's error, named. */
+    nxr__fault_arm(NXR_FAULT_MOVE_PAGES, 2);
+    rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, -ENOMEM);
+    cr_assert_not_null(strstr(nxr_last_error(), "nxr_mem_pages_on_node"), "%s", nxr_last_error());
+    cr_assert_eq(pages, 1, "the pages asked before the failure");
+    written_free(&w);
+}
+
+Test(alloc_placement, pages_on_node_refuses_bad_input)
+{
+    char byte = 1;
+    size_t pages = 99, on = 98;
+    cr_assert_eq(nxr_mem_pages_on_node(NULL, 1, 0, &pages, &on), -EINVAL);
+    cr_assert_eq(nxr_mem_pages_on_node(&byte, 0, 0, &pages, &on), -EINVAL);
+    cr_assert_eq(nxr_mem_pages_on_node(&byte, 1, -1, &pages, &on), -EINVAL);
+    cr_assert_eq(nxr_mem_pages_on_node(&byte, 1, 0, NULL, &on), -EINVAL);
+    cr_assert_eq(nxr_mem_pages_on_node(&byte, 1, 0, &pages, NULL), -EINVAL);
+    cr_assert_not_null(strstr(nxr_last_error(), "on_node is NULL"), "%s", nxr_last_error());
+    cr_assert_eq(pages, 99, "a refused call writes nothing");
+    cr_assert_eq(on, 98);
 }
 
 Test(alloc_placement, pages_are_on_each_domains_node)

@@ -18,8 +18,9 @@
  *   - munmap, madvise: the pools' release_failures count exactly one;
  *   - mprotect (checked scopes): the scope counts one unchecked reset, or
  *     at destroy the chunk is retried and returned (nothing outstanding);
- *   - move_pages (the binding probe): exactly one domain's memory is
- *     "unavailable", and its reason names the failed query.
+ *   - move_pages (the binding probe), a page reported absent (as one the
+ *     kernel is moving): exactly one domain's memory is "unavailable", and
+ *     its reason names the failed query.
  *
  * Each test prints "fault loop <scenario>: ..." with the number of injected
  * failures per point; .ci/run adds them up.
@@ -70,6 +71,7 @@ static const struct point points[] = {
     {NXR_FAULT_MADVISE, "madvise", {0}, NXR_FAULT_MUNMAP, false},
     {NXR_FAULT_MPROTECT, "mprotect", {0}, 0, false},
     {NXR_FAULT_MOVE_PAGES, "move_pages", {0}, 0, false},
+    {NXR_FAULT_PAGE_ABSENT, "page_absent", {0}, 0, false},
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -132,7 +134,7 @@ static void expect_absorbed(const struct point *p, bool absorbed)
     /* Refusals of the `always` set are releases too (munmap). */
     cr_assert_eq(release_failures(), (uint64_t)always_hits + (release ? 1u : 0u),
                  "%s: refused releases counted", where);
-    if (p->bit == NXR_FAULT_MOVE_PAGES)
+    if (p->bit == NXR_FAULT_MOVE_PAGES || p->bit == NXR_FAULT_PAGE_ABSENT)
         cr_assert_eq(domains_whose_probe_query_failed(), absorbed ? 1u : 0u,
                      "%s: a failed probe query shows in exactly one domain's binding", where);
     if (p->bit == NXR_FAULT_MPROTECT && absorbed) {

@@ -224,6 +224,19 @@ GOOD(nxr_mem_node)
     int node = nxr_mem_node(nxr_buffer_data(fx.buf));
     return node == -ENOSYS ? NOT_HERE : node < 0 ? node : 0; /* no NUMA support here */
 }
+BAD(nxr_mem_pages_on_node)
+{
+    size_t pages, on;
+    return nxr_mem_pages_on_node(NULL, 64, 0, &pages, &on);
+}
+GOOD(nxr_mem_pages_on_node)
+{
+    memset(nxr_buffer_data(fx.buf), 0, 64);
+    int node = nxr_domain_node(fx.d0);
+    size_t pages, on;
+    int rc = nxr_mem_pages_on_node(nxr_buffer_data(fx.buf), 64, node < 0 ? 0 : node, &pages, &on);
+    return rc == -ENOSYS ? NOT_HERE : rc; /* no NUMA support here */
+}
 BAD(nxr_scope_alloc)
 {
     return nxr_scope_alloc(NULL, 64, &out_p);
@@ -1178,6 +1191,7 @@ static const struct row rows[] = {
     FALLIBLE(nxr_buffer_export),
     CANNOT_FAIL(nxr_mem_binding_name, names_and_status, "a static name"),
     FALLIBLE(nxr_mem_node),
+    FALLIBLE(nxr_mem_pages_on_node),
     CANNOT_FAIL(nxr_scope_opts_init, inits, "fills the caller's struct"),
     FALLIBLE(nxr_scope_alloc),
     CANNOT_FAIL(nxr_scope_reset, getters_of_memory, "ends a step (NULL is a no-op)"),
