@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal/sys.h"
 #include "runtime/internal/ctx.h"
 #include "runtime/internal/runtime.h"
 #include "runtime/internal/span.h"
@@ -319,6 +320,40 @@ Test(runtime_span, every_domain_of_the_machine)
     if (n < 2 && getenv("NXR_TEST_NEED_NODE1") != NULL)
         cr_assert_fail("the VM has one node");
     check_locality(n);
+}
+
+/* The page check of nxr_shards_create over the machine's domains, when a
+ * page is caught moving (a huge-page collapse: move_pages reports it
+ * absent; the fault hook stands in): asked again, it is on the node and
+ * the shards are made. Absent every time, it is never claimed: refused. */
+Test(runtime_span, shards_ask_a_page_caught_moving_again)
+{
+    NXR_TEST_RUNTIME(&fx, NULL, 0);
+    rt = fx.rt;
+    struct nxr_span_opts so;
+    nxr_span_opts_init(&so);
+    so.every = true;
+    cr_assert_eq(nxr_span_create(rt, &so, &span), 0);
+    nxr_domain_t *d = nxr_span_domain_at(span, 0);
+    if (nxr_domain_node(d) == NXR_NODE_NONE || nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
+        cr_skip_test("domain 0's memory is not bound to a node here");
+    const size_t n = nxr_span_domain_count(span);
+    nxr_shards_t *s = NULL;
+    nxr__fault_arm(NXR_FAULT_PAGE_ABSENT, 1);
+    int rc = nxr_shards_create(span, 64 * n, 4096, NULL, n, &s);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, 0, "%s", nxr_last_error());
+    struct nxr_shard part;
+    cr_assert_eq(nxr_shards_part(s, 0, &part), 0);
+    cr_expect_eq(part.on_node, 1.0, "part 0 on node: %f", part.on_node);
+    nxr_shards_destroy(s);
+    s = NULL;
+    nxr__fault_arm_from(NXR_FAULT_PAGE_ABSENT, 1);
+    rc = nxr_shards_create(span, 64 * n, 4096, NULL, n, &s);
+    nxr__fault_arm(0, 0);
+    cr_assert_eq(rc, NXR_EPLACEMENT);
+    cr_expect_null(s);
+    cr_expect_not_null(strstr(nxr_last_error(), "0.0% of its pages"), "%s", nxr_last_error());
 }
 
 /* ---- one member: a context -------------------------------------------------------- */
