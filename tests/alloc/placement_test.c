@@ -104,6 +104,18 @@ static void written_free(struct written *w)
     nxr_runtime_destroy(w->rt);
 }
 
+/* nxr_mem_pages_on_node over w with the fault hook armed by arm(point, n):
+ * its status, and in *calls the queries the hook saw. */
+static int count_armed(const struct written *w, void (*arm)(unsigned, long), unsigned point, long n,
+                       size_t *pages, size_t *on, long *calls)
+{
+    arm(point, n);
+    int rc = nxr_mem_pages_on_node(w->p, w->bytes, w->node, pages, on);
+    *calls = nxr__fault_calls();
+    nxr__fault_arm(0, 0);
+    return rc;
+}
+
 Test(alloc_placement, pages_on_node_counts_the_written_range)
 {
     struct written w = written_on_node();
@@ -125,11 +137,8 @@ Test(alloc_placement, pages_on_node_asks_a_moving_page_again)
 {
     struct written w = written_on_node();
     size_t pages = 0, on = 0;
-    nxr__fault_arm(NXR_FAULT_PAGE_ABSENT, 3);
-    int rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
-    long calls = nxr__fault_calls();
-    nxr__fault_arm(0, 0);
-    cr_assert_eq(rc, 0);
+    long calls;
+    cr_assert_eq(count_armed(&w, nxr__fault_arm, NXR_FAULT_PAGE_ABSENT, 3, &pages, &on, &calls), 0);
     cr_assert_eq(calls, (long)w.pages + 1, "one query a page, and one more for the moving one");
     cr_assert_eq(pages, w.pages);
     cr_assert_eq(on, w.pages, "the page asked again is on the node");
@@ -141,17 +150,14 @@ Test(alloc_placement, pages_on_node_never_claims_an_absent_page)
 {
     struct written w = written_on_node();
     size_t pages = 0, on = 0;
-    nxr__fault_arm_from(NXR_FAULT_PAGE_ABSENT, 1);
-    int rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
-    nxr__fault_arm(0, 0);
-    cr_assert_eq(rc, 0);
+    long calls;
+    cr_assert_eq(
+        count_armed(&w, nxr__fault_arm_from, NXR_FAULT_PAGE_ABSENT, 1, &pages, &on, &calls), 0);
     cr_assert_eq(pages, w.pages);
     cr_assert_eq(on, 0);
     /* A failed query is the call's error, named. */
-    nxr__fault_arm(NXR_FAULT_MOVE_PAGES, 2);
-    rc = nxr_mem_pages_on_node(w.p, w.bytes, w.node, &pages, &on);
-    nxr__fault_arm(0, 0);
-    cr_assert_eq(rc, -ENOMEM);
+    cr_assert_eq(count_armed(&w, nxr__fault_arm, NXR_FAULT_MOVE_PAGES, 2, &pages, &on, &calls),
+                 -ENOMEM);
     cr_assert_not_null(strstr(nxr_last_error(), "nxr_mem_pages_on_node"), "%s", nxr_last_error());
     cr_assert_eq(pages, 1, "the pages asked before the failure");
     written_free(&w);

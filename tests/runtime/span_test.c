@@ -307,7 +307,8 @@ Test(runtime_span, chunks_run_on_their_members_cpus_on_a_synthetic_two_node_mach
 
 /* On this machine's own layout (one domain per node): here one node, in the
  * VM two or four. */
-Test(runtime_span, every_domain_of_the_machine)
+/* A span over every domain of this machine's own layout. */
+static void open_machine_span(void)
 {
     NXR_TEST_RUNTIME(&fx, NULL, 0);
     rt = fx.rt;
@@ -315,6 +316,11 @@ Test(runtime_span, every_domain_of_the_machine)
     nxr_span_opts_init(&so);
     so.every = true;
     cr_assert_eq(nxr_span_create(rt, &so, &span), 0);
+}
+
+Test(runtime_span, every_domain_of_the_machine)
+{
+    open_machine_span();
     size_t n = nxr_span_domain_count(span);
     cr_expect_eq(n, nxr_runtime_domain_count(rt));
     if (n < 2 && getenv("NXR_TEST_NEED_NODE1") != NULL)
@@ -328,12 +334,7 @@ Test(runtime_span, every_domain_of_the_machine)
  * the shards are made. Absent every time, it is never claimed: refused. */
 Test(runtime_span, shards_ask_a_page_caught_moving_again)
 {
-    NXR_TEST_RUNTIME(&fx, NULL, 0);
-    rt = fx.rt;
-    struct nxr_span_opts so;
-    nxr_span_opts_init(&so);
-    so.every = true;
-    cr_assert_eq(nxr_span_create(rt, &so, &span), 0);
+    open_machine_span();
     nxr_domain_t *d = nxr_span_domain_at(span, 0);
     if (nxr_domain_node(d) == NXR_NODE_NONE || nxr_domain_mem_binding(d) != NXR_MEM_BOUND)
         cr_skip_test("domain 0's memory is not bound to a node here");
