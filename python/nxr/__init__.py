@@ -39,10 +39,11 @@ library_version = _lib.lib.nxr_version_string().decode()
 from nxr._runtime import Domain, Runtime  # noqa: E402
 from nxr._context import Context, Job  # noqa: E402
 from nxr._weights import Weights  # noqa: E402
-from nxr._memory import nodes  # noqa: E402
+from nxr._memory import nodes, pages_on_node  # noqa: E402
 
 globals().update(ERRNOS)
 globals().update(NXR_CODES)
 
 __all__ = ["Runtime", "Context", "Job", "Weights", "Domain", "Error", "status_name", "nodes",
+           "pages_on_node",
            "library_path", "library_version", "__version__"] + list(ERRNOS) + list(NXR_CODES)

@@ -238,6 +238,7 @@ _PROTOTYPES = {
     "nxr_buffer_release": (None, [c_void_p]),
     "nxr_buffer_data": (c_void_p, [c_void_p]),
     "nxr_mem_node": (c_int, [c_void_p]),
+    "nxr_mem_pages_on_node": (c_int, [c_void_p, c_size_t, c_int, P(c_size_t), P(c_size_t)]),
     "nxr_sgemm": (c_int, [c_void_p, P(SgemmArgs)]),
     "nxr_sgemm_fused": (c_int, [c_void_p, P(SgemmArgs), P(SgemmEpilogue)]),
     "nxr_weights_desc_init": (None, [P(WeightsDesc)]),

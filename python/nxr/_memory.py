@@ -66,6 +66,20 @@ def nodes(array):
     return out
 
 
+def pages_on_node(array, node):
+    """(pages, on_node): how many pages an array's memory spans, and how many
+    of them the kernel reports on `node` (nxr_mem_pages_on_node: for memory
+    already written; a page the kernel is moving when asked, as in a
+    huge-page collapse, is asked again rather than counted off the node)."""
+    need_numpy("pages_on_node")
+    pages, on = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    rc = _lib.lib.nxr_mem_pages_on_node(
+        array.ctypes.data, max(array.nbytes, 1), node, ctypes.byref(pages), ctypes.byref(on)
+    )
+    check(rc, "pages_on_node")
+    return pages.value, on.value
+
+
 def replicate_one(handle, domain, dom, array):
     need_numpy("replicate")
     if not isinstance(array, numpy.ndarray):
@@ -73,9 +87,9 @@ def replicate_one(handle, domain, dom, array):
     copy = empty(handle, domain, "replicate", array.shape, array.dtype)
     copy[...] = array  # first touch by this thread; the pages are bound already
     if _lib.lib.nxr_domain_mem_binding(domain) == _lib.MEM_BOUND and dom.node >= 0:
-        where = nodes(copy)
-        off = {n: c for n, c in where.items() if n != dom.node}
-        if off:
+        pages, on = pages_on_node(copy, dom.node)
+        if on < pages:
+            where = nodes(copy)
             raise Error(
                 NXR_CODES["NXR_EPLACEMENT"],
                 "replicate: domain %d's copy has pages off its node %d: %r"

@@ -95,6 +95,22 @@ class Replicate(unittest.TestCase):
             del copies, c
             self.assertEqual(support.outstanding(rt), base)
 
+    def test_pages_on_node_counts_a_copys_pages(self):
+        with support.runtime() as rt:
+            d = rt.domains[0]
+            if d.node < 0:
+                self.skipTest("domain 0 has no node here")
+            c = rt.replicate(np.arange(5000, dtype=np.float32))[0]
+            start, end = c.ctypes.data, c.ctypes.data + c.nbytes
+            spanned = (end - 1) // 4096 - start // 4096 + 1
+            self.assertEqual(nxr.pages_on_node(c, d.node), (spanned, spanned))
+            self.assertEqual(nxr.pages_on_node(c, d.node + 1), (spanned, 0))
+            with self.assertRaises(nxr.Error) as e:
+                nxr.pages_on_node(c, -1)
+            self.assertEqual(e.exception.status, nxr.EINVAL)
+            self.assertIn("node is negative", str(e.exception))
+            del c
+
     def test_host_memory_lives_nowhere_nxr_knows(self):
         # nodes() reports what the kernel says, errors included: an
         # untouched page of the host's is not on any node yet.
