@@ -111,8 +111,11 @@ Test(alloc_export, the_range_lives_on_the_domains_node)
     size_t len;
     cr_assert_eq(nxr_buffer_export(b, &ptr, &len), 0);
     library_fill(ptr, len); /* the library's thread touches the pages first */
-    for (size_t off = 0; off < len; off += len / 4)
-        cr_assert_eq(nxr_mem_node((char *)ptr + off), nxr_domain_node(dom), "offset %zu", off);
+    size_t pages, on;
+    cr_assert_eq(nxr_mem_pages_on_node(ptr, len, nxr_domain_node(dom), &pages, &on), 0, "%s",
+                 nxr_last_error());
+    cr_assert_eq(on, pages, "%zu of the buffer's %zu pages on node %d", on, pages,
+                 nxr_domain_node(dom));
     nxr_buffer_release(b);
 }
 

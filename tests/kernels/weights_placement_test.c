@@ -2,7 +2,7 @@
  * Packed weights live where they are used: each copy (runtime/nxr_weights.h)
  * is memory of its domain's arena (nxr_mem_domain names the domain, first
  * byte and last) and every one of its pages is on the domain's node
- * (nxr_mem_node, move_pages in query mode). On one node that checks the
+ * (nxr_mem_pages_on_node, move_pages in query mode). On one node that checks the
  * binding of the one copy; the multi-node VM (numa_vm) runs it with a
  * domain per node, a copy on each. Every weight format (f32, bf16, 8-bit
  * blocks) is checked alike.
@@ -49,10 +49,13 @@ static size_t check_copies(nxr_runtime_t *rt, const float *w, size_t k, size_t n
         int node = nxr_domain_node(dom);
         if (node == NXR_NODE_NONE || nxr_domain_mem_binding(dom) != NXR_MEM_BOUND)
             continue;
-        for (size_t off = 0; off < bytes; off += (size_t)page, checked++)
-            cr_assert_eq(nxr_mem_node((const char *)data + off), node,
-                         "format %d: page %zu of domain %d's copy is not on node %d", format,
-                         off / (size_t)page, nxr_domain_id(dom), node);
+        size_t pages, on;
+        cr_assert_eq(nxr_mem_pages_on_node(data, bytes, node, &pages, &on), 0, "%s",
+                     nxr_last_error());
+        cr_assert_eq(pages, (bytes + (size_t)page - 1) / (size_t)page, "a copy is page-aligned");
+        cr_assert_eq(on, pages, "format %d: %zu of domain %d's %zu pages on node %d", format, on,
+                     nxr_domain_id(dom), pages, node);
+        checked += pages;
     }
     nxr_weights_destroy(pw);
     return checked;
@@ -191,10 +194,12 @@ Test(kernels_weights_placement, a_copy_of_a_huge_page_or_more_is_advised_and_sta
         int node = nxr_domain_node(dom);
         if (node == NXR_NODE_NONE || nxr_domain_mem_binding(dom) != NXR_MEM_BOUND)
             continue;
-        for (size_t off = 0; off < bytes; off += (size_t)page)
-            cr_assert_eq(nxr_mem_node((const char *)data + off), node,
-                         "page %zu of domain %d's copy is not on node %d", off / (size_t)page,
-                         nxr_domain_id(dom), node);
+        size_t pages, on;
+        cr_assert_eq(nxr_mem_pages_on_node(data, bytes, node, &pages, &on), 0, "%s",
+                     nxr_last_error());
+        cr_assert_eq(pages, (bytes + (size_t)page - 1) / (size_t)page, "a copy is page-aligned");
+        cr_assert_eq(on, pages, "%zu of domain %d's %zu pages on node %d", on, nxr_domain_id(dom),
+                     pages, node);
     }
     nxr_weights_destroy(pw);
     free(w);

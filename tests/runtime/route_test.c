@@ -422,8 +422,10 @@ Test(runtime_route, in_two_nodes_the_output_lives_on_the_chosen_domains_node)
     struct nxr_sgemm_args g = gemm(m, n, k, a, b, c);
     cr_assert_eq(nxr_sgemm(ctx, &g), 0, "%s", nxr_last_error());
     cr_assert_eq(last().domain_id, nxr_domain_id(n1));
-    for (size_t off = 0; off < m * n; off += 1024)
-        cr_assert_eq(nxr_mem_node(c + off), 1, "output page at float %zu", off);
+    size_t pages, on_1;
+    cr_assert_eq(nxr_mem_pages_on_node(c, m * n * sizeof(float), 1, &pages, &on_1), 0, "%s",
+                 nxr_last_error());
+    cr_assert_eq(on_1, pages, "%zu of the output's %zu pages on node 1", on_1, pages);
     nxr_ctx_reset(ctx);
     nxr_domain_free(a);
     nxr_domain_free(b);
