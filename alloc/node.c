@@ -53,8 +53,10 @@ int nxr_mem_pages_on_node(const void *ptr, size_t bytes, int node, size_t *pages
         int where = page_node((const void *)p);
         if (where == -ENOENT) {
             /* Not present: being moved (or never written, which the caller
-             * promised it was not). The read waits for the move to end. */
-            (void)*(const volatile char *)p;
+             * promised it was not). The read waits for the move to end; it
+             * reads a byte of the range (the page's first may be someone
+             * else's: a sanitizer's redzone, a neighbour's allocation). */
+            (void)*(const volatile char *)(p < (uintptr_t)ptr ? (uintptr_t)ptr : p);
             where = page_node((const void *)p);
         }
         if (where < 0 && where != -ENOENT && where != -EFAULT)
