@@ -132,16 +132,23 @@ Test(alloc_placement, pages_on_node_counts_the_written_range)
 }
 
 /* A page caught moving (move_pages: not present) is read and asked again:
- * the first answer for the third page is "absent", the second its node. */
+ * the first answer for that page is "absent", the second its node. The
+ * first page (the range starts inside it), one in the middle, the last. */
 Test(alloc_placement, pages_on_node_asks_a_moving_page_again)
 {
     struct written w = written_on_node();
-    size_t pages = 0, on = 0;
-    long calls;
-    cr_assert_eq(count_armed(&w, nxr__fault_arm, NXR_FAULT_PAGE_ABSENT, 3, &pages, &on, &calls), 0);
-    cr_assert_eq(calls, (long)w.pages + 1, "one query a page, and one more for the moving one");
-    cr_assert_eq(pages, w.pages);
-    cr_assert_eq(on, w.pages, "the page asked again is on the node");
+    const long moving[] = {1, 3, (long)w.pages};
+    for (size_t i = 0; i < 3; i++) {
+        size_t pages = 0, on = 0;
+        long calls;
+        cr_assert_eq(
+            count_armed(&w, nxr__fault_arm, NXR_FAULT_PAGE_ABSENT, moving[i], &pages, &on, &calls),
+            0);
+        cr_assert_eq(calls, (long)w.pages + 1,
+                     "page %ld: one query a page, and one more for the moving one", moving[i]);
+        cr_assert_eq(pages, w.pages);
+        cr_assert_eq(on, w.pages, "page %ld, asked again, is on the node", moving[i]);
+    }
     written_free(&w);
 }
 
