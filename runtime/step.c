@@ -3,11 +3,12 @@
  * region on a context's domain.
  *
  * Every participant of the region walks the operations in order. A loop's
- * chunks are handed out from the operation's counter. A product is run the
+ * chunks are handed out from the operation's counters (its home ranges,
+ * HOMES below). A product is run the
  * way a kernel call runs it, but cooperatively: each participant calls the
  * native kernel itself with the same arguments (so each builds the same
  * plan, on its own stack), and the kernel's call->parallel_for, instead of
- * fanning out, takes chunks from the operation's shared counter and runs
+ * fanning out, takes chunks from the operation's counters and runs
  * them on that participant. The kernel cuts its work the same way for every
  * participant (its cut depends on the arguments and call->threads only), so
  * the chunks are one set, each run once, whoever takes it; the result is
@@ -73,9 +74,23 @@ struct nxr_step {
 
 #define UNKNOWN SIZE_MAX
 
+/* An operation's chunks are cut into up to HOMES home ranges, one per
+ * participant: each takes its own range's chunks in order (one stream
+ * through the weights, the way one big chunk would be read), then takes
+ * the chunks left in the others' ranges. So a participant on a slower CPU
+ * (a busy hyperthread sibling, a neighbour's interrupts) sheds the end of
+ * its range to the faster ones instead of making them wait at the next
+ * barrier, and one awake participant still takes every chunk. */
+#define HOMES 8
+
+/* Products split this many times finer than the kernel's one chunk per
+ * participant: the slack the taking of others' chunks works with. */
+#define PRODUCT_SPLIT 4
+
 /* One operation's state while the step runs. */
 struct op_run {
-    _Alignas(NXR__CACHE_LINE) atomic_size_t next; /* chunks taken */
+    /* Chunks taken from each home range (offsets into it). */
+    _Alignas(NXR__CACHE_LINE) atomic_size_t next[HOMES];
     atomic_size_t done;                           /* chunks finished */
     atomic_size_t total;                          /* chunks (UNKNOWN until the kernel says) */
     atomic_int failed; /* the kernel refused before cutting: the op counts as done */
@@ -232,19 +247,54 @@ static void chunk_done(struct nxr__step_run *r, struct op_run *o, size_t total)
     }
 }
 
-/* Takes and runs chunks of [begin, begin + len) until none are left. */
-static void take_chunks(struct nxr__step_run *r, struct op_run *o, size_t begin, size_t len,
-                        size_t grain, size_t total, nxr_for_fn fn, void *arg, unsigned worker)
+/* How many home ranges `total` chunks have with `participants`. */
+static unsigned homes_of(size_t total, unsigned participants)
 {
-    for (;;) {
-        /* Relaxed: the counter only hands out distinct chunks. */
-        size_t c = atomic_fetch_add_explicit(&o->next, 1, memory_order_relaxed);
-        if (c >= total)
-            return;
-        size_t b = begin + c * grain;
-        size_t e = c + 1 == total ? begin + len : b + grain;
-        fn(arg, b, e, worker);
-        chunk_done(r, o, total);
+    size_t h = participants < HOMES ? participants : HOMES;
+    return (unsigned)(h < total ? h : total > 0 ? total : 1);
+}
+
+/* Home range h of `total` chunks in `homes`: chunks [*first, *end). */
+static void home_range(size_t total, unsigned homes, unsigned h, size_t *first, size_t *end)
+{
+    *first = total * h / homes;
+    *end = total * (h + 1) / homes;
+}
+
+/* Whether every chunk of the operation was taken (none left to take). */
+static bool all_taken(struct op_run *o, size_t total, unsigned participants)
+{
+    const unsigned homes = homes_of(total, participants);
+    for (unsigned h = 0; h < homes; h++) {
+        size_t first, end;
+        home_range(total, homes, h, &first, &end);
+        if (atomic_load_explicit(&o->next[h], memory_order_relaxed) < end - first)
+            return false;
+    }
+    return true;
+}
+
+/* Takes and runs chunks of [begin, begin + len) until none are left: those
+ * of participant's home range first, then the others' (see HOMES). */
+static void take_chunks(struct nxr__step_run *r, struct op_run *o, size_t begin, size_t len,
+                        size_t grain, size_t total, nxr_for_fn fn, void *arg, unsigned participant,
+                        unsigned worker)
+{
+    const unsigned homes = homes_of(total, r->participants);
+    for (unsigned k = 0; k < homes; k++) {
+        const unsigned h = (participant + k) % homes;
+        size_t first, end;
+        home_range(total, homes, h, &first, &end);
+        for (;;) {
+            /* Relaxed: the counter only hands out distinct chunks. */
+            size_t c = first + atomic_fetch_add_explicit(&o->next[h], 1, memory_order_relaxed);
+            if (c >= end)
+                break;
+            size_t b = begin + c * grain;
+            size_t e = c + 1 == total ? begin + len : b + grain;
+            fn(arg, b, e, worker);
+            chunk_done(r, o, total);
+        }
     }
 }
 
@@ -269,10 +319,12 @@ static int coop_parallel_for(const struct nxr_kernel_call *call, size_t n, size_
         return NXR_EUNSUPPORTED;
     size_t g;
     size_t total = chunks_of(n, grain, call->threads, &g);
+    if (total <= call->threads && g >= PRODUCT_SPLIT)
+        total = chunks_of(n, (g + PRODUCT_SPLIT - 1) / PRODUCT_SPLIT, call->threads, &g);
     size_t unknown = UNKNOWN;
     /* Every participant computes the same total; the first one records it. */
     atomic_compare_exchange_strong(&c->op->total, &unknown, total);
-    take_chunks(c->run, c->op, 0, n, g, total, fn, arg, c->participant);
+    take_chunks(c->run, c->op, 0, n, g, total, fn, arg, c->participant, c->participant);
     return 0;
 }
 
@@ -280,7 +332,7 @@ static void run_product(struct nxr__step_run *r, size_t i, unsigned participant)
 {
     struct op_run *o = &r->ops[i];
     size_t total = atomic_load_explicit(&o->total, memory_order_relaxed);
-    if (total != UNKNOWN && atomic_load_explicit(&o->next, memory_order_relaxed) >= total)
+    if (total != UNKNOWN && all_taken(o, total, r->participants))
         return; /* every chunk taken: nothing to plan */
     struct coop c = {.run = r, .op = o, .participant = participant};
     const struct nxr_kernel_call call = {
@@ -367,7 +419,7 @@ static void participate(struct nxr__step_run *r, unsigned participant, unsigned 
             size_t g;
             size_t total = chunks_of(op->end - op->begin, op->grain, r->participants, &g);
             take_chunks(r, o, op->begin, op->end - op->begin, g, total, op->fn, op->arg,
-                        loop_worker);
+                        participant, loop_worker);
         }
     }
     /* The step returns when everything completed, not when this
@@ -454,7 +506,8 @@ int nxr__step_run_prepare(nxr_ctx_t *ctx, const nxr_step_t *step, unsigned parti
     for (size_t i = 0; i < step->nops; i++) {
         const struct op *op = &step->ops[i];
         size_t g;
-        atomic_init(&r->ops[i].next, 0);
+        for (unsigned h = 0; h < HOMES; h++)
+            atomic_init(&r->ops[i].next[h], 0);
         atomic_init(&r->ops[i].done, 0);
         atomic_init(&r->ops[i].failed, 0);
         atomic_init(&r->ops[i].total, op->kind == OP_LOOP ? chunks_of(op->end - op->begin,

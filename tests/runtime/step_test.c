@@ -546,6 +546,53 @@ Test(runtime_step, a_barrier_past_the_stall_threshold_reports, .timeout = 120)
     nxr_test_runtime_close(&fx);
 }
 
+/* ---- a participant stalled in a chunk: its range's other chunks ---------------- */
+
+struct stalled {
+    atomic_int ran;     /* chunks other than the first that ran */
+    atomic_int gave_up; /* the first chunk stopped waiting: the rest never ran */
+};
+
+/* Chunk 0 (the first of the first participant's range) waits until every
+ * other chunk ran, which the other participant can only do by taking the
+ * rest of chunk 0's range, not its own alone. */
+static void first_waits_for_the_rest(void *arg, size_t b, size_t e, unsigned worker)
+{
+    struct stalled *st = arg;
+    (void)e, (void)worker;
+    if (b != 0) {
+        atomic_fetch_add(&st->ran, 1);
+        return;
+    }
+    nxr_test_wait_at_least(&st->ran, 7, BOUND_MS);
+    if (atomic_load(&st->ran) < 7)
+        atomic_store(&st->gave_up, 1);
+}
+
+Test(runtime_step, a_stalled_participant_holds_back_no_chunk_it_has_not_started, .timeout = 120)
+{
+    struct nxr_test_runtime fx;
+    NXR_TEST_NEED_CPUS(nxr_test_runtime_cpus_needed("0:%0,%1"));
+    nxr_test_runtime_opts(&fx, "0:%0,%1", 0);
+    fx.opts.num_threads = 2;
+    NXR_TEST_RUNTIME_OPEN(&fx);
+    nxr_ctx_t *ctx;
+    cr_assert_eq(nxr_ctx_create(fx.rt, nxr_domain_id(nxr_runtime_domain_at(fx.rt, 0)), &ctx), 0);
+    cr_assert_eq(nxr_ctx_budget(ctx), 2);
+    struct stalled st = {0};
+    nxr_step_t *s;
+    cr_assert_eq(nxr_step_create(&s), 0);
+    /* Eight chunks: two participants' ranges of four. */
+    cr_assert_eq(nxr_step_add_loop(s, 0, 8, 1, first_waits_for_the_rest, &st), 0);
+    cr_assert_eq(nxr_step_run(ctx, s), 0);
+    cr_assert_eq(atomic_load(&st.gave_up), 0,
+                 "chunk 0 waited while chunks of its range were left for its own participant");
+    cr_assert_eq(atomic_load(&st.ran), 7);
+    nxr_step_destroy(s);
+    nxr_ctx_destroy(ctx);
+    nxr_test_runtime_close(&fx);
+}
+
 /* ---- every weight format ---------------------------------------------------------- */
 
 Test(runtime_step, same_bits_for_every_weight_format, .timeout = 60)
