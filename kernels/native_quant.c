@@ -82,11 +82,14 @@ void nxr__quant_pack(enum nxr__qformat format, bool trans, size_t k, size_t n, c
     *view = (struct nxr__packed_q){.format = format, .k = k, .n = n, .kpad = kpad, .rows = dst};
     uint16_t *h = dst;
     uint8_t *q = dst;
-    if (format == NXR__QFORMAT_Q8_BLOCK32 && kpad / 64 % 2 == 1) {
-        /* The unused half of each unit's last line of scales. */
+    if (format == NXR__QFORMAT_Q8_BLOCK32) {
+        /* What follows the last group's scales in each unit: the unused
+         * half of an odd last group's line (nothing after an even one). */
         const size_t unit = nxr__q8_unit_bytes(kpad);
-        for (size_t u = 0; u < npad / NXR_QUANT_ROWS; ++u)
-            memset(q + (u + 1) * unit - 32, 0, 32);
+        const size_t tail =
+            nxr__q8_scales_at(kpad, kpad / 64 - 1) + 2 * NXR_QUANT_ROWS * sizeof(float);
+        for (size_t u = 0; tail < unit && u < npad / NXR_QUANT_ROWS; ++u)
+            memset(q + u * unit + tail, 0, unit - tail);
     }
     /* Tiles of 32 x 32: a tile is read along the source's rows whatever
      * its orientation, then written along the packed rows (op(W)^T); the

@@ -52,7 +52,11 @@ static float float_of(uint32_t u)
 static void *pack(enum nxr__qformat f, bool trans, size_t k, size_t n, const float *w, size_t ld,
                   struct nxr__packed_q *view)
 {
-    void *dst = ref_scratch(nxr__quant_packed_bytes(f, k, n));
+    const size_t bytes = nxr__quant_packed_bytes(f, k, n);
+    void *dst = ref_scratch(bytes);
+    /* Poisoned: every byte the layout describes (padding and zeros too)
+     * must be the packer's, not what the allocator happened to return. */
+    memset(dst, 0xa5, bytes);
     nxr__quant_pack(f, trans, k, n, w, ld, dst, view);
     return dst;
 }
