@@ -50,7 +50,9 @@
  * takes 136 / cap steps and it then decodes for 72). At 110m, four
  * alternated pairs: 12 against 8, 1.07-1.25x tokens/s, the inter-token
  * latency's p99 1.33-1.56x its p50 (8: 1.47-1.78x); 16 gave 1.02-1.09x
- * and 1.73-1.88x. */
+ * and 1.73-1.88x. Once the small GEMM asked for W ahead (its steps
+ * shorter), 16 against 12 again, three alternated pairs: 0.96-1.16x
+ * tokens/s, p99 1.68-2.04x p50 (12: 1.42-1.82x); 24: p99 2.1-2.4x. */
 #define SVC_LLAMA_PREFILL_TOKENS 12
 
 struct svc_llama_demo_config {
