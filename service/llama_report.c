@@ -171,6 +171,18 @@ static void report(struct nxr__emit *e, const void *result)
                  "  (the time budget stopped the run after %zu of %zu rounds: every path served "
                  "the same sequences)\n",
                  r->rounds_run, r->rounds_planned);
+    /* The rounds alternate the paths' order; one round (the time budget, or
+     * one sequence) runs them one after another, nxr first, and says so. */
+    char order[96] = "";
+    if (r->unbatched.ran || r->flat.ran || r->omp.ran || r->span.ran) {
+        if (r->rounds_run >= 2)
+            snprintf(order, sizeof order, "  (ratios from %zu alternated rounds of one run)\n",
+                     r->rounds_run);
+        else
+            snprintf(order, sizeof order,
+                     "  (ratios from one round of one run, the paths in turn, nxr first: not "
+                     "alternated)\n");
+    }
     row(nxr_row, sizeof nxr_row, "nxr", "");
     char prefill[32] = "any";
     if (c->prefill_tokens > 0 && c->prefill_tokens < c->step_tokens)
@@ -181,10 +193,9 @@ static void report(struct nxr__emit *e, const void *result)
         "per step\n"
         "  {clients} clients, %zu sequences per path, prompts %zu-%zu, gen %zu-%zu, %zu tokens "
         "a step (%s prompt rows beside decoders), %zu MiB of cache per domain\n"
-        "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s%s{tokens_match}%s"
-        "  (ratios from alternated rounds of one run)\n",
+        "{domains}%s{unbatched}{flat}{omp}{span}%s{span_members}%s%s{tokens_match}%s%s",
         c->sequences, c->prompt_min, c->prompt_max, c->gen_min, c->gen_max, c->step_tokens, prefill,
-        c->kv_mib, nxr_row, flat_note, limit, compute, rounds);
+        c->kv_mib, nxr_row, flat_note, limit, compute, rounds, order);
     nxr__emit_object(e, NULL, t);
     nxr__emit_str(e, "model", "llama", NULL);
     nxr__emit_str(e, "size", r->size, NULL);

@@ -8,6 +8,8 @@
 #  - every domain's weights and KV cache are on its node where memory is
 #    bound (the page check); two domains (declared on one CPU) both serve;
 #  - the read-bandwidth limit line when measured, null when not;
+#  - the table's last line says whether its ratios come from alternated
+#    rounds or from one round with nxr first;
 #  - --span (every sequence over every domain, weights sharded by node):
 #    the same keys as the other paths, nxr's tokens, its shards on node;
 #  - bad input exits 2 with one line naming the flag, nothing on stdout.
@@ -81,6 +83,12 @@ PY
 check unmeasured.json 1 0
 "$nxr" demo "${tiny[@]}" --machine 0 > llama.txt
 grep -q "tokens: identical on nxr, unbatched and flat" llama.txt
+# The table says how its ratios were made: two rounds, the order rotated;
+# one round (one sequence: one round is all there is) runs nxr first.
+grep -qx "  (ratios from 2 alternated rounds of one run)" llama.txt
+"$nxr" demo "${tiny[@]}" --machine 0 --sequences 1 > one_round.txt
+grep -qx "  (ratios from one round of one run, the paths in turn, nxr first: not alternated)" \
+    one_round.txt
 # Two domains on one CPU: new sequences go to the one with most free cache.
 "$nxr" demo "${tiny[@]}" --machine 0 --domains "0:$first;1:$first shared" --json > two.json
 check two.json 2 0
