@@ -172,8 +172,10 @@ NXR_API int nxr_mem_node(const void *ptr);
  * (a page never touched has no node, or maps the shared zero page, which
  * the kernel reports wherever that lives). A page the kernel is moving when
  * asked (a huge-page collapse, compaction) is reported absent for that
- * moment: it is read once, which waits for the move, and asked again; a
- * page absent twice counts as not on the node. Returns 0; -EINVAL (ptr,
+ * moment: it is read once, which waits for most moves, and asked again; if
+ * a page is still absent, the whole range is asked again (at most three
+ * passes; the pass with the fewest absent pages is the answer), and a page
+ * absent in every pass counts as not on the node. Returns 0; -EINVAL (ptr,
  * pages or on_node NULL, bytes 0, node < 0; nothing written), or the
  * query's own failure (-ENOSYS without NUMA support, another negative
  * errno; *pages and *on_node then count the pages asked before it). Any

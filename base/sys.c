@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <numaif.h>
 #include <stdio.h>
@@ -22,32 +23,37 @@
 #include "base/internal/lock_rank.h"
 
 static atomic_uint fault_points; /* armed points; 0 = disarmed */
-static atomic_long fault_target; /* the call number that fails */
+static atomic_long fault_target; /* the first call number that fails */
+static atomic_long fault_last;   /* the last one (LONG_MAX: every call from the target on) */
 static atomic_long fault_seen;   /* calls seen through armed points */
-static atomic_bool fault_sticky; /* every call from the target on fails */
 static atomic_uint fault_always; /* points that fail on every call */
 static atomic_long fault_always_seen;
 #define FAULT_POINTS 14
 _Static_assert(NXR_FAULT_ALL == (1u << FAULT_POINTS) - 1, "one failure count per fault point");
 static atomic_long fault_failed[FAULT_POINTS]; /* per point (bit index), never reset */
 
-static void fault_arm(unsigned points, long n, bool sticky)
+static void fault_arm(unsigned points, long n, long last)
 {
     atomic_store_explicit(&fault_seen, 0, memory_order_relaxed);
     atomic_store_explicit(&fault_target, n, memory_order_relaxed);
-    atomic_store_explicit(&fault_sticky, sticky, memory_order_relaxed);
+    atomic_store_explicit(&fault_last, last, memory_order_relaxed);
     /* Release: a thread that sees the points armed also sees target/seen. */
     atomic_store_explicit(&fault_points, n > 0 ? points : 0, memory_order_release);
 }
 
 void nxr__fault_arm(unsigned points, long n)
 {
-    fault_arm(points, n, false);
+    fault_arm(points, n, n);
 }
 
 void nxr__fault_arm_from(unsigned points, long n)
 {
-    fault_arm(points, n, true);
+    fault_arm(points, n, LONG_MAX);
+}
+
+void nxr__fault_arm_calls(unsigned points, long n, long count)
+{
+    fault_arm(points, count > 0 ? n : 0, n + count - 1);
 }
 
 long nxr__fault_calls(void)
@@ -95,8 +101,7 @@ bool nxr__fault_hit(enum nxr__fault_point point)
         return false;
     long call = atomic_fetch_add_explicit(&fault_seen, 1, memory_order_relaxed) + 1;
     long target = atomic_load_explicit(&fault_target, memory_order_relaxed);
-    if (call == target ||
-        (call > target && atomic_load_explicit(&fault_sticky, memory_order_relaxed)))
+    if (call >= target && call <= atomic_load_explicit(&fault_last, memory_order_relaxed))
         return failed(point);
     return false;
 }

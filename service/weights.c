@@ -64,12 +64,13 @@ void svc_packed_destroy(struct svc_packed *p)
 
 /* Counts the pages of [data, data + bytes) and those on `node`: the
  * replicas, the packed copies and the KV pool are all written at creation,
- * which nxr_mem_pages_on_node needs to ask a page caught moving again. That
- * retry is why a KV pool's check no longer fails in CI's 4-node VM: once in
- * a while its 1025 pages were reported 768 on the node, the 257 missing
- * exactly the pool's share of its first 2 MiB-aligned range, what one
- * collapse into a huge page moves at a time. A failed query counts the
- * range's pages as off the node (never claimed to be on it). */
+ * which nxr_mem_pages_on_node needs to ask a page caught moving again: once
+ * in a while CI's 4-node VM reported a KV pool's 1025 pages 768 on the node,
+ * the 257 missing exactly the pool's share of its first 2 MiB-aligned
+ * range, what one collapse into a huge page moves at a time. Asking each
+ * page again made it rarer, not gone (it came back once, stop 45); a second
+ * pass over the range now asks them after the rest. A failed query counts
+ * the range's pages as off the node (never claimed to be on it). */
 static void count_pages(const void *data, size_t bytes, int node, size_t *pages, size_t *on_node)
 {
     size_t n = 0, on = 0;

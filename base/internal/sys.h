@@ -52,6 +52,10 @@ void nxr__fault_arm(unsigned points, long n);
  * extent hook). */
 void nxr__fault_arm_from(unsigned points, long n);
 
+/* Like nxr__fault_arm, but calls n .. n + count - 1 fail (count 0 disarms):
+ * a failure that lasts a while and then ends, as a page being moved. */
+void nxr__fault_arm_calls(unsigned points, long n, long count);
+
 /* How many calls the armed points have seen since the last arm. */
 long nxr__fault_calls(void);
 
