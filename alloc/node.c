@@ -34,13 +34,15 @@ int nxr_mem_node(const void *ptr)
     return node;
 }
 
-/* One pass over the pages from first to end: *pages, *on_node and *absent
- * (pages absent even when asked again) counted; 0 or the query's error. */
-static int count_pass(uintptr_t first, uintptr_t end, const void *ptr, int node, size_t *pages,
-                      size_t *on_node, size_t *absent)
+/* One pass over the pages of [ptr, ptr + bytes): *pages, *on_node and
+ * *absent (pages absent even when asked again) counted; 0 or the query's
+ * error. */
+static int count_pass(const void *ptr, size_t bytes, int node, size_t *pages, size_t *on_node,
+                      size_t *absent)
 {
     *pages = *on_node = *absent = 0;
-    for (uintptr_t p = first; p < end; p += PROBE_SIZE) {
+    const uintptr_t end = (uintptr_t)ptr + bytes;
+    for (uintptr_t p = (uintptr_t)ptr / PROBE_SIZE * PROBE_SIZE; p < end; p += PROBE_SIZE) {
         int where = page_node((const void *)p);
         if (where == -ENOENT) {
             /* Not present: being moved (or never written, which the caller
@@ -79,14 +81,10 @@ int nxr_mem_pages_on_node(const void *ptr, size_t bytes, int node, size_t *pages
                          : on_node == NULL ? "on_node is NULL"
                          : bytes == 0      ? "bytes is 0"
                                            : "node is negative");
-    const uintptr_t first = (uintptr_t)ptr / PROBE_SIZE * PROBE_SIZE;
-    const uintptr_t end = (uintptr_t)ptr + bytes;
-    size_t best_absent = SIZE_MAX;
-    *pages = 0;
-    *on_node = 0;
+    size_t best_absent = SIZE_MAX; /* the first pass always sets the counts */
     for (unsigned pass = 0; pass < ABSENT_PASSES && best_absent > 0; pass++) {
         size_t n, on, absent;
-        const int rc = count_pass(first, end, ptr, node, &n, &on, &absent);
+        const int rc = count_pass(ptr, bytes, node, &n, &on, &absent);
         if (rc != 0) { /* the pages this pass asked before the failure */
             *pages = n;
             *on_node = on;
