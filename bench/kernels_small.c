@@ -127,7 +127,18 @@ static void gemv_size(struct small_report *rep, struct rt *nat, size_t mib, size
     rc = nxr_weights_create(nat->rt, &d, &s.packed_p);
     if (rc != 0)
         die("weights (panels)", rc);
-    const int burst = mib >= 64 ? 1 : (int)(64 / mib);
+    /* A turn's calls back to back: at least 256 MiB of W below 512 MiB.
+     * The limit is the best of reads that follow reads (read_limit.h); a
+     * turn of one 64 MiB call (about 1.3 ms) instead timed the first call
+     * after a settle, whose threads were parked and whose cores idle: every
+     * layout, OpenBLAS's and the OpenMP loop's too, read at 0.55-0.71 of
+     * the limit that way and at 0.89-1.03 in turns of four (two runs,
+     * alternated with the old binary). That start is the per-call row's
+     * subject, not a GEMV's streaming rate. 512 MiB calls (10 ms) stay
+     * single. At 64 MiB the read's best round can still be partly served
+     * by L3 (one run: 78 GB/s at 64 MiB, 46 at 512, every contender
+     * 42-52 at 64): read /read there against the 512 MiB row. */
+    const int burst = mib >= 512 ? 1 : mib >= 64 ? 4 : (int)(64 / mib);
     double *t[G_COUNT];
     for (int c = 0; c < G_COUNT; c++) {
         t[c] = calloc((size_t)reps, sizeof(double));
