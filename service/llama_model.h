@@ -66,6 +66,20 @@ struct svc_llama {
 int svc_llama_create(const struct svc_llama_shape *s, uint64_t seed, struct svc_llama *m);
 void svc_llama_destroy(struct svc_llama *m);
 
+/* Multiply-adds of the products a row runs through the layers (Q/K/V, O,
+ * W1 and W3, W2), and those of the classifier, which only a row that makes
+ * a token runs (a decoder's, a prompt's last). */
+static inline size_t svc_llama_layer_macs(const struct svc_llama_shape *s)
+{
+    const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
+    return s->layers * ((dim + 2 * kv) * dim + dim * dim + 2 * hid * dim + dim * hid);
+}
+
+static inline size_t svc_llama_classifier_macs(const struct svc_llama_shape *s)
+{
+    return s->vocab * s->dim;
+}
+
 /* The weight bytes one decode step reads. */
 static inline size_t svc_llama_step_bytes(const struct svc_llama *m)
 {

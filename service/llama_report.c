@@ -53,6 +53,7 @@ static void path_members(struct nxr__emit *e, const struct svc_llama_path_result
     svc_emit_num(e, "itl_p99_ms", p->itl.p99_ms, "%7.2f");
     svc_emit_num(e, "batch_mean", p->batch_mean, "%5.2f");
     nxr__emit_uint(e, "steps", p->steps, NULL);
+    nxr__emit_uint(e, "rows", p->rows, NULL);
 }
 
 /* A peer path: null when it did not run, else its figures and its row,

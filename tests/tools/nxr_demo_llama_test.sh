@@ -7,7 +7,9 @@
 #    between nxr's paths (batched, unbatched, flat);
 #  - every domain's weights and KV cache are on its node where memory is
 #    bound (the page check); two domains (declared on one CPU) both serve;
-#  - the read-bandwidth limit line when measured, null when not;
+#  - the read-bandwidth limit line when measured, null when not; the
+#    compute line's bound from the products' FLOPs (every row through the
+#    layers, the classifier once per token);
 #  - the table's last line says whether its ratios come from alternated
 #    rounds or from one round with nxr first;
 #  - --span (every sequence over every domain, weights sharded by node):
@@ -51,6 +53,15 @@ for x in d["domains"]:
 if measured:
     assert d["read_gbs"] > 0 and d["fraction_of_limit"] > 0, d
     assert d["bound_tokens_per_s"] > 0, d
+    # The compute line: every row runs the layers' products, only a row
+    # that makes a token (one per token) the classifier. The tiny shape's
+    # multiply-adds: 2 layers of Q/K/V (64 + 2 x 32 outputs), O, W1 and W3
+    # (176 each), W2, all of 64 inputs but W2's 176; the classifier 512 x 64.
+    layer_macs = 2 * ((64 + 2 * 32) * 64 + 64 * 64 + 2 * 176 * 64 + 64 * 176)
+    flops = 2 * (layer_macs * d["rows"] + 512 * 64 * d["tokens"])
+    assert d["rows"] >= d["tokens"], d
+    want = d["gemm_peak_gflops"] * 1e9 * d["tokens"] / flops
+    assert abs(d["compute_bound_tokens_per_s"] - want) <= 1 + 2e-3 * want, (want, d)
 else:
     assert d["fraction_of_limit"] is None, d
 print("%s: %d domain(s), %d tokens, batch %.2f, tokens match" %
