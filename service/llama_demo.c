@@ -296,6 +296,7 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
     res->fraction_of_limit = -1;
     res->bound_tokens_per_s = -1;
     res->fraction_of_compute = -1;
+    res->flat_weights_huge = -1;
     res->compute_bound_tokens_per_s = -1;
     *bad_input = false;
     struct svc_llama_shape shape = c->shape;
@@ -353,6 +354,7 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
         res->domains[i].id = nxr_domain_id(domains[i]);
         res->domains[i].node = nxr_domain_node(domains[i]);
         res->domains[i].weights_on_node = svc_llama_weights_on_node(&w, i);
+        res->domains[i].weights_huge = svc_llama_weights_huge(&w, i);
         res->domains[i].kv_on_node = -1;
         res->domains[i].shards_on_node = -1;
     }
@@ -367,6 +369,7 @@ int svc_llama_demo_run(const struct svc_llama_demo_config *c, struct svc_llama_d
                      nxr_last_error());
             goto out;
         }
+        res->flat_weights_huge = svc_llama_weights_huge(&wflat, 0);
     }
     if (c->machine_s > 0 &&
         (rc = svc_machine_measure(rt, c->machine_s, &res->machine, why, sizeof why)) != 0) {

@@ -104,6 +104,7 @@ struct svc_llama_domain_result {
     size_t tokens, steps;
     double batch_mean;
     double weights_on_node, kv_on_node; /* -1: the domain has no node */
+    double weights_huge;                /* its packed matrices' bytes on huge pages (-1: unknown) */
     double shards_on_node; /* --span: its shards' pages on its node (-1: unknown or no span) */
 };
 
@@ -114,6 +115,7 @@ struct svc_llama_demo_result {
     struct svc_llama_path_result nxr, unbatched, flat, omp, span;
     size_t span_members; /* the span path's domains (0: no span path) */
     char flat_cpus[128];
+    double flat_weights_huge; /* the flat path's packed bytes on huge pages (-1: unknown or none) */
     size_t domain_count;
     struct svc_llama_domain_result domains[64];
     struct svc_machine machine;

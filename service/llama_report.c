@@ -77,12 +77,14 @@ static void domain(struct nxr__emit *e, const struct svc_llama_domain_result *d)
 {
     nxr__emit_object(e, NULL,
                      "  domain {id} (node {node}): {tokens} tokens, batch {batch_mean}, weights on "
-                     "node {weights_on_node}, KV on node {kv_on_node}\n");
+                     "node {weights_on_node} (on huge pages {weights_huge}), KV on node "
+                     "{kv_on_node}\n");
     nxr__emit_int(e, "id", d->id, NULL);
     nxr__emit_int(e, "node", d->node, NULL);
     nxr__emit_uint(e, "tokens", d->tokens, NULL);
     svc_emit_num(e, "batch_mean", d->batch_mean, "%.2f");
     fraction(e, "weights_on_node", d->weights_on_node);
+    fraction(e, "weights_huge", d->weights_huge);
     fraction(e, "kv_on_node", d->kv_on_node);
     fraction(e, "shards_on_node", d->shards_on_node);
     nxr__emit_end(e);
@@ -151,11 +153,15 @@ static void report(struct nxr__emit *e, const void *result)
     const struct svc_llama_shape *s = &c->shape;
     char flat_note[256] = "", limit[256] = "", compute[256] = "", rounds[192] = "", nxr_row[256],
          t[2048];
-    if (r->flat.ran)
+    if (r->flat.ran) {
+        char huge[48] = "";
+        if (r->flat_weights_huge >= 0)
+            snprintf(huge, sizeof huge, " (on huge pages %.2f)", r->flat_weights_huge);
         snprintf(flat_note, sizeof flat_note,
-                 "  (flat: one domain over CPUs %s, weights on its memory; OpenMP: one sequence "
+                 "  (flat: one domain over CPUs %s, weights on its memory%s; OpenMP: one sequence "
                  "at a time, prompts token by token)\n",
-                 r->flat_cpus);
+                 r->flat_cpus, huge);
+    }
     if (r->fraction_of_limit >= 0)
         snprintf(limit, sizeof limit,
                  "  limit: read {read_gbs} GB/s measured in this run; nxr's weight reads are "
@@ -228,6 +234,7 @@ static void report(struct nxr__emit *e, const void *result)
     span_members(e, r);
     nxr__emit_uint(e, "rounds_planned", r->rounds_planned, NULL);
     nxr__emit_uint(e, "rounds_run", r->rounds_run, NULL);
+    fraction(e, "flat_weights_huge", r->flat_weights_huge);
     svc_emit_num(e, "read_gbs", r->machine.read_gbs, "%.1f");
     if (r->fraction_of_limit < 0)
         nxr__emit_null(e, "fraction_of_limit", "");

@@ -164,6 +164,23 @@ double svc_llama_weights_on_node(struct svc_llama_weights *w, size_t i)
     return w->side[i].replica.on_node;
 }
 
+double svc_llama_weights_huge(const struct svc_llama_weights *w, size_t i)
+{
+    const nxr_domain_t *d = w->side[i].replica.domain;
+    size_t huge = 0, total = 0;
+    for (size_t j = 0; j < w->packed.count; j++) {
+        const void *data;
+        size_t bytes, h;
+        bool advised;
+        if (nxr_weights_copy(w->packed.m[j], d, &data, &bytes) != 0 ||
+            nxr_weights_huge_pages(w->packed.m[j], d, &advised, &h) != 0)
+            return -1;
+        huge += h;
+        total += bytes;
+    }
+    return total > 0 ? (double)huge / (double)total : 0.0;
+}
+
 size_t svc_llama_weights_step_bytes(const struct svc_llama_weights *w)
 {
     /* What a step streams of each matrix in its format (runtime/nxr_weights.h):

@@ -88,6 +88,13 @@ void svc_llama_weights_destroy(struct svc_llama_weights *w);
  * domain's node (svc_replica's check; -1 when the domain has no node). */
 double svc_llama_weights_on_node(struct svc_llama_weights *w, size_t i);
 
+/* The fraction of the bytes of domain i's packed matrices that the kernel
+ * backs with huge pages now (nxr_weights_huge_pages, summed over the
+ * matrices): a decode step walks every one of them, and on 4 KiB pages
+ * that is a TLB miss per 4 KiB. 0 when nothing was advised (copies under
+ * 2 MiB, NXR_HUGEPAGES=off, THP off); -1 when the kernel cannot say. */
+double svc_llama_weights_huge(const struct svc_llama_weights *w, size_t i);
+
 /* The weight bytes one decode step streams (the packed matrices). */
 size_t svc_llama_weights_step_bytes(const struct svc_llama_weights *w);
 

@@ -7,6 +7,8 @@
 #    between nxr's paths (batched, unbatched, flat);
 #  - every domain's weights and KV cache are on its node where memory is
 #    bound (the page check); two domains (declared on one CPU) both serve;
+#    the share of each domain's (and flat's) packed weights on huge pages:
+#    none for matrices too small to advise (unless THP is `always`);
 #  - the read-bandwidth limit line when measured, null when not; the
 #    compute line's bound from the products' FLOPs (every row through the
 #    layers, the classifier once per token);
@@ -23,7 +25,7 @@ first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
 
 check() { # file domains machine-measured
     python3 - "$@" <<'PY'
-import json, sys
+import json, os, sys
 path, ndom, measured = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 d = json.load(open(path))
 for k in ("model", "size", "weights", "clients", "tokens_per_s", "ttft_p50_ms", "ttft_p99_ms",
@@ -46,6 +48,22 @@ for k in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_m
 assert d["ttft_p50_ms"] <= d["ttft_p99_ms"] and d["itl_p50_ms"] <= d["itl_p99_ms"], d
 assert len(d["domains"]) == ndom, d["domains"]
 assert sum(x["tokens"] for x in d["domains"]) == d["tokens"], d["domains"]
+# Huge pages: the tiny decoder's matrices are all under 2 MiB, so nxr
+# advises none of them, and unless THP is `always` none is on huge pages.
+thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read() \
+    if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled") else "[never]"
+unadvised_is_small = "[always]" not in thp
+huge = [x["weights_huge"] for x in d["domains"]]
+if d["flat"] is not None:
+    huge.append(d["flat_weights_huge"])
+else:
+    assert d["flat_weights_huge"] is None, d["flat_weights_huge"]
+# The page-table query (PAGEMAP_SCAN) is Linux 6.7's; before it, unknown.
+release = os.uname().release.split("-")[0].split(".")
+can_say = (int(release[0]), int(release[1])) >= (6, 7)
+for h in huge:
+    assert (h is not None) == can_say and (h is None or 0.0 <= h <= 1.0), huge
+    assert h is None or h == 0.0 or not unadvised_is_small, huge
 for x in d["domains"]:
     assert x["tokens"] > 0, ("a domain served nothing", x)
     for k in ("weights_on_node", "kv_on_node"):
