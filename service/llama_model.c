@@ -67,8 +67,10 @@ int svc_llama_create(const struct svc_llama_shape *s, uint64_t seed, struct svc_
     memset(m, 0, sizeof *m);
     m->shape = *s;
     const size_t dim = s->dim, kv = svc_llama_kv_dim(s), hid = s->hidden;
-    const size_t per_layer = 2 * dim + (dim + 2 * kv) * dim + dim * dim + 2 * hid * dim + dim * hid;
-    const size_t floats = s->layers * per_layer + dim + s->vocab * dim;
+    /* Each layer's matrices and its two norms' gains, the final norm's, the
+     * classifier. */
+    const size_t floats =
+        svc_llama_layer_macs(s) + s->layers * 2 * dim + dim + svc_llama_classifier_macs(s);
     m->streamed_floats = (floats + 63) / 64 * 64;
     m->streamed = aligned_alloc(64, m->streamed_floats * sizeof(float));
     m->embed = aligned_alloc(64, (s->vocab * dim * sizeof(float) + 63) / 64 * 64);
