@@ -31,11 +31,12 @@
  * request gets its turn) and the domain's own executor is handed one item
  * that waits for the permit again (acquire_for_deferred: it queues in the
  * arbiter behind the request, FIFO), then admits every deferred batch at
- * once. The starvation bound is unchanged: nothing joins a permit while an
- * overlapping request waits or while batches are deferred, so a waiting
- * request waits for the operations in flight when it queued, no more. The
- * wait the deferred batches themselves have is the arbiter's, bounded by
- * the overlapping holders (and reported as a stall, like every admission
+ * once, in submission order, and keeps new batches from joining until all
+ * are in the executor's queue (hand_over), so batches start in the order
+ * their nxr_submit calls returned. The starvation bound is unchanged: nothing joins a permit while
+ * an overlapping request waits or while batches are deferred, so a waiting request waits for the
+ * operations in flight when it queued, no more. The wait the deferred batches themselves have is
+ * the arbiter's, bounded by the overlapping holders (and reported as a stall, like every admission
  * wait). Regions still wait in the caller: waiting for a region of one's
  * own domain to finish from inside a task is not allowed (docs/contracts.md).
  *
@@ -148,6 +149,36 @@ static void submit_taken(struct nxr__exec *exec, struct nxr__deferred *d)
     }
 }
 
+/*
+ * Hands the batches taken by take_deferred to the executor, then those
+ * deferred while it did so, until none is left. The caller keeps
+ * exec->acquiring set and counts one hold of its own in exec->active (the
+ * permit stays held even if every batch handed over finishes meanwhile);
+ * this clears the one and drops the other. While acquiring is set nothing
+ * joins the permit: a batch whose nxr_submit returned after the deferred
+ * ones' did is deferred behind them, not handed to the executor before
+ * them. Without that, a later batch could start first, and a task that
+ * waits (through the submitting threads) for an earlier batch to finish
+ * would wait for one queued behind itself.
+ */
+static void hand_over(struct nxr__exec *exec, struct nxr__deferred *d)
+{
+    for (;;) {
+        submit_taken(exec, d);
+        nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
+        d = take_deferred(exec);
+        if (d == NULL)
+            break;
+        nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
+    }
+    exec->acquiring = false;
+    /* Nothing is deferred now (under the lock): no taker is needed. */
+    if (--exec->active == 0)
+        nxr__arbiter_release(exec->arbiter, &exec->request);
+    pthread_cond_broadcast(&exec->changed);
+    nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
+}
+
 static void report_deferred(void *p, uint64_t waited_ns)
 {
     struct nxr__exec *exec = p;
@@ -205,13 +236,10 @@ static void acquire_for_deferred(void *p, size_t index)
                                          nxr__stall_deadline(exec->stall, nxr__now_ns()),
                                          report_deferred, exec);
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
-    exec->acquiring = false;
     struct nxr__deferred *d = take_deferred(exec);
-    if (exec->active == 0) /* NEVER: batches are deferred only with a taker */
-        nxr__arbiter_release(exec->arbiter, &exec->request);
-    pthread_cond_broadcast(&exec->changed);
+    exec->active++; /* the hand-over's hold (hand_over drops it) */
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
-    submit_taken(exec, d);
+    hand_over(exec, d);
 }
 
 /* The acquiring item's done callback: the contract requires one (a pool
@@ -305,16 +333,21 @@ static int enter_arbitrated(struct nxr__exec *exec)
     }
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
     exec->waiting--;
-    exec->acquiring = false;
     count_wait(exec, &w);
     struct nxr__deferred *d = NULL;
     if (rc == 0) {
         exec->active = 1;
         d = take_deferred(exec); /* batches deferred meanwhile share the grant */
     }
-    pthread_cond_broadcast(&exec->changed);
+    if (d != NULL) {
+        exec->active++; /* the hand-over's hold; acquiring stays set */
+    } else {
+        exec->acquiring = false;
+        pthread_cond_broadcast(&exec->changed);
+    }
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
-    submit_taken(exec, d);
+    if (d != NULL)
+        hand_over(exec, d);
     return rc;
 }
 

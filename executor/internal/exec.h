@@ -54,7 +54,9 @@ struct nxr__exec {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     unsigned active; /* operations in flight; under lock */
-    bool acquiring;  /* a thread is acquiring the permit; under lock */
+    /* A thread is acquiring the permit, or handing the deferred batches
+     * it took to the executor (admission.c, hand_over); under lock. */
+    bool acquiring;
     /* Batches submitted while they could neither join nor take the permit,
      * in submission order; admitted by whoever acquires the permit next
      * (admission.c, "Deferred batches"). Under lock. */

@@ -16,6 +16,8 @@
 #include <stdio.h>
 
 #include "base/internal/sys.h"
+#include "examples/host_pool.h"
+#include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
 #include "tests/support/cpus.h"
 #include "tests/support/procfs.h"
@@ -437,4 +439,135 @@ Test(executor_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its
     cr_expect_eq(atomic_load(&ran_refused), 1);
     nxr_ctx_destroy(ctx0);
     nxr_ctx_destroy(ctx9);
+}
+
+/*
+ * Deferred batches keep their place: once the permit comes back for them,
+ * a batch whose nxr_submit returned after theirs did must not start before
+ * them. The window is the hand-over (the deferred batches taken under the
+ * lock, handed to the executor after it). A cooperative domain's executor
+ * (a one-thread host pool, wrapped) makes the window visible: when it is
+ * handed the deferred batch, it first has another thread submit a batch to
+ * the domain and return. Run on the pool's one thread in the order the
+ * pool got them, the deferred batch must run first. Before the hand-over
+ * kept joins off, the later batch joined the permit and was handed over
+ * first; a task waiting (through its submitters) for the earlier one then
+ * waited for a batch queued behind itself (the starvation probe hung so).
+ */
+static struct nxr_executor pool_inner;  /* the host pool's executor */
+static atomic_int submits_to_intercept; /* 0: none; n: the nth submit from now */
+static nxr_ctx_t *late_ctx;             /* where the intercepting submit goes */
+static atomic_uint late_stamp;
+static nxr_job_t *late_job;
+static int late_rc = 1;
+
+static void *late_submit_thread(void *p)
+{
+    (void)p;
+    late_rc = nxr_submit(late_ctx, 1, stamp_task, &late_stamp, &late_job);
+    return NULL;
+}
+
+static int wrapped_install(void *self, nxr_region_fn fn, void *arg, unsigned count)
+{
+    (void)self;
+    return pool_inner.ops->install(pool_inner.self, fn, arg, count);
+}
+
+static int wrapped_submit(void *self, nxr_item_fn fn, void *arg, size_t count, nxr_done_fn done,
+                          void *done_arg)
+{
+    (void)self;
+    if (atomic_load(&submits_to_intercept) > 0 && atomic_fetch_sub(&submits_to_intercept, 1) == 1) {
+        /* Another thread's nxr_submit, made and returned (it never waits
+         * for admission) before this batch reaches the pool. */
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, late_submit_thread, NULL), 0);
+        pthread_join(t, NULL);
+    }
+    return pool_inner.ops->submit(pool_inner.self, fn, arg, count, done, done_arg);
+}
+
+static void wrapped_retain(void *self)
+{
+    (void)self;
+    pool_inner.ops->retain(pool_inner.self);
+}
+
+static void wrapped_release(void *self)
+{
+    (void)self;
+    pool_inner.ops->release(pool_inner.self);
+}
+
+static const struct nxr_executor_ops wrapped_ops = {.install = wrapped_install,
+                                                    .submit = wrapped_submit,
+                                                    .retain = wrapped_retain,
+                                                    .release = wrapped_release};
+
+Test(executor_admission, deferred_batches_start_before_a_batch_submitted_after_them)
+{
+    open_runtime("9:%0"); /* the overlapping request's domain */
+    cpu_set_t pin;
+    CPU_ZERO(&pin);
+    CPU_SET(nxr_test_cpu(0), &pin);
+    struct host_pool *pool = host_pool_start(1, &pin);
+    cr_assert_not_null(pool);
+    pool_executor_init(&pool_inner, pool);
+    struct nxr_external_decl decl;
+    nxr_external_decl_init(&decl);
+    decl.id = 100;
+    decl.admission = NXR_ADMISSION_COOPERATIVE;
+    hwloc_bitmap_t cpus = nxr_test_cpus(0, 1);
+    decl.cpus = cpus;
+    decl.budget = 1;
+    decl.executor = pool_inner;
+    decl.executor.ops = &wrapped_ops;
+    cr_assert_eq(nxr_runtime_attach(rt, &decl), 0, "%s", nxr_last_error());
+    hwloc_bitmap_free(cpus);
+    nxr_ctx_t *ctx100, *ctx9;
+    cr_assert_eq(nxr_ctx_create(rt, 100, &ctx100), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 100, &late_ctx), 0);
+    cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
+    atomic_store(&order, 0);
+    atomic_store(&late_stamp, 0);
+    atomic_store(&submits_to_intercept, 0);
+
+    /* Domain 100 holds the permit; domain 9 queues for it. */
+    atomic_store(&gate, 0);
+    atomic_store(&gated_in, 0);
+    nxr_job_t *held;
+    cr_assert_eq(nxr_submit(ctx100, 1, gated_task, NULL, &held), 0);
+    AWAIT(atomic_load(&gated_in) == 1);
+    /* A batch, not a loop: a one-CPU loop from a caller inside the
+     * domain (taskset -c N) would run inline, without the permit. */
+    atomic_uint stamp9 = 0, stamp_deferred = 0;
+    nxr_job_t *nine;
+    cr_assert_eq(nxr_submit(ctx9, 1, stamp_task, &stamp9, &nine), 0);
+    AWAIT(arbiter_waiters() == 1);
+
+    /* Deferred behind domain 9. */
+    nxr_job_t *deferred;
+    cr_assert_eq(nxr_submit(ctx100, 1, stamp_task, &stamp_deferred, &deferred), 0);
+    cr_assert_eq(stats_of(100).deferred, 1);
+    /* The pool is handed, from now: the item that takes the permit back
+     * (when the held batch ends), then the deferred batch: intercept it. */
+    atomic_store(&submits_to_intercept, 2);
+    atomic_store(&gate, 1);
+    cr_expect_eq(nxr_job_wait(held), 0);
+    cr_expect_eq(nxr_job_wait(nine), 0);
+    cr_expect_eq(nxr_job_wait(deferred), 0);
+    cr_assert_eq(atomic_load(&submits_to_intercept), 0, "the deferred batch was not intercepted");
+    cr_assert_eq(late_rc, 0, "%s", nxr_strerror(late_rc));
+    cr_expect_eq(nxr_job_wait(late_job), 0);
+    cr_expect_lt(atomic_load(&stamp9), atomic_load(&stamp_deferred));
+    cr_expect_lt(atomic_load(&stamp_deferred), atomic_load(&late_stamp),
+                 "the batch submitted later (%u) started before the deferred one (%u)",
+                 atomic_load(&late_stamp), atomic_load(&stamp_deferred));
+    nxr_ctx_destroy(ctx100);
+    nxr_ctx_destroy(late_ctx);
+    nxr_ctx_destroy(ctx9);
+    nxr_runtime_destroy(rt); /* before the pool: its last release */
+    rt = NULL;
+    host_pool_stop(pool);
 }
