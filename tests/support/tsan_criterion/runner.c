@@ -191,6 +191,10 @@ int main(int argc, char **argv)
             continue;
         }
         tested++;
+        /* Before the case runs, as Criterion's verbose mode does: a test
+         * that Bazel's timeout ends names the case it was in. */
+        printf("[RUN ] %s::%s\n", t->suite, t->name);
+        fflush(stdout);
         switch (run_one(t, why, sizeof(why))) {
         case PASS:
             passing++;
