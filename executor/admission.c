@@ -149,34 +149,65 @@ static void submit_taken(struct nxr__exec *exec, struct nxr__deferred *d)
     }
 }
 
+static void start_acquirer(struct nxr__exec *exec);
+
+/*
+ * Ends an operation's count in flight (exec->lock held). The last one out
+ * releases the permit, or the guard; deferred batches then need the permit
+ * back, behind whoever waits: returns true when the caller must start the
+ * item that takes it (start_acquirer, with the lock dropped), acquiring
+ * being set for it here.
+ */
+static bool leave_locked(struct nxr__exec *exec)
+{
+    if (--exec->active != 0)
+        return false;
+    bool start = false;
+    if (exec->arbiter != NULL) {
+        nxr__arbiter_release(exec->arbiter, &exec->request);
+        if (exec->deferred > 0 && !exec->acquiring) {
+            exec->acquiring = true;
+            start = true;
+        }
+    } else {
+        atomic_store_explicit(&exec->guard, 0, memory_order_release);
+    }
+    pthread_cond_broadcast(&exec->changed);
+    return start;
+}
+
 /*
  * Hands the batches taken by take_deferred to the executor, then those
- * deferred while it did so, until none is left. The caller keeps
- * exec->acquiring set and counts one hold of its own in exec->active (the
- * permit stays held even if every batch handed over finishes meanwhile);
- * this clears the one and drops the other. While acquiring is set nothing
- * joins the permit: a batch whose nxr_submit returned after the deferred
- * ones' did is deferred behind them, not handed to the executor before
- * them. Without that, a later batch could start first, and a task that
- * waits (through the submitting threads) for an earlier batch to finish
- * would wait for one queued behind itself.
+ * deferred while it did so. The caller keeps exec->acquiring set and
+ * counts one hold of its own in exec->active (the permit stays held even
+ * if every batch handed over finishes meanwhile); this clears the one and
+ * drops the other. While acquiring is set nothing joins the permit: a
+ * batch whose nxr_submit returned after the deferred ones' did is deferred
+ * behind them, not handed to the executor before them. Without that, a
+ * later batch could start first, and a task that waits (through the
+ * submitting threads) for an earlier batch to finish would wait for one
+ * queued behind itself. Batches deferred during the hand-over go on this
+ * permit as joins would have, unless an overlapping request waits by then
+ * (see Fairness): they wait for the next permit, behind it.
  */
 static void hand_over(struct nxr__exec *exec, struct nxr__deferred *d)
 {
     for (;;) {
         submit_taken(exec, d);
         nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
-        d = take_deferred(exec);
+        d = exec->deferred > 0 && !nxr__arbiter_contended(exec->arbiter, &exec->request)
+                ? take_deferred(exec)
+                : NULL;
         if (d == NULL)
             break;
         nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     }
     exec->acquiring = false;
-    /* Nothing is deferred now (under the lock): no taker is needed. */
-    if (--exec->active == 0)
-        nxr__arbiter_release(exec->arbiter, &exec->request);
+    bool start = leave_locked(exec); /* the hold */
     pthread_cond_broadcast(&exec->changed);
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
+    if (start)
+        start_acquirer(exec);
 }
 
 static void report_deferred(void *p, uint64_t waited_ns)
@@ -418,22 +449,8 @@ void nxr__exec_leave(struct nxr__exec *exec)
      * destroy's drain may free the domain and the runtime. */
     nxr__exec_answer_readers(exec);
     nxr__executor_release(&exec->executor);
-    bool start = false;
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
-    if (--exec->active == 0) {
-        if (exec->arbiter != NULL) {
-            nxr__arbiter_release(exec->arbiter, &exec->request);
-            /* Deferred batches need the permit back, behind whoever waits
-             * (nobody is acquiring: that happens only with active == 0). */
-            if (exec->deferred > 0 && !exec->acquiring) {
-                exec->acquiring = true;
-                start = true;
-            }
-        } else {
-            atomic_store_explicit(&exec->guard, 0, memory_order_release);
-        }
-        pthread_cond_broadcast(&exec->changed);
-    }
+    bool start = leave_locked(exec);
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);

@@ -461,9 +461,22 @@ static atomic_uint late_stamp;
 static nxr_job_t *late_job;
 static int late_rc = 1;
 
+/* Set: before its submit, the intercepting thread submits a batch here
+ * and waits until that batch's domain queues in the arbiter. */
+static nxr_ctx_t *overlap_ctx;
+static atomic_uint overlap_stamp;
+static nxr_job_t *overlap_job;
+static int overlap_rc = 1;
+
 static void *late_submit_thread(void *p)
 {
     (void)p;
+    if (overlap_ctx != NULL) {
+        overlap_rc = nxr_submit(overlap_ctx, 1, stamp_task, &overlap_stamp, &overlap_job);
+        if (overlap_rc != 0)
+            return NULL;
+        AWAIT(arbiter_waiters() == 1);
+    }
     late_rc = nxr_submit(late_ctx, 1, stamp_task, &late_stamp, &late_job);
     return NULL;
 }
@@ -505,7 +518,9 @@ static const struct nxr_executor_ops wrapped_ops = {.install = wrapped_install,
                                                     .retain = wrapped_retain,
                                                     .release = wrapped_release};
 
-Test(executor_admission, deferred_batches_start_before_a_batch_submitted_after_them)
+/* The scene above; with `overlap`, domain 9 queues again during the
+ * hand-over, before the later batch is submitted. */
+static void hand_over_scene(bool overlap)
 {
     open_runtime("9:%0"); /* the overlapping request's domain */
     cpu_set_t pin;
@@ -531,7 +546,10 @@ Test(executor_admission, deferred_batches_start_before_a_batch_submitted_after_t
     cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     atomic_store(&order, 0);
     atomic_store(&late_stamp, 0);
+    atomic_store(&overlap_stamp, 0);
     atomic_store(&submits_to_intercept, 0);
+    late_rc = overlap_rc = 1;
+    overlap_ctx = overlap ? ctx9 : NULL;
 
     /* Domain 100 holds the permit; domain 9 queues for it. */
     atomic_store(&gate, 0);
@@ -564,10 +582,33 @@ Test(executor_admission, deferred_batches_start_before_a_batch_submitted_after_t
     cr_expect_lt(atomic_load(&stamp_deferred), atomic_load(&late_stamp),
                  "the batch submitted later (%u) started before the deferred one (%u)",
                  atomic_load(&late_stamp), atomic_load(&stamp_deferred));
+    if (overlap) {
+        cr_assert_eq(overlap_rc, 0, "%s", nxr_strerror(overlap_rc));
+        cr_expect_eq(nxr_job_wait(overlap_job), 0);
+        cr_expect_lt(atomic_load(&overlap_stamp), atomic_load(&late_stamp),
+                     "the batch submitted after domain 9 queued (%u) ran on the permit "
+                     "domain 9 waited for (9: %u)",
+                     atomic_load(&late_stamp), atomic_load(&overlap_stamp));
+    }
     nxr_ctx_destroy(ctx100);
     nxr_ctx_destroy(late_ctx);
     nxr_ctx_destroy(ctx9);
     nxr_runtime_destroy(rt); /* before the pool: its last release */
     rt = NULL;
     host_pool_stop(pool);
+}
+
+Test(executor_admission, deferred_batches_start_before_a_batch_submitted_after_them)
+{
+    hand_over_scene(false);
+}
+
+/*
+ * The hand-over takes the batches deferred while it runs, as joins would
+ * have been admitted, but not once an overlapping request waits: those
+ * wait for the next permit, behind it (the starvation bound).
+ */
+Test(executor_admission, the_hand_over_admits_nothing_new_once_an_overlapping_request_waits)
+{
+    hand_over_scene(true);
 }
