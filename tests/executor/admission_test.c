@@ -123,13 +123,13 @@ static void *submit_thread(void *p)
     return NULL;
 }
 
-/* Holds domain 0's permit with a gated batch; returns its job. */
-static nxr_job_t *hold_domain0(nxr_ctx_t *ctx0)
+/* Holds ctx's domain's permit with a gated batch; returns its job. */
+static nxr_job_t *hold_domain(nxr_ctx_t *ctx)
 {
     atomic_store(&gate, 0);
     atomic_store(&gated_in, 0);
     nxr_job_t *job;
-    cr_assert_eq(nxr_submit(ctx0, 1, gated_task, NULL, &job), 0);
+    cr_assert_eq(nxr_submit(ctx, 1, gated_task, NULL, &job), 0);
     AWAIT(atomic_load(&gated_in) == 1);
     return job;
 }
@@ -140,7 +140,7 @@ Test(executor_admission, a_new_batch_joins_a_held_permit_when_nobody_waits)
     open_runtime("0:%0;1:%1;9:%0,%1 shared");
     nxr_ctx_t *ctx0;
     cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
-    nxr_job_t *held = hold_domain0(ctx0);
+    nxr_job_t *held = hold_domain(ctx0);
     struct nxr__admission_stats before = stats_of(0);
     atomic_uint stamp = 0;
     nxr_job_t *job;
@@ -166,7 +166,7 @@ Test(executor_admission, a_waiting_overlapping_request_stops_new_joins)
     cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0b), 0);
     cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     atomic_store(&order, 0);
-    nxr_job_t *held = hold_domain0(ctx0);
+    nxr_job_t *held = hold_domain(ctx0);
 
     /* Domain 9 asks for CPUs %0,%1 and queues behind domain 0's permit. */
     atomic_uint stamp9 = 0, stamp_late = 0;
@@ -413,11 +413,7 @@ Test(executor_admission, a_deferred_batch_whose_wait_cannot_start_fails_with_its
     cr_assert_eq(nxr_ctx_create(rt, 0, &ctx0), 0);
     cr_assert_eq(nxr_ctx_create(rt, 9, &ctx9), 0);
     /* Domain 9 holds CPUs %0,%1: domain 0 can neither join nor acquire. */
-    atomic_store(&gate, 0);
-    atomic_store(&gated_in, 0);
-    nxr_job_t *held;
-    cr_assert_eq(nxr_submit(ctx9, 1, gated_task, NULL, &held), 0);
-    AWAIT(atomic_load(&gated_in) == 1);
+    nxr_job_t *held = hold_domain(ctx9);
     atomic_store(&ran_refused, 0);
     /* Allocation 1: the job; 2: the team's batch for the acquiring item. */
     nxr__fault_arm(NXR_FAULT_ALLOC, 2);
@@ -552,11 +548,7 @@ static void hand_over_scene(bool overlap)
     overlap_ctx = overlap ? ctx9 : NULL;
 
     /* Domain 100 holds the permit; domain 9 queues for it. */
-    atomic_store(&gate, 0);
-    atomic_store(&gated_in, 0);
-    nxr_job_t *held;
-    cr_assert_eq(nxr_submit(ctx100, 1, gated_task, NULL, &held), 0);
-    AWAIT(atomic_load(&gated_in) == 1);
+    nxr_job_t *held = hold_domain(ctx100);
     /* A batch, not a loop: a one-CPU loop from a caller inside the
      * domain (taskset -c N) would run inline, without the permit. */
     atomic_uint stamp9 = 0, stamp_deferred = 0;
