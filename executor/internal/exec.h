@@ -295,7 +295,7 @@ struct nxr__admission_stats {
     unsigned deferred; /* batches waiting for the permit now */
     unsigned batches;  /* of active, submitted batches */
     unsigned waiting;  /* threads waiting in admission now */
-    bool acquiring;    /* someone is acquiring the permit now */
+    bool acquiring;    /* someone is acquiring the permit now (or handing deferred batches over) */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
 
