@@ -33,12 +33,14 @@
  * arbiter behind the request, FIFO), then admits every deferred batch at
  * once, in submission order, and keeps new batches from joining until all
  * are in the executor's queue (hand_over), so batches start in the order
- * their nxr_submit calls returned. The starvation bound is unchanged: nothing joins a permit while
- * an overlapping request waits or while batches are deferred, so a waiting request waits for the
- * operations in flight when it queued, no more. The wait the deferred batches themselves have is
- * the arbiter's, bounded by the overlapping holders (and reported as a stall, like every admission
- * wait). Regions still wait in the caller: waiting for a region of one's
- * own domain to finish from inside a task is not allowed (docs/contracts.md).
+ * their nxr_submit calls returned. The starvation bound is unchanged:
+ * nothing joins a permit while an overlapping request waits or while
+ * batches are deferred, so a waiting request waits for the operations in
+ * flight when it queued, no more. The wait the deferred batches themselves
+ * have is the arbiter's, bounded by the overlapping holders (and reported
+ * as a stall, like every admission wait). Regions still wait in the
+ * caller: waiting for a region of one's own domain to finish from inside a
+ * task is not allowed (docs/contracts.md).
  *
  * CALLER_MANAGED domains never enter the arbiter. Their guard admits one
  * operation at a time; a second entry, from any thread (the caller pool's own
@@ -469,12 +471,16 @@ void nxr__exec_leave_batch(struct nxr__exec *exec)
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out)
 {
     nxr__lock(&exec->lock, NXR__RANK_ADMISSION);
+    /* A hand-over's hold is no operation: acquiring with operations in
+     * flight happens only during one (acquiring is set with none in flight,
+     * and nothing enters until the grant), and there is one hold then. */
+    const unsigned hold = exec->acquiring && exec->active > 0;
     *out = (struct nxr__admission_stats){.joins = exec->joins,
                                          .deferrals = exec->deferrals,
                                          .waits = exec->waits,
                                          .wait_ns = exec->wait_ns,
                                          .wait_max_ns = exec->wait_max_ns,
-                                         .active = exec->active,
+                                         .active = exec->active - hold,
                                          .deferred = exec->deferred,
                                          .batches = exec->batches,
                                          .waiting = exec->waiting,

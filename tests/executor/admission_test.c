@@ -463,10 +463,12 @@ static nxr_ctx_t *overlap_ctx;
 static atomic_uint overlap_stamp;
 static nxr_job_t *overlap_job;
 static int overlap_rc = 1;
+static struct nxr__admission_stats during; /* domain 100's, mid-hand-over */
 
 static void *late_submit_thread(void *p)
 {
     (void)p;
+    during = stats_of(100);
     if (overlap_ctx != NULL) {
         overlap_rc = nxr_submit(overlap_ctx, 1, stamp_task, &overlap_stamp, &overlap_job);
         if (overlap_rc != 0)
@@ -569,6 +571,12 @@ static void hand_over_scene(bool overlap)
     cr_expect_eq(nxr_job_wait(deferred), 0);
     cr_assert_eq(atomic_load(&submits_to_intercept), 0, "the deferred batch was not intercepted");
     cr_assert_eq(late_rc, 0, "%s", nxr_strerror(late_rc));
+    /* Mid-hand-over the domain reports the deferred batch in flight, and
+     * no region (its hold is no operation). */
+    cr_expect(during.acquiring);
+    cr_expect_eq(during.batches, 1);
+    cr_expect_eq(during.active, during.batches, "%u in flight, %u of them batches", during.active,
+                 during.batches);
     cr_expect_eq(nxr_job_wait(late_job), 0);
     cr_expect_lt(atomic_load(&stamp9), atomic_load(&stamp_deferred));
     cr_expect_lt(atomic_load(&stamp_deferred), atomic_load(&late_stamp),
