@@ -484,7 +484,8 @@ void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_sta
                                          .deferred = exec->deferred,
                                          .batches = exec->batches,
                                          .waiting = exec->waiting,
-                                         .acquiring = exec->acquiring};
+                                         .acquiring = exec->acquiring,
+                                         .handing_over = hold != 0};
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
 }
 

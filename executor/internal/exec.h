@@ -296,6 +296,7 @@ struct nxr__admission_stats {
     unsigned batches;  /* of active, submitted batches */
     unsigned waiting;  /* threads waiting in admission now */
     bool acquiring;    /* someone is acquiring the permit now (or handing deferred batches over) */
+    bool handing_over; /* the permit held, deferred batches being handed to the executor */
 };
 void nxr__exec_admission_stats(struct nxr__exec *exec, struct nxr__admission_stats *out);
 

@@ -14,8 +14,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/internal/sys.h"
+#include "base/strbuf.h"
 #include "examples/host_pool.h"
 #include "examples/pool_executor.h"
 #include "runtime/internal/runtime.h"
@@ -464,11 +467,18 @@ static atomic_uint overlap_stamp;
 static nxr_job_t *overlap_job;
 static int overlap_rc = 1;
 static struct nxr__admission_stats during; /* domain 100's, mid-hand-over */
+static char during_who[512];               /* a stall line's holders, mid-hand-over */
 
 static void *late_submit_thread(void *p)
 {
     (void)p;
     during = stats_of(100);
+    struct nxr__strbuf sb = {0};
+    char *who = NULL;
+    nxr__runtime_stall_who(rt, exec_of(100), &sb);
+    if (nxr__strbuf_take(&sb, &who) == 0)
+        snprintf(during_who, sizeof during_who, "%s", who);
+    free(who);
     if (overlap_ctx != NULL) {
         overlap_rc = nxr_submit(overlap_ctx, 1, stamp_task, &overlap_stamp, &overlap_job);
         if (overlap_rc != 0)
@@ -577,6 +587,12 @@ static void hand_over_scene(bool overlap)
     cr_expect_eq(during.batches, 1);
     cr_expect_eq(during.active, during.batches, "%u in flight, %u of them batches", during.active,
                  during.batches);
+    /* ...and a stall line names it as holding the permit, not as
+     * acquiring it. */
+    cr_expect_not_null(strstr(during_who, "held by: domain 100 (1 batch(es), 0 region(s) in "
+                                          "flight, handing deferred batches over)"),
+                       "%s", during_who);
+    cr_expect_null(strstr(during_who, "acquiring the permit"), "%s", during_who);
     cr_expect_eq(nxr_job_wait(late_job), 0);
     cr_expect_lt(atomic_load(&stamp9), atomic_load(&stamp_deferred));
     cr_expect_lt(atomic_load(&stamp_deferred), atomic_load(&late_stamp),
