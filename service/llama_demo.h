@@ -54,9 +54,10 @@
  * shorter), 16 against 12 again, three alternated pairs: 0.96-1.16x
  * tokens/s, p99 1.68-2.04x p50 (12: 1.42-1.82x); 24: p99 2.1-2.4x. Once
  * every row group of the GEMM asked for the next slice (a 16-row step
- * cheaper again), six alternated triples, nxr alone: 16 against 12 1.00-
- * 1.16x tokens/s, 20 0.98-1.43x, p99 over p50 12: 1.43-1.79, 16: 1.48-
- * 2.84, 20: 1.50-2.24: the tail still rules the larger caps out. */
+ * cheaper again), fifteen rounds of the three caps in random order, nxr
+ * alone: against 12, tokens/s median 1.06x (16) and 1.07x (20), ITL p99
+ * median 1.09x and 1.20x; p99 over p50 past 2 in 1, 2 and 4 runs of 15
+ * (12, 16, 20). */
 #define SVC_LLAMA_PREFILL_TOKENS 12
 
 struct svc_llama_demo_config {
