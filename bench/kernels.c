@@ -45,6 +45,9 @@
  *   (e) the per-call cost at decode's small shapes (kernels_percall.h):
  *       nxr_sgemm_packed m = 1 against the same product as an
  *       nxr_parallel_for row loop (goal: at most 1.2x at 288 x 288).
+ *   (f) the service's own products (kernels_layer.h): a 110m layer's packed
+ *       f32 W from memory at the rows a serving step runs, against the read
+ *       of the same copies and cblas_sgemm. --only-layer: those rows alone.
  *
  *   bazel run //bench:kernels -- [--json] [--reps N] [--coretype NAME|none]
  *                                [--triad-mib M] [--short] [--only-percall]
@@ -75,6 +78,7 @@
 #include "bench/kernels_util.h"
 #include "bench/kernels_percall.h"
 #include "bench/kernels_formats.h"
+#include "bench/kernels_layer.h"
 #include "bench/kernels_small.h"
 
 /* Calls per contender's turn (see the file comment): a turn at n = 512 is
@@ -431,7 +435,7 @@ int main(int argc, char **argv)
     bool json = false, skip_small = false;
     int reps = 12;
     size_t triad_mib = 64, formats_mib = 64, formats_k = 0;
-    bool only_formats = false, only_percall = false;
+    bool only_formats = false, only_percall = false, only_layer = false, short_run = false;
     const char *core = nxr__cpu_tier() >= NXR_TIER_AVX2 ? "Haswell" : NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sgemm-child") == 0 && i + 1 < argc)
@@ -453,8 +457,11 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--only-percall") == 0) {
             only_percall = true;
+        } else if (strcmp(argv[i], "--only-layer") == 0) {
+            only_layer = true;
         } else if (strcmp(argv[i], "--short") == 0) {
             /* CI's bench stage: every section runs, small and briefly. */
+            short_run = true;
             reps = 2;
             core = NULL;
             triad_mib = 4;
@@ -477,7 +484,7 @@ int main(int argc, char **argv)
                 stderr,
                 "usage: kernels [--json] [--short] [--reps N] [--coretype NAME|none] "
                 "[--triad-mib M] [--gemv-mib M] [--formats-mib M] [--formats-k K] [--only-small] "
-                "[--only-formats] [--only-percall] [--no-small]\n");
+                "[--only-formats] [--only-percall] [--only-layer] [--no-small]\n");
             return 2;
         }
     }
@@ -495,6 +502,18 @@ int main(int argc, char **argv)
             printf("}\n");
         } else {
             percall_print_text(&percall);
+        }
+        return 0;
+    }
+    if (only_layer) { /* the service's products alone */
+        struct layer_report lr;
+        layer_section(&lr, short_run, reps);
+        if (json) {
+            printf("{\"threads\":%u,\"reps\":%d", lr.threads, reps);
+            layer_print_json(&lr);
+            printf("}\n");
+        } else {
+            layer_print_text(&lr);
         }
         return 0;
     }
@@ -522,9 +541,11 @@ int main(int argc, char **argv)
     triad_section(&triad, triad_mib, 3 * reps);
     struct small_report small;
     struct formats_report fmts;
+    struct layer_report layer;
     if (!skip_small) {
         small_section(&small, reps);
         formats_section(&fmts, formats_mib, formats_k, reps);
+        layer_section(&layer, short_run, reps);
     }
     struct percall_report percall;
     percall_section(&percall, reps);
@@ -549,6 +570,7 @@ int main(int argc, char **argv)
         if (!skip_small) {
             small_print_json(&small);
             formats_print_json(&fmts);
+            layer_print_json(&layer);
         }
         percall_print_json(&percall);
         printf("}\n");
@@ -583,6 +605,7 @@ int main(int argc, char **argv)
     if (!skip_small) {
         small_print_text(&small, r2048->native);
         formats_print_text(&fmts);
+        layer_print_text(&layer);
     }
     percall_print_text(&percall);
     return 0;
