@@ -371,6 +371,7 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
                 continue;
             struct nxr__admission_stats st;
             nxr__exec_admission_stats(e, &st);
+            const bool acquiring = st.acquiring && !st.handing_over;
             /* A hand-over holds the permit with nothing of its own in
              * flight (its batches may all have ended): a holder, not a
              * waiter. */
@@ -379,14 +380,12 @@ void nxr__runtime_stall_who(void *p, const struct nxr__exec *exec, struct nxr__s
                                    named++ ? "," : ":", e->spec->id, st.batches,
                                    st.active - st.batches,
                                    st.handing_over ? ", handing deferred batches over" : "");
-            } else if (pass == 1 &&
-                       (st.waiting > 0 || st.deferred > 0 || (st.acquiring && !st.handing_over))) {
+            } else if (pass == 1 && (st.waiting > 0 || st.deferred > 0 || acquiring)) {
                 nxr__strbuf_printf(sb,
                                    "%s domain %d (%u caller(s) in admission, %u deferred "
                                    "batch(es)%s)",
                                    named++ ? "," : ":", e->spec->id, st.waiting, st.deferred,
-                                   st.acquiring && !st.handing_over ? ", acquiring the permit"
-                                                                    : "");
+                                   acquiring ? ", acquiring the permit" : "");
             }
         }
         if (named == 0)
