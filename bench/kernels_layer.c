@@ -42,7 +42,8 @@ static void shape_open(struct layer_shape *s, struct rt *nat, size_t k, size_t n
     s->pw = calloc(copies, sizeof *s->pw);
     if (s->w == NULL || s->pw == NULL)
         die("layer copies", -ENOMEM);
-    const int id = nxr_domain_id(nxr_runtime_domain_at(nat->rt, 0));
+    const nxr_domain_t *dom = nxr_ctx_domain(nat->ctx);
+    const int id = nxr_domain_id(dom);
     for (size_t c = 0; c < copies; c++) {
         s->w[c] = alloc_floats(k * n);
         for (size_t i = 0; i < k * n; i++)
@@ -60,7 +61,7 @@ static void shape_open(struct layer_shape *s, struct rt *nat, size_t k, size_t n
             die("layer weights", rc);
         const void *data;
         size_t bytes;
-        rc = nxr_weights_copy(s->pw[c], nxr_runtime_domain_at(nat->rt, 0), &data, &bytes);
+        rc = nxr_weights_copy(s->pw[c], dom, &data, &bytes);
         if (rc != 0)
             die("layer weights' copy", rc);
         if (read_limit_add(&s->limit, data, bytes) != 0)
