@@ -206,7 +206,10 @@ static void hand_over(struct nxr__exec *exec, struct nxr__deferred *d)
     }
     exec->acquiring = false;
     bool start = leave_locked(exec); /* the hold */
-    pthread_cond_broadcast(&exec->changed);
+    /* Region callers wait for acquiring to clear: leave_locked woke them
+     * if the hold was the last operation, else they are woken here. */
+    if (exec->active != 0)
+        pthread_cond_broadcast(&exec->changed);
     nxr__unlock(&exec->lock, NXR__RANK_ADMISSION);
     if (start)
         start_acquirer(exec);
