@@ -30,8 +30,8 @@ static enum family layer_family(int c)
 struct layer_shape {
     struct rt *nat;
     size_t k, n, copies;
-    float **w;           /* the unpacked copies (OpenBLAS's) */
-    nxr_weights_t **pw;  /* the packed copies (nxr's) */
+    float **w;          /* the unpacked copies (OpenBLAS's) */
+    nxr_weights_t **pw; /* the packed copies (nxr's) */
     struct read_limit limit;
 };
 
@@ -89,13 +89,12 @@ static void turn(struct layer_shape *s, int c, size_t m, const float *a, float *
     } else {
         for (size_t i = 0; i < s->copies && rc == 0; i++) {
             if (c == L_NXR) {
-                const struct nxr_sgemm_packed_args g = {.m = m, .alpha = 1, .a = a, .lda = s->k,
-                                                        .w = s->pw[i], .c = y, .ldc = s->n};
+                const struct nxr_sgemm_packed_args g = {
+                    .m = m, .alpha = 1, .a = a, .lda = s->k, .w = s->pw[i], .c = y, .ldc = s->n};
                 rc = nxr_sgemm_packed(s->nat->ctx, &g, NULL);
             } else {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)s->n,
-                            (int)s->k, 1.0f, a, (int)s->k, s->w[i], (int)s->n, 0.0f, y,
-                            (int)s->n);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)s->n, (int)s->k,
+                            1.0f, a, (int)s->k, s->w[i], (int)s->n, 0.0f, y, (int)s->n);
             }
         }
     }
@@ -103,8 +102,8 @@ static void turn(struct layer_shape *s, int c, size_t m, const float *a, float *
         die("layer product", rc);
 }
 
-static void shape_rows(struct layer_report *rep, struct layer_shape *s, const size_t *ms,
-                       size_t nm, int reps)
+static void shape_rows(struct layer_report *rep, struct layer_shape *s, const size_t *ms, size_t nm,
+                       int reps)
 {
     const size_t max_m = ms[nm - 1];
     float *a = alloc_floats(max_m * s->k), *y = alloc_floats(max_m * s->n);
