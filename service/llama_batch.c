@@ -213,6 +213,7 @@ int svc_llama_batch_submit(struct svc_llama_batch *b, struct svc_llama_seq *s)
     s->made = 0;
     s->blocks = NULL;
     s->nblocks = 0;
+    s->passed = 0;
     s->next = NULL;
     if (b->wait_tail != NULL)
         b->wait_tail->next = s;
@@ -258,12 +259,30 @@ const struct svc_kv_blocks *svc_llama_batch_cache(const struct svc_llama_batch *
     return &b->kv;
 }
 
-/* The first waiting sequence joins if the cache holds its whole length. */
+/* The waiting sequence that joins next (the link that points at it): the
+ * one with the most tokens to make, the earliest of equals, so that the
+ * longest decoders start first and decode through the others' prefill
+ * (with the prefill serial, the order that ends a set of sequences soonest:
+ * the largest tail first). A sequence that later ones have passed
+ * max_active times goes next whatever its length: nobody waits forever. */
+static struct svc_llama_seq **next_waiting(struct svc_llama_batch *b)
+{
+    struct svc_llama_seq **pick = &b->wait_head;
+    if ((*pick)->passed >= b->o.max_active)
+        return pick;
+    for (struct svc_llama_seq **l = &(*pick)->next; *l != NULL; l = &(*l)->next)
+        if ((*l)->gen > (*pick)->gen)
+            pick = l;
+    return pick;
+}
+
+/* The next waiting sequence (next_waiting) joins if the cache holds its
+ * whole length; those it passed count it. */
 static bool admit(struct svc_llama_batch *b)
 {
-    struct svc_llama_seq *s = b->wait_head;
-    if (s == NULL || b->n_active == b->o.max_active)
+    if (b->wait_head == NULL || b->n_active == b->o.max_active)
         return false;
+    struct svc_llama_seq **link = next_waiting(b), *s = *link;
     const size_t n = svc_kv_blocks_for(&b->kv, positions(s));
     if (n > b->kv.free_count)
         return false;
@@ -273,9 +292,12 @@ static bool admit(struct svc_llama_batch *b)
     svc_kv_take(&b->kv, s, n, table);
     s->blocks = table;
     s->nblocks = n;
-    b->wait_head = s->next;
-    if (b->wait_head == NULL)
-        b->wait_tail = NULL;
+    struct svc_llama_seq *before = NULL; /* the one ahead of s, if any */
+    for (struct svc_llama_seq *p = b->wait_head; p != s; p = p->next)
+        p->passed++, before = p;
+    *link = s->next;
+    if (b->wait_tail == s)
+        b->wait_tail = before;
     s->next = NULL;
     b->n_waiting--;
     b->chunk[b->n_active] = 0;

@@ -7,12 +7,19 @@
  * chunks fill what the per-step token budget leaves after the decode rows,
  * so a long prompt never stalls the decoders.
  *
- * The KV cache is the domain's block pool (service/kv_blocks.h). A
- * sequence is admitted (first-come first-served) only when the pool holds
- * the blocks of its whole length (prompt + gen - 1 positions) and the
- * active count is below the cap; otherwise it, and those behind it, wait:
- * a running sequence never runs out of cache. It leaves, giving its blocks
- * back, when it has its `gen` tokens; the next step may admit another.
+ * The KV cache is the domain's block pool (service/kv_blocks.h). Of the
+ * waiting sequences, the one asking for the most tokens (`gen`, a
+ * request's max tokens; the earliest of equals) is admitted next, so that
+ * when many arrive at once the longest decoders start first and decode
+ * through the others' prefill instead of running on alone at the end
+ * (prompts are fed one after another, and this is the order that ends
+ * such a set soonest). One that max_active later sequences have passed
+ * goes next whatever it asks for, so none waits forever. It is admitted
+ * only when the pool holds the blocks of its whole length (prompt + gen -
+ * 1 positions) and the active count is below the cap; otherwise it, and
+ * all behind it, wait: a running sequence never runs out of cache. It
+ * leaves, giving its blocks back, when it has its `gen` tokens; the next
+ * step may admit another.
  *
  * Decoding is greedy. Every row's arithmetic is its own (the products'
  * rows are independent, attention and the norms are per row), so a
@@ -81,6 +88,7 @@ struct svc_llama_seq {
     size_t made; /* tokens made */
     size_t *blocks;
     size_t nblocks;
+    size_t passed; /* later sequences admitted before it (next_waiting) */
     struct svc_llama_seq *next;
 };
 

@@ -152,7 +152,9 @@ struct request {
     struct svc_llama_seq seq;
 };
 
-/* Request i: its own prompt (length 1 + 5i mod 13) and gen (2 + 3i mod 11). */
+/* Request i: its own prompt (length 1 + 5i mod 13) and gen (2 + 3i mod 11).
+ * As (prompt, gen), i = 0..10: (1,2) (6,5) (11,8) (3,11) (8,3) (13,6)
+ * (5,9) (10,12) (2,4) (7,7) (12,10); 15: (11,3). */
 static void request_init(struct request *r, size_t i)
 {
     memset(r, 0, sizeof *r);
@@ -385,12 +387,13 @@ Test(service_llama_batch, the_prefill_cap_holds_beside_decoders_only)
 
 /* The pool holds one of these sequences at a time: the second waits (its
  * submit succeeds, it is not admitted) while the first runs to the end,
- * then reuses its blocks and decodes as alone. */
+ * then reuses its blocks and decodes as alone. The first asks for more
+ * tokens, so it is also the one admission takes first. */
 Test(service_llama_batch, full_cache_makes_admission_wait)
 {
     struct request r[2];
-    request_init(&r[0], 5); /* 13 + 6 - 1 = 18 positions: 5 blocks of 4 */
-    request_init(&r[1], 2); /* 11 + 8 - 1 = 18 positions: 5 blocks */
+    request_init(&r[0], 2); /* 11 + 8 - 1 = 18 positions: 5 blocks of 4 */
+    request_init(&r[1], 5); /* 13 + 6 - 1 = 18 positions: 5 blocks */
     const size_t block_bytes =
         lf.model.shape.layers * 2 * 4 * svc_llama_kv_dim(&lf.model.shape) * 4;
     struct svc_llama_batch *b = engine(32, 4, 9 * block_bytes);
@@ -412,13 +415,87 @@ Test(service_llama_batch, full_cache_makes_admission_wait)
     cr_assert_gt(waited, 0);
     run_to_idle(b, r, 2);
     int want[2][MAX_GEN];
-    alone(5, 32, want[0]);
-    alone(2, 32, want[1]);
+    alone(2, 32, want[0]);
+    alone(5, 32, want[1]);
     for (size_t i = 0; i < 2; i++)
         for (size_t t = 0; t < r[i].seq.gen; t++)
             cr_assert_eq(r[i].out[t], want[i][t], "request %zu token %zu", i, t);
     cr_assert_eq(svc_llama_batch_free_blocks(b), 9);
     svc_llama_batch_destroy(b);
+}
+
+/* Submits requests ids[0, n - late) at once to an engine of 8 rows a step
+ * and max_active sequences, the last `late` after its first step, runs it
+ * to idle and writes the order in which they were admitted (indices into
+ * ids) into order. Each step admits at most
+ * one here (every prompt fills what a step leaves, or max_active stops
+ * the next), which the helper checks: then a request's nblocks turning
+ * non-zero after a step is its admission. The tokens are alone's. */
+static void admission_order(const size_t *ids, size_t n, size_t late, size_t max_active,
+                            size_t *order)
+{
+    struct request r[8];
+    cr_assert_leq(n, 8);
+    struct svc_llama_batch *b = engine(8, max_active, 0);
+    for (size_t i = 0; i < n; i++) {
+        request_init(&r[i], ids[i]);
+        if (i < n - late)
+            cr_assert_eq(svc_llama_batch_submit(b, &r[i].seq), 0);
+    }
+    bool seen[8] = {false};
+    size_t admitted = 0;
+    for (size_t steps = 0; !svc_llama_batch_idle(b); steps++) {
+        cr_assert_lt(steps, 1000, "the engine never went idle");
+        for (size_t i = n - late; steps == 1 && i < n; i++)
+            cr_assert_eq(svc_llama_batch_submit(b, &r[i].seq), 0);
+        struct svc_llama_step st;
+        cr_assert_eq(svc_llama_batch_step(b, &st), 0);
+        cr_assert_leq(st.admitted, 1, "two admitted in one step: the order is not visible");
+        for (size_t i = 0; i < n; i++)
+            if (!seen[i] && (r[i].seq.nblocks > 0 || r[i].seq.made > 0)) {
+                seen[i] = true;
+                order[admitted++] = i;
+            }
+    }
+    cr_assert_eq(admitted, n);
+    for (size_t i = 0; i < n; i++) {
+        int want[MAX_GEN];
+        alone(ids[i], 32, want);
+        for (size_t t = 0; t < r[i].seq.gen; t++)
+            cr_assert_eq(r[i].out[t], want[t], "request %zu token %zu", ids[i], t);
+    }
+    svc_llama_batch_destroy(b);
+}
+
+/* Waiting sequences join the one with the most tokens to make first, the
+ * earliest of equals first. The first to join is the queue's last, and one
+ * more is queued behind the rest after it left the queue. */
+Test(service_llama_batch, admission_takes_the_longest_first)
+{
+    /* gen 6, 3, 8, 3, 12, then 10 (prompts 13, 11, 11, 8, 10, 12: each
+     * fills a step's room, so one joins a step). */
+    const size_t ids[] = {5, 15, 2, 4, 7, 10};
+    const size_t want[] = {4, 5, 2, 0, 1, 3};
+    size_t order[6];
+    admission_order(ids, 6, 1, 6, order);
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(order[i], want[i], "admission %zu was request %zu, not %zu", i, ids[order[i]],
+                     ids[want[i]]);
+}
+
+/* A sequence that max_active later ones have passed goes next, however
+ * short: S (gen 3) is passed by L1 (12) and L3 (10), then joins before
+ * L2 (8), which arrived after it but is longer. Longest-first alone would
+ * take L2 before S, whatever came after. */
+Test(service_llama_batch, a_sequence_passed_max_active_times_goes_next)
+{
+    const size_t ids[] = {4, 7, 2, 10}; /* S, L1, L2, L3 */
+    const size_t want[] = {1, 3, 0, 2};
+    size_t order[4];
+    admission_order(ids, 4, 0, 2, order);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(order[i], want[i], "admission %zu was request %zu, not %zu", i, ids[order[i]],
+                     ids[want[i]]);
 }
 
 Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
