@@ -293,8 +293,10 @@ static bool admit(struct svc_llama_batch *b)
     s->blocks = table;
     s->nblocks = n;
     struct svc_llama_seq *before = NULL; /* the one ahead of s, if any */
-    for (struct svc_llama_seq *p = b->wait_head; p != s; p = p->next)
-        p->passed++, before = p;
+    for (struct svc_llama_seq *p = b->wait_head; p != s; p = p->next) {
+        p->passed++;
+        before = p;
+    }
     *link = s->next;
     if (b->wait_tail == s)
         b->wait_tail = before;
