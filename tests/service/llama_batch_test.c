@@ -426,14 +426,15 @@ Test(service_llama_batch, full_cache_makes_admission_wait)
 
 /* Submits requests ids[0, n - late) at once to an engine of 8 rows a step
  * and max_active sequences, the last `late` after its first step, runs it
- * to idle and writes the order in which they were admitted (indices into
- * ids) into order. Each step admits at most
+ * to idle and checks that they were admitted in the order `want` (indices
+ * into ids). Each step admits at most
  * one here (every prompt fills what a step leaves, or max_active stops
  * the next), which the helper checks: then a request's nblocks turning
  * non-zero after a step is its admission. The tokens are alone's. */
-static void admission_order(const size_t *ids, size_t n, size_t late, size_t max_active,
-                            size_t *order)
+static void check_admission_order(const size_t *ids, size_t n, size_t late, size_t max_active,
+                                  const size_t *want)
 {
+    size_t order[8];
     struct request r[8];
     cr_assert_leq(n, 8);
     struct svc_llama_batch *b = engine(8, max_active, 0);
@@ -458,11 +459,14 @@ static void admission_order(const size_t *ids, size_t n, size_t late, size_t max
             }
     }
     cr_assert_eq(admitted, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(order[i], want[i], "admission %zu was request %zu, not %zu", i, ids[order[i]],
+                     ids[want[i]]);
     for (size_t i = 0; i < n; i++) {
-        int want[MAX_GEN];
-        alone(ids[i], 32, want);
+        int tokens[MAX_GEN];
+        alone(ids[i], 32, tokens);
         for (size_t t = 0; t < r[i].seq.gen; t++)
-            cr_assert_eq(r[i].out[t], want[t], "request %zu token %zu", ids[i], t);
+            cr_assert_eq(r[i].out[t], tokens[t], "request %zu token %zu", ids[i], t);
     }
     svc_llama_batch_destroy(b);
 }
@@ -476,11 +480,7 @@ Test(service_llama_batch, admission_takes_the_longest_first)
      * fills a step's room, so one joins a step). */
     const size_t ids[] = {5, 15, 2, 4, 7, 10};
     const size_t want[] = {4, 5, 2, 0, 1, 3};
-    size_t order[6];
-    admission_order(ids, 6, 1, 6, order);
-    for (size_t i = 0; i < 6; i++)
-        cr_assert_eq(order[i], want[i], "admission %zu was request %zu, not %zu", i, ids[order[i]],
-                     ids[want[i]]);
+    check_admission_order(ids, 6, 1, 6, want);
 }
 
 /* A sequence that max_active later ones have passed goes next, however
@@ -491,11 +491,7 @@ Test(service_llama_batch, a_sequence_passed_max_active_times_goes_next)
 {
     const size_t ids[] = {4, 7, 2, 10}; /* S, L1, L2, L3 */
     const size_t want[] = {1, 3, 0, 2};
-    size_t order[4];
-    admission_order(ids, 4, 0, 2, order);
-    for (size_t i = 0; i < 4; i++)
-        cr_assert_eq(order[i], want[i], "admission %zu was request %zu, not %zu", i, ids[order[i]],
-                     ids[want[i]]);
+    check_admission_order(ids, 4, 0, 2, want);
 }
 
 Test(service_llama_batch, bad_requests_are_refused_and_change_nothing)
