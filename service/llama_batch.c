@@ -29,12 +29,24 @@ static inline __attribute__((always_inline)) float max_lanes(const float *a, siz
     return m;
 }
 
+/* The rows attention reads: row i's sequence and position, and its runs
+ * (run j is rows [run_first[j], run_first[j + 1]), n_runs of them). */
+struct attention_rows {
+    struct svc_llama_seq **seq;
+    size_t *pos;
+    size_t *run_first;
+    size_t n_runs;
+};
+
 /* A layer's operations' argument: the forward's loops over rows and
  * attention's over (run of rows, group of heads) read it. One per layer,
- * made with the batch: a step holds its loops' arguments until it has run. */
+ * made with the batch: a step holds its loops' arguments until it has run.
+ * `rows`: the step's rows, or in the last layer the logit rows alone
+ * (forward_ops). */
 struct layer_op {
     struct svc_llama_batch *b;
     size_t layer;
+    const struct attention_rows *rows;
 };
 
 struct svc_llama_batch {
@@ -53,14 +65,16 @@ struct svc_llama_batch {
     int *row_token;
     size_t *row_pos;
     size_t *chunk; /* per active sequence: prompt tokens fed this step */
-    /* Attention's runs of rows (attention_runs): run j is rows
-     * [run_first[j], run_first[j + 1]), n_runs of them. */
-    size_t *run_first;
-    size_t n_runs;
+    /* Attention's rows in every layer but the last: row_seq and row_pos,
+     * cut into runs by attention_runs. */
+    struct attention_rows step_rows;
     /* Logit rows (max_active at most): the row each comes from, its token. */
     size_t *logit_row;
     int *logit_token;
     size_t n_logits; /* logit rows of the last step */
+    /* Attention's rows in the last layer: the logit rows, gathered to the
+     * front (logit row i is row i there), each a run of its own. */
+    struct attention_rows logit_rows;
     /* Activations, in the domain's memory. */
     float *x, *xb, *qkv, *hb, *att, *lx, *logits;
     float *sum; /* with a span: a residual product before it is added */
@@ -146,12 +160,18 @@ int svc_llama_batch_create(const struct svc_llama_weights *w, size_t side, nxr_c
     b->row_token = calloc(T, sizeof *b->row_token);
     b->row_pos = calloc(T, sizeof *b->row_pos);
     b->chunk = calloc(A, sizeof *b->chunk);
-    b->run_first = calloc(T + 1, sizeof *b->run_first);
+    b->step_rows = (struct attention_rows){
+        .seq = b->row_seq, .pos = b->row_pos, .run_first = calloc(T + 1, sizeof(size_t))};
     b->logit_row = calloc(A, sizeof *b->logit_row);
     b->logit_token = calloc(A, sizeof *b->logit_token);
-    if (rc == 0 && (b->active == NULL || b->row_seq == NULL || b->row_token == NULL ||
-                    b->row_pos == NULL || b->chunk == NULL || b->logit_row == NULL ||
-                    b->logit_token == NULL || b->run_first == NULL))
+    b->logit_rows = (struct attention_rows){.seq = calloc(A, sizeof(struct svc_llama_seq *)),
+                                            .pos = calloc(A, sizeof(size_t)),
+                                            .run_first = calloc(A + 1, sizeof(size_t))};
+    if (rc == 0 &&
+        (b->active == NULL || b->row_seq == NULL || b->row_token == NULL || b->row_pos == NULL ||
+         b->chunk == NULL || b->logit_row == NULL || b->logit_token == NULL ||
+         b->step_rows.run_first == NULL || b->logit_rows.seq == NULL || b->logit_rows.pos == NULL ||
+         b->logit_rows.run_first == NULL))
         rc = -ENOMEM;
     if (rc != 0 || (rc = domain_floats(ctx, T * dim, &b->x)) != 0 ||
         (rc = domain_floats(ctx, T * dim, &b->xb)) != 0 ||
@@ -189,7 +209,8 @@ void svc_llama_batch_destroy(struct svc_llama_batch *b)
             nxr_domain_free(domain_mem[i]);
     svc_kv_blocks_destroy(&b->kv);
     free(b->active), free(b->row_seq), free(b->row_token), free(b->row_pos);
-    free(b->chunk), free(b->logit_row), free(b->logit_token), free(b->run_first);
+    free(b->chunk), free(b->logit_row), free(b->logit_token), free(b->step_rows.run_first);
+    free(b->logit_rows.seq), free(b->logit_rows.pos), free(b->logit_rows.run_first);
     free(b->layer_ops);
     free(b);
 }
@@ -418,10 +439,10 @@ ATTENTION_CLONES static void attention_rows_heads(void *arg, size_t begin, size_
     const float scale = 1.0f / sqrtf((float)hs);
     for (size_t it = begin; it < end; it++) {
         const size_t run = it / units, h0 = it % units * per;
-        const size_t r0 = b->run_first[run], rows = b->run_first[run + 1] - r0;
-        const struct svc_llama_seq *q_seq = b->row_seq[r0];
+        const size_t r0 = a->rows->run_first[run], rows = a->rows->run_first[run + 1] - r0;
+        const struct svc_llama_seq *q_seq = a->rows->seq[r0];
         /* Row r0 + i attends over positions [0, n0 + i). */
-        const size_t n0 = b->row_pos[r0] + 1, n_end = n0 + rows - 1;
+        const size_t n0 = a->rows->pos[r0] + 1, n_end = n0 + rows - 1;
         float max[ATTENTION_RUN_ROWS][ATTENTION_MAX_GROUP];
         for (size_t i = 0; i < rows; i++)
             for (size_t h = h0; h < h0 + per; h++)
@@ -590,17 +611,36 @@ static void swiglu_rows(void *arg, size_t begin, size_t end, unsigned worker)
     }
 }
 
-/* Only the rows that make a token go through the classifier: each logit
- * row copied out of x and normed. */
+/* The logit rows (gathered to the front of x in the last layer) normed
+ * into lx for the classifier. */
 static void final_norm_rows(void *arg, size_t begin, size_t end, unsigned worker)
 {
     (void)worker;
     struct svc_llama_batch *b = arg;
     const size_t dim = b->s->dim;
-    for (size_t i = begin; i < end; i++)
-        memcpy(b->lx + i * dim, b->x + b->logit_row[i] * dim, dim * sizeof(float));
-    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->lx + begin * dim, dim,
+    body_failed(b, nxr_rmsnorm(b->ctx, end - begin, dim, b->x + begin * dim, dim,
                                b->side->rms_final, SVC_LLAMA_EPS, b->lx + begin * dim, dim));
+}
+
+/* Logit row i's residual and q (with its k and v) moved from row
+ * logit_row[i] to row i, in order: the rows only grow apart (logit_row
+ * rises, logit_row[i] >= i), so no move overwrites a row still to move.
+ * One iteration: in parallel, row i's move could overwrite the row another
+ * thread is reading. */
+static void gather_logit_rows(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)worker;
+    (void)begin;
+    (void)end;
+    struct svc_llama_batch *b = arg;
+    const size_t dim = b->s->dim, width = dim + 2 * svc_llama_kv_dim(b->s);
+    for (size_t i = 0; i < b->logit_rows.n_runs; i++) {
+        const size_t from = b->logit_row[i];
+        if (from == i)
+            continue;
+        memcpy(b->x + i * dim, b->x + from * dim, dim * sizeof(float));
+        memcpy(b->qkv + i * width, b->qkv + from * width, width * sizeof(float));
+    }
 }
 
 static void argmax_rows(void *arg, size_t begin, size_t end, unsigned worker)
@@ -663,7 +703,13 @@ static int op_product(struct ops *o, size_t rows, const float *a, size_t lda, si
     return rc != 0 ? rc : nxr_step_add_barrier(o->step);
 }
 
-/* The forward's operations, in order, into o. */
+/* The forward's operations, in order, into o. In the last layer only the
+ * logit rows go on past the cache write: a prompt row that makes no token
+ * leaves nothing but its keys and values for later steps, which are in the
+ * cache by then, so its attention, output projection and FFN there would
+ * be computed for nothing (at 12 prompt rows a step, about 4 % of a 110m
+ * step's arithmetic). Every row's arithmetic is its own, so the logit
+ * rows' bits are the same either way. */
 static int forward_ops(struct ops *o, size_t rows, size_t logits)
 {
     struct svc_llama_batch *b = o->b;
@@ -672,18 +718,25 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
     for (size_t l = 0; l < s->layers; l++) {
         struct layer_op *lo = &b->layer_ops[l];
         const size_t units = s->heads / b->heads_per_unit;
-        TRY(op_loop(o, rows, norm_att_rows, lo));
-        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
-        TRY(op_loop(o, rows, rope_cache_rows, lo));
-        TRY(op_loop(o, b->n_runs * units, attention_rows_heads, lo));
-        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
-        TRY(op_loop(o, rows, norm_ffn_rows, lo));
-        TRY(op_product(o, rows, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
-        TRY(op_loop(o, rows, swiglu_rows, lo));
-        TRY(op_product(o, rows, b->hb, 2 * hid, matrix(l, SVC_LLAMA_W2), b->x, true));
+        size_t n = rows;
+        TRY(op_loop(o, n, norm_att_rows, lo));
+        TRY(op_product(o, n, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
+        TRY(op_loop(o, n, rope_cache_rows, lo));
+        lo->rows = &b->step_rows;
+        if (l + 1 == s->layers) {
+            if (logits == 0)
+                return 0;
+            TRY(op_loop(o, 1, gather_logit_rows, b));
+            lo->rows = &b->logit_rows;
+            n = logits;
+        }
+        TRY(op_loop(o, lo->rows->n_runs * units, attention_rows_heads, lo));
+        TRY(op_product(o, n, b->xb, dim, matrix(l, SVC_LLAMA_WO), b->x, true));
+        TRY(op_loop(o, n, norm_ffn_rows, lo));
+        TRY(op_product(o, n, b->xb, dim, matrix(l, SVC_LLAMA_W13), b->hb, false));
+        TRY(op_loop(o, n, swiglu_rows, lo));
+        TRY(op_product(o, n, b->hb, 2 * hid, matrix(l, SVC_LLAMA_W2), b->x, true));
     }
-    if (logits == 0)
-        return 0;
     TRY(op_loop(o, logits, final_norm_rows, b));
     TRY(op_product(o, logits, b->lx, dim, b->w->packed.count - 1, b->logits, false));
     return op_loop(o, logits, argmax_rows, b);
@@ -694,13 +747,27 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
  * ATTENTION_RUN_ROWS each. */
 static void attention_runs(struct svc_llama_batch *b, size_t rows)
 {
+    struct attention_rows *a = &b->step_rows;
     size_t n = 0;
     for (size_t r = 0; r < rows; r++)
-        if (r == 0 || r - b->run_first[n - 1] == ATTENTION_RUN_ROWS ||
-            b->row_seq[r] != b->row_seq[r - 1] || b->row_pos[r] != b->row_pos[r - 1] + 1)
-            b->run_first[n++] = r;
-    b->run_first[n] = rows;
-    b->n_runs = n;
+        if (r == 0 || r - a->run_first[n - 1] == ATTENTION_RUN_ROWS || a->seq[r] != a->seq[r - 1] ||
+            a->pos[r] != a->pos[r - 1] + 1)
+            a->run_first[n++] = r;
+    a->run_first[n] = rows;
+    a->n_runs = n;
+}
+
+/* The last layer's attention rows: logit row i (gathered to row i) alone. */
+static void logit_runs(struct svc_llama_batch *b, size_t logits)
+{
+    struct attention_rows *a = &b->logit_rows;
+    for (size_t i = 0; i < logits; i++) {
+        a->seq[i] = b->row_seq[b->logit_row[i]];
+        a->pos[i] = b->row_pos[b->logit_row[i]];
+        a->run_first[i] = i;
+    }
+    a->run_first[logits] = logits;
+    a->n_runs = logits;
 }
 
 /* The step's rows through the model: the logit rows' tokens into
@@ -713,6 +780,7 @@ static int forward(struct svc_llama_batch *b, size_t rows, size_t logits)
     for (size_t r = 0; r < rows; r++)
         memcpy(b->x + r * dim, b->side->embed + (size_t)b->row_token[r] * dim, dim * sizeof(float));
     attention_runs(b, rows);
+    logit_runs(b, logits);
     atomic_store(&b->body_rc, 0);
     struct ops o = {.b = b};
     if (b->o.span != NULL)

@@ -5,7 +5,9 @@
  * nxr_sgemm_packed with m = the step's rows, against the domain's packed
  * copy), while attention reads each row's own sequence's cache. Prompt
  * chunks fill what the per-step token budget leaves after the decode rows,
- * so a long prompt never stalls the decoders.
+ * so a long prompt never stalls the decoders. In the last layer only the
+ * rows that make a token (decoders, and a chunk's row that ends its
+ * prompt) go on past writing their keys and values to the cache.
  *
  * The KV cache is the domain's block pool (service/kv_blocks.h). Of the
  * waiting sequences, the one asking for the most tokens (`gen`, a
