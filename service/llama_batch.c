@@ -42,7 +42,7 @@ struct attention_rows {
  * attention's over (run of rows, group of heads) read it. One per layer,
  * made with the batch: a step holds its loops' arguments until it has run.
  * `rows`: the step's rows, or in the last layer the logit rows alone
- * (forward_ops). */
+ * (forward_ops), fixed when the batch is made. */
 struct layer_op {
     struct svc_llama_batch *b;
     size_t layer;
@@ -120,7 +120,8 @@ static int layer_ops_create(struct svc_llama_batch *b)
     if ((b->layer_ops = calloc(layers, sizeof *b->layer_ops)) == NULL)
         return -ENOMEM;
     for (size_t l = 0; l < layers; l++)
-        b->layer_ops[l] = (struct layer_op){.b = b, .layer = l};
+        b->layer_ops[l] = (struct layer_op){
+            .b = b, .layer = l, .rows = l + 1 < layers ? &b->step_rows : &b->logit_rows};
     b->heads_per_unit = attention_heads_per_unit(b->s);
     return 0;
 }
@@ -722,12 +723,10 @@ static int forward_ops(struct ops *o, size_t rows, size_t logits)
         TRY(op_loop(o, n, norm_att_rows, lo));
         TRY(op_product(o, n, b->xb, dim, matrix(l, SVC_LLAMA_WQKV), b->qkv, false));
         TRY(op_loop(o, n, rope_cache_rows, lo));
-        lo->rows = &b->step_rows;
         if (l + 1 == s->layers) {
             if (logits == 0)
                 return 0;
             TRY(op_loop(o, 1, gather_logit_rows, b));
-            lo->rows = &b->logit_rows;
             n = logits;
         }
         TRY(op_loop(o, lo->rows->n_runs * units, attention_rows_heads, lo));

@@ -427,10 +427,10 @@ Test(service_llama_batch, full_cache_makes_admission_wait)
 /* Submits requests ids[0, n - late) at once to an engine of 8 rows a step
  * and max_active sequences, the last `late` after its first step, runs it
  * to idle and checks that they were admitted in the order `want` (indices
- * into ids). Each step admits at most
- * one here (every prompt fills what a step leaves, or max_active stops
- * the next), which the helper checks: then a request's nblocks turning
- * non-zero after a step is its admission. The tokens are alone's. */
+ * into ids). Each step admits at most one here (every prompt fills what a
+ * step leaves, or max_active stops the next), which the helper checks:
+ * then a request's nblocks turning non-zero after a step is its
+ * admission. The tokens are alone's. */
 static void check_admission_order(const size_t *ids, size_t n, size_t late, size_t max_active,
                                   const size_t *want)
 {
