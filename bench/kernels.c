@@ -430,6 +430,22 @@ static void json_rows(const char *suffix, const struct sgemm_report *rep)
            r512->native_vs_native1);
 }
 
+/* One section run alone (--only-*): its JSON wrapped in an object of its
+ * own (the threads and reps the full run's object names first), or its
+ * text as it stands. */
+static void alone_open(bool json, unsigned threads, int reps)
+{
+    if (json)
+        printf("{\"threads\":%u,\"reps\":%d", threads, reps);
+}
+
+static int alone_close(bool json)
+{
+    if (json)
+        printf("}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool json = false, skip_small = false;
@@ -496,38 +512,23 @@ int main(int argc, char **argv)
     if (only_percall) { /* the per-call rows alone */
         struct percall_report percall;
         percall_section(&percall, reps);
-        if (json) {
-            printf("{\"threads\":%u,\"reps\":%d", percall.threads, reps);
-            percall_print_json(&percall);
-            printf("}\n");
-        } else {
-            percall_print_text(&percall);
-        }
-        return 0;
+        alone_open(json, percall.threads, reps);
+        json ? percall_print_json(&percall) : percall_print_text(&percall);
+        return alone_close(json);
     }
     if (only_layer) { /* the service's products alone */
         struct layer_report lr;
         layer_section(&lr, short_run, reps);
-        if (json) {
-            printf("{\"threads\":%u,\"reps\":%d", lr.threads, reps);
-            layer_print_json(&lr);
-            printf("}\n");
-        } else {
-            layer_print_text(&lr);
-        }
-        return 0;
+        alone_open(json, lr.threads, reps);
+        json ? layer_print_json(&lr) : layer_print_text(&lr);
+        return alone_close(json);
     }
     if (only_formats) { /* the weight-format rows alone */
         struct formats_report fr;
         formats_section(&fr, formats_mib, formats_k, reps);
-        if (json) {
-            printf("{\"threads\":%u,\"reps\":%d", fr.threads, reps);
-            formats_print_json(&fr);
-            printf("}\n");
-        } else {
-            formats_print_text(&fr);
-        }
-        return 0;
+        alone_open(json, fr.threads, reps);
+        json ? formats_print_json(&fr) : formats_print_text(&fr);
+        return alone_close(json);
     }
     if (getenv("OPENBLAS_CORETYPE") != NULL)
         fprintf(stderr, "kernels: note: OPENBLAS_CORETYPE=%s is set for the default rows too\n",

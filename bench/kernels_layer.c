@@ -112,7 +112,8 @@ static void shape_rows(struct layer_report *rep, struct layer_shape *s, const si
     const double bytes = (double)s->copies * (double)(s->k * s->n * sizeof(float));
     double *t[L_COUNT];
     for (int i = 0; i < L_COUNT; i++)
-        t[i] = calloc((size_t)reps, sizeof(double));
+        if ((t[i] = calloc((size_t)reps, sizeof(double))) == NULL)
+            die("layer times", -ENOMEM);
     for (size_t j = 0; j < nm; j++) {
         for (int r = -1; r < reps; r++) { /* round -1: warm-up */
             const int order[L_COUNT] = {r % 2 ? L_READ : L_NXR, r % 2 ? L_NXR : L_READ, L_OB};
@@ -154,10 +155,9 @@ void layer_section(struct layer_report *rep, bool short_run, int reps)
         rep->copies_mib = copies * one >> 20;
         struct layer_shape s;
         shape_open(&s, &nat, kn[i][0], kn[i][1], copies);
-        if (short_run)
-            shape_rows(rep, &s, ms_short, 2, reps);
-        else
-            shape_rows(rep, &s, ms, sizeof ms / sizeof ms[0], reps);
+        shape_rows(rep, &s, short_run ? ms_short : ms,
+                   short_run ? sizeof ms_short / sizeof ms_short[0] : sizeof ms / sizeof ms[0],
+                   reps);
         shape_close(&s);
     }
     rt_close(&nat);
